@@ -1,0 +1,64 @@
+// Composition root of the HTTP side: builds the inference/data app and the management app
+// from the route table, the handlers and the services.
+import { fileURLToPath } from 'node:url';
+import express, { type Express } from 'express';
+import type { Logger } from 'pino';
+import { pinoHttp } from 'pino-http';
+import { handlers } from '../generated/server/bindings.js';
+import type { Authenticator } from './http/auth.js';
+import { errorHandler, routeNotFound } from './http/error-handler.js';
+import type { UntypedHandler } from './http/invoke.js';
+import { buildRouter, type AdmissionStage } from './http/router.js';
+import { assignTraceId, traceIdOf } from './http/trace.js';
+import { createValidator } from './http/validation.js';
+import type { Services } from './services.js';
+
+export const CONTRACT_PATH = fileURLToPath(new URL('../openapi.yaml', import.meta.url));
+
+export interface AppParts {
+  services: Services;
+  logger: Logger;
+  authenticator: Authenticator;
+  admission?: AdmissionStage[];
+}
+
+export function createApps(parts: AppParts): { api: Express; management: Express } {
+  return { api: createApp('api', parts), management: createApp('management', parts) };
+}
+
+function createApp(api: 'api' | 'management', parts: AppParts): Express {
+  const { config } = parts.services;
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(assignTraceId);
+  app.use(
+    pinoHttp({
+      logger: parts.logger.child({ api }),
+      genReqId: (_req, res) => traceIdOf(res as unknown as express.Response),
+      customAttributeKeys: { reqId: 'traceId' },
+      serializers: {
+        req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url }),
+        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+      },
+    }),
+  );
+  app.use(
+    buildRouter({
+      api,
+      handlers: handlers as unknown as Record<keyof typeof handlers, UntypedHandler>,
+      services: parts.services,
+      authenticator: parts.authenticator,
+      validator: createValidator({
+        apiSpec: CONTRACT_PATH,
+        validateResponses: config.validateResponses,
+        uploadFileLimit: config.uploadFileLimit,
+        uploadMaxFiles: config.uploadMaxFiles,
+      }),
+      admission: parts.admission ?? [],
+      jsonBodyLimit: config.jsonBodyLimit,
+    }),
+  );
+  app.use(routeNotFound);
+  app.use(errorHandler(api));
+  return app;
+}

@@ -1,0 +1,100 @@
+// Environment → validated configuration. Every bad value is reported at once, by name,
+// before anything starts listening.
+import { z } from 'zod';
+
+const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
+const bool = (fallback: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0'])
+    .default(fallback ? 'true' : 'false')
+    .transform((v) => v === 'true' || v === '1');
+const bytes = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((value, ctx) => {
+      const match = /^(\d+)\s*(b|kb|mb|gb)?$/i.exec(value.trim());
+      if (!match) {
+        ctx.addIssue({ code: 'custom', message: `expected a size like 512kb or 10mb, got "${value}"` });
+        return z.NEVER;
+      }
+      const unit = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 }[(match[2] ?? 'b').toLowerCase() as 'b'];
+      return Number(match[1]) * unit;
+    });
+
+const schema = z.object({
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: port(8080),
+  MGMT_PORT: port(8081),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'expected a postgres:// or postgresql:// URL')
+    .optional(),
+  DATA_DIR: z.string().min(1).default('.data/pglite'),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL')
+    .optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  JSON_BODY_LIMIT: bytes('10mb'),
+  UPLOAD_FILE_LIMIT: bytes('50mb'),
+  UPLOAD_MAX_FILES: z.coerce.number().int().min(1).max(1000).default(20),
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
+  VALIDATE_RESPONSES: bool(false),
+  BOOTSTRAP_ADMIN_KEY: bool(true),
+});
+
+export type Config = {
+  host: string;
+  port: number;
+  mgmtPort: number;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  redisUrl: string | undefined;
+  logLevel: z.infer<typeof schema>['LOG_LEVEL'];
+  jsonBodyLimit: number;
+  uploadFileLimit: number;
+  uploadMaxFiles: number;
+  shutdownTimeoutMs: number;
+  /** Check every JSON response against openapi.yaml (on in tests; costs time in production). */
+  validateResponses: boolean;
+  /** Print one admin key on first start with an empty database. */
+  bootstrapAdminKey: boolean;
+};
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Variables set to the empty string count as unset, as most deployment tools write them. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = schema.safeParse(present);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => {
+        const name = String(issue.path[0]);
+        return `${name}=${JSON.stringify(env[name])}: ${issue.message}`;
+      }),
+    );
+  }
+  const c = parsed.data;
+  return {
+    host: c.HOST,
+    port: c.PORT,
+    mgmtPort: c.MGMT_PORT,
+    databaseUrl: c.DATABASE_URL,
+    dataDir: c.DATA_DIR,
+    redisUrl: c.REDIS_URL,
+    logLevel: c.LOG_LEVEL,
+    jsonBodyLimit: c.JSON_BODY_LIMIT,
+    uploadFileLimit: c.UPLOAD_FILE_LIMIT,
+    uploadMaxFiles: c.UPLOAD_MAX_FILES,
+    shutdownTimeoutMs: c.SHUTDOWN_TIMEOUT_MS,
+    validateResponses: c.VALIDATE_RESPONSES,
+    bootstrapAdminKey: c.BOOTSTRAP_ADMIN_KEY,
+  };
+}

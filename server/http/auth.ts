@@ -1,0 +1,42 @@
+// Authentication and scope checks, run before validation so an anonymous caller learns
+// nothing about a body's shape.
+import type { RequestHandler } from 'express';
+import type { RouteDefinition } from '../../generated/contract/routes.js';
+import type { Principal } from '../identity/principal.js';
+import { ApiError } from './errors.js';
+
+export interface Authenticator {
+  /** The principal for a bearer credential, or null when it is unknown, revoked or expired. */
+  authenticate(token: string): Promise<Principal | null>;
+}
+
+const BEARER = /^Bearer\s+([A-Za-z0-9._~+/=-]+)\s*$/i;
+
+export function authenticate(route: RouteDefinition, authenticator: Authenticator): RequestHandler {
+  if (route.auth.scheme !== 'bearer') return (_req, _res, next) => next();
+  // Spec 5.5: on search endpoints a malformed or invalid credential is a gateway 403.
+  const rejectStatus = route.tag === 'search' ? 403 : 401;
+  const reject = (message: string) =>
+    rejectStatus === 403
+      ? new ApiError('FORBIDDEN', message, { gatewayCode: 'forbidden' })
+      : new ApiError('UNAUTHORIZED', message, { gatewayCode: 'unauthorized_invalid_credentials' });
+
+  return async (req, res, next) => {
+    const header = req.headers.authorization;
+    if (header === undefined) {
+      throw new ApiError('UNAUTHORIZED', 'Missing Authorization', { gatewayCode: 'unauthorized_missing_authorization' });
+    }
+    const token = BEARER.exec(header)?.[1];
+    if (!token) throw reject('Malformed Authorization header: expected "Bearer <API_KEY>"');
+    const principal = await authenticator.authenticate(token);
+    if (!principal) throw reject('Invalid, expired or revoked credentials');
+    const missing = route.auth.scopes.filter((scope) => !principal.scopes.includes(scope));
+    if (missing.length > 0) {
+      throw new ApiError('FORBIDDEN', `The API key lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(', ')}`, {
+        gatewayCode: 'forbidden',
+      });
+    }
+    res.locals.principal = principal;
+    next();
+  };
+}

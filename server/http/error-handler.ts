@@ -1,0 +1,62 @@
+// The last middleware of each app: turns anything thrown into the contract's error body.
+import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
+import type { RouteDefinition } from '../../generated/contract/routes.js';
+import { ApiError, errorSchemaFor, renderError, toApiError } from './errors.js';
+import { traceIdOf } from './trace.js';
+import { isValidatorError, toValidationIssues } from './validation.js';
+
+type Api = 'api' | 'management';
+
+/** Body-parser and multer failures, and validator findings, become documented API errors. */
+function classify(error: unknown, req: Request): ApiError {
+  if (error instanceof ApiError) return error;
+  const e = error as { type?: string; status?: number; code?: string; message?: string };
+  if (e?.type === 'entity.parse.failed') return new ApiError('INVALID_REQUEST', 'Malformed JSON body', { status: 400 });
+  if (e?.type === 'entity.too.large' || e?.code === 'LIMIT_FILE_SIZE' || e?.status === 413) {
+    return new ApiError('PAYLOAD_TOO_LARGE', 'Request body or file is too large');
+  }
+  if (e?.code === 'LIMIT_FILE_COUNT' || e?.code === 'LIMIT_UNEXPECTED_FILE') {
+    return new ApiError('INVALID_REQUEST', `Upload rejected: ${e.message}`, { status: 400 });
+  }
+  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported' || e?.status === 415) {
+    return new ApiError('INVALID_REQUEST', e.message ?? 'Unsupported media type', { status: 415 });
+  }
+  if (isValidatorError(error) && error.status === 400) {
+    return new ApiError('VALIDATION_ERROR', 'Request validation failed', { issues: toValidationIssues(error.errors, req) });
+  }
+  if (isValidatorError(error) && error.status === 405) {
+    return new ApiError('INVALID_REQUEST', error.message, { status: 405 });
+  }
+  return toApiError(error);
+}
+
+export function errorHandler(api: Api): ErrorRequestHandler {
+  return (error, req, res, _next) => {
+    const apiError = classify(error, req);
+    const traceId = traceIdOf(res);
+    const log = req.log;
+    if (apiError.status >= 500) log.error({ err: apiError.cause ?? apiError, traceId }, apiError.message);
+    else log.info({ traceId, error: apiError.errorName, status: apiError.status }, apiError.message);
+
+    if (res.headersSent) {
+      // A stream already has its 200: the SSE writer reports in-band; anything else can only be cut.
+      res.end();
+      return;
+    }
+    const route = res.locals.route as RouteDefinition | undefined;
+    const body = renderError(apiError, errorSchemaFor(route, apiError.status, api), traceId);
+    for (const [name, value] of Object.entries(apiError.options.headers ?? {})) res.setHeader(name, value);
+    res.status(apiError.status);
+    if (route?.errorBodies[apiError.status]) {
+      res.json(body);
+    } else {
+      // Statuses the contract does not declare for this operation (413, 501, ...) bypass
+      // response validation, which would otherwise reject them.
+      res.type('application/json').send(JSON.stringify(body));
+    }
+  };
+}
+
+export const routeNotFound: RequestHandler = (req) => {
+  throw new ApiError('NOT_FOUND', `No operation at ${req.method} ${req.path}`);
+};

@@ -1,0 +1,20 @@
+// What every handler receives besides its typed request.
+import type { Logger } from 'pino';
+import type { RouteDefinition } from '../../generated/contract/routes.js';
+import type { Handler, OperationId } from '../../generated/server/operations.js';
+import type { Principal } from '../identity/principal.js';
+import type { Services } from '../services.js';
+
+export interface RequestContext {
+  traceId: string;
+  route: RouteDefinition;
+  /** null only on operations whose contract needs no credentials. */
+  principal: Principal | null;
+  log: Logger;
+  /** Aborted when the client goes away: stop upstream work and streams. */
+  signal: AbortSignal;
+  services: Services;
+}
+
+/** Implement an operation with `satisfies AppHandler<'operationId'>`, so drift from openapi.yaml fails the typecheck. */
+export type AppHandler<K extends OperationId> = Handler<K, RequestContext>;

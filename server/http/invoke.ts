@@ -1,0 +1,81 @@
+// Calls an operation's handler with its typed request and context, and writes what it returns.
+import type { Request, RequestHandler } from 'express';
+import type { RouteDefinition } from '../../generated/contract/routes.js';
+import type { UploadedFile } from '../../generated/server/operations.js';
+import type { Services } from '../services.js';
+import type { RequestContext } from './handler.js';
+import { writeSse } from './sse.js';
+import { streamErrorEvent } from './stream-errors.js';
+import { traceIdOf } from './trace.js';
+
+/** The handler as the router sees it: any operation, any declared response. */
+export type UntypedHandler = (request: never, ctx: RequestContext) => Promise<unknown>;
+
+interface HandlerResult {
+  status: number;
+  body?: unknown;
+  stream?: AsyncIterable<object>;
+  headers?: Record<string, string | number>;
+}
+
+export function invoke(route: RouteDefinition, handler: UntypedHandler, services: Services): RequestHandler {
+  const call = handler as unknown as (request: unknown, ctx: RequestContext) => Promise<HandlerResult>;
+  return async (req, res) => {
+    const controller = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) controller.abort();
+    });
+    const ctx: RequestContext = {
+      traceId: traceIdOf(res),
+      route,
+      principal: res.locals.principal ?? null,
+      log: req.log,
+      signal: controller.signal,
+      services,
+    };
+    const result = await call(requestOf(route, req), ctx);
+    for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, String(value));
+    if (result.stream) {
+      await writeSse(res, result.stream, {
+        framing: route.sse ?? 'data',
+        signal: controller.signal,
+        log: ctx.log,
+        errorEvent: (error) => streamErrorEvent(route, error, ctx.traceId),
+      });
+    } else if (result.body === undefined) {
+      res.status(result.status).end();
+    } else {
+      res.status(result.status).json(result.body);
+    }
+  };
+}
+
+function requestOf(route: RouteDefinition, req: Request) {
+  return {
+    params: req.params,
+    query: req.query,
+    body: route.requestMediaType ? req.body : undefined,
+    files: uploadedFiles(req),
+    headers: req.headers,
+  };
+}
+
+/** The part of multer's file record we use (multer runs inside the validator). */
+interface MulterFile {
+  fieldname: string;
+  originalname: string;
+  mimetype: string;
+  size: number;
+  buffer: Buffer;
+}
+
+function uploadedFiles(req: Request): UploadedFile[] {
+  const files = (req as Request & { files?: MulterFile[] }).files;
+  return (Array.isArray(files) ? files : []).map((f) => ({
+    fieldName: f.fieldname,
+    originalName: f.originalname,
+    mimeType: f.mimetype,
+    size: f.size,
+    buffer: f.buffer,
+  }));
+}

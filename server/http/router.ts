@@ -1,0 +1,60 @@
+// Binds every operation of the route table to its pipeline:
+// route facts → authentication → body parsing → contract validation → admission → handler.
+import express, { type RequestHandler, type Router } from 'express';
+import { routes, type OperationId, type RouteDefinition } from '../../generated/contract/routes.js';
+import type { Services } from '../services.js';
+import { authenticate, type Authenticator } from './auth.js';
+import { invoke, type UntypedHandler } from './invoke.js';
+
+/**
+ * A step that runs for every operation after the request is authenticated and valid, and
+ * before its handler: where billing admission, spending caps and rate limits plug in.
+ */
+export type AdmissionStage = (route: RouteDefinition) => RequestHandler;
+
+export interface RouterOptions {
+  api: RouteDefinition['api'];
+  handlers: Readonly<Record<OperationId, UntypedHandler>>;
+  services: Services;
+  authenticator: Authenticator;
+  validator: RequestHandler[];
+  admission: AdmissionStage[];
+  jsonBodyLimit: number;
+}
+
+export function buildRouter(options: RouterOptions): Router {
+  const router = express.Router();
+  const parsers: Record<string, RequestHandler> = {
+    'application/json': express.json({ limit: options.jsonBodyLimit }),
+    'application/x-www-form-urlencoded': express.urlencoded({ extended: false, limit: options.jsonBodyLimit }),
+  };
+  const none: RequestHandler = (_req, _res, next) => next();
+  for (const route of routes) {
+    if (route.api !== options.api) continue;
+    router[route.method](
+      route.expressPath,
+      describeRoute(route),
+      authenticate(route, options.authenticator),
+      // multipart bodies are parsed by the validator's own multer step
+      (route.requestMediaType && parsers[route.requestMediaType]) || none,
+      ...options.validator,
+      ...options.admission.map((stage) => stage(route)),
+      invoke(route, options.handlers[route.operationId], options.services),
+    );
+  }
+  return router;
+}
+
+/** Remembers the matched operation (error bodies depend on it) and flags deprecated ones. */
+function describeRoute(route: RouteDefinition): RequestHandler {
+  const successor = route.replacedBy ? routes.find((r) => r.operationId === route.replacedBy) : undefined;
+  return (_req, res, next) => {
+    res.locals.route = route;
+    if (route.deprecated) {
+      res.setHeader('Deprecation', 'true');
+      if (route.sunset) res.setHeader('Sunset', new Date(route.sunset).toUTCString());
+      if (successor) res.setHeader('Link', `<${successor.path}>; rel="successor-version"`);
+    }
+    next();
+  };
+}

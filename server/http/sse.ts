@@ -1,0 +1,55 @@
+// Writes a handler's event stream as server-sent events. JSON.stringify never emits a raw
+// newline, so each event is exactly one `data:` line (plus `event:` for named framing).
+import type { Response } from 'express';
+import type { Logger } from 'pino';
+
+export interface SseOptions {
+  framing: 'data' | 'named';
+  signal: AbortSignal;
+  log: Logger;
+  /** The in-stream event that reports a failure after the 200 has been sent (spec 6). */
+  errorEvent: (error: unknown) => object;
+}
+
+export async function writeSse(res: Response, events: AsyncIterable<object>, options: SseOptions): Promise<void> {
+  res.status(200);
+  res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+  res.setHeader('Cache-Control', 'no-cache, no-transform');
+  res.setHeader('Connection', 'keep-alive');
+  res.setHeader('X-Accel-Buffering', 'no');
+  res.flushHeaders();
+
+  const send = (event: object) => {
+    const type = (event as { type?: unknown }).type;
+    const name = options.framing === 'named' && typeof type === 'string' ? `event: ${type}\n` : '';
+    return res.write(`${name}data: ${JSON.stringify(event)}\n\n`);
+  };
+  const iterator = events[Symbol.asyncIterator]();
+  try {
+    while (!options.signal.aborted) {
+      const next = await iterator.next();
+      if (next.done) break;
+      if (!send(next.value)) await drained(res, options.signal);
+    }
+    if (!options.signal.aborted && options.framing === 'data') res.write('data: [DONE]\n\n');
+  } catch (error) {
+    options.log.error({ err: error }, 'stream failed after it started');
+    if (!options.signal.aborted) send(options.errorEvent(error));
+  } finally {
+    if (options.signal.aborted) await iterator.return?.();
+    res.end();
+  }
+}
+
+/** Back-pressure: wait until the socket takes more, or the client leaves. */
+function drained(res: Response, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    res.once('drain', done);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

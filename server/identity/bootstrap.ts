@@ -1,0 +1,45 @@
+// First start on an empty database: a default organization and publisher, and one admin
+// key printed once so an operator can reach the management API.
+import type { Logger } from 'pino';
+import type { PrismaClient } from '../../generated/prisma/client.js';
+import { scopes } from '../../generated/contract/routes.js';
+import { newApiKey } from './credentials.js';
+
+export const DEFAULT_ORGANIZATION = 'default';
+export const DEFAULT_PUBLISHER = 'default';
+
+export interface BootstrapResult {
+  organizationId: string;
+  publisherId: string;
+  /** Plaintext admin key; present only on the start that created it. */
+  adminKey?: string;
+}
+
+export async function bootstrapIdentity(prisma: PrismaClient, logger: Logger, printKey: boolean): Promise<BootstrapResult | null> {
+  // Serializable so two instances starting on one empty database create one organization.
+  return prisma.$transaction(
+    async (tx) => {
+      if ((await tx.organization.count()) > 0) return null;
+      const organization = await tx.organization.create({ data: { name: DEFAULT_ORGANIZATION } });
+      const publisher = await tx.publisher.create({ data: { name: DEFAULT_PUBLISHER, organizationId: organization.id } });
+      const key = newApiKey();
+      await tx.apiKey.create({
+        data: {
+          organizationId: organization.id,
+          label: 'bootstrap admin',
+          keyHash: key.hash,
+          keyPrefix: key.display,
+          scopes: Object.keys(scopes),
+        },
+      });
+      logger.info({ organizationId: organization.id, publisherId: publisher.id }, 'created the default organization and publisher');
+      if (printKey) {
+        process.stdout.write(
+          `\nAdmin API key (all scopes) for organization "${DEFAULT_ORGANIZATION}":\n\n  ${key.plaintext}\n\nIt will not be shown again: store it now.\n\n`,
+        );
+      }
+      return { organizationId: organization.id, publisherId: publisher.id, adminKey: key.plaintext };
+    },
+    { isolationLevel: 'Serializable' },
+  );
+}

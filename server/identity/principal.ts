@@ -1,0 +1,10 @@
+import type { Scope } from '../../generated/contract/routes.js';
+
+/** Who is calling: resolved from an API key or a (deprecated) OAuth access token. */
+export interface Principal {
+  kind: 'api_key' | 'oauth_token';
+  /** The API key id, or the OAuth client id. */
+  credentialId: string;
+  organizationId: string;
+  scopes: readonly Scope[];
+}

@@ -1,0 +1,79 @@
+// Starts the platform: storage, identity, both HTTP listeners; and stops it gracefully.
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { createServer, type Server } from 'node:http';
+import type { Logger } from 'pino';
+import { createApps } from './app.js';
+import type { Config } from './config.js';
+import type { AdmissionStage } from './http/router.js';
+import { HealthService } from './health/health-service.js';
+import { closeGracefully } from './http/shutdown.js';
+import { stubbedOperations } from './http/not-implemented.js';
+import { createIdentity } from './identity/index.js';
+import type { Services } from './services.js';
+import { openDatabase } from './storage/database.js';
+
+export interface RunningPlatform {
+  apiUrl: string;
+  mgmtUrl: string;
+  services: Services;
+  close(): Promise<void>;
+}
+
+export interface PlatformOptions {
+  /** Extra admission stages (run after auth and validation, before handlers). */
+  admission?: AdmissionStage[];
+}
+
+export async function startPlatform(config: Config, logger: Logger, options: PlatformOptions = {}): Promise<RunningPlatform> {
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, logger });
+  const identity = await createIdentity({ database, config, logger });
+  const health = new HealthService();
+  health.register({
+    id: 'database',
+    name: database.kind === 'pglite' ? 'Database (embedded PGlite)' : 'Database (PostgreSQL)',
+    critical: true,
+    probe: async () => (await database.ping(), 'healthy'),
+  });
+  const services: Services = { config, database, identity, health };
+  const apps = createApps({ services, logger, authenticator: identity.authenticator, admission: options.admission });
+
+  const apiServer = createServer(apps.api);
+  const mgmtServer = createServer(apps.management);
+  try {
+    await listen(apiServer, config.port, config.host);
+    await listen(mgmtServer, config.mgmtPort, config.host);
+  } catch (error) {
+    apiServer.close();
+    await database.close();
+    throw error;
+  }
+  const apiUrl = urlOf(apiServer, config.host);
+  const mgmtUrl = urlOf(mgmtServer, config.host);
+  logger.info({ apiUrl, mgmtUrl, database: database.kind, capabilities: database.capabilities }, 'platform listening');
+  const stubs = stubbedOperations();
+  if (stubs.length > 0) logger.warn({ operations: stubs }, `${stubs.length} operations are still stubs answering 501`);
+
+  let closing: Promise<void> | undefined;
+  return {
+    apiUrl,
+    mgmtUrl,
+    services,
+    close: () =>
+      (closing ??= (async () => {
+        await Promise.all([closeGracefully(apiServer, config.shutdownTimeoutMs), closeGracefully(mgmtServer, config.shutdownTimeoutMs)]);
+        await identity.close();
+        await database.close();
+      })()),
+  };
+}
+
+async function listen(server: Server, port: number, host: string): Promise<void> {
+  server.listen(port, host);
+  await Promise.race([once(server, 'listening'), once(server, 'error').then(([error]) => Promise.reject(error))]);
+}
+
+function urlOf(server: Server, host: string): string {
+  const { port } = server.address() as AddressInfo;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}

@@ -1,0 +1,129 @@
+// Opens the platform database: embedded PGlite (with pgvector) when no URL is
+// configured, PostgreSQL for a postgres:// URL. Migrations are applied before
+// the Prisma client is handed out, so callers always see the current schema.
+import { mkdir } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
+import { vector } from '@electric-sql/pglite/vector';
+import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
+import type { Logger } from 'pino';
+import { PrismaPGlite } from 'pglite-prisma-adapter';
+import { PrismaClient } from '../../generated/prisma/client.js';
+import { detectCapabilities, reportCapabilities, type DatabaseCapabilities } from './capabilities.js';
+import { applyMigrations } from './migrate.js';
+import { pgClientExecutor, pgliteExecutor, type SqlExecutor } from './sql-executor.js';
+
+export const DEFAULT_MIGRATIONS_DIR = fileURLToPath(new URL('../../prisma/migrations', import.meta.url));
+export const MEMORY_DATA_DIR = 'memory://';
+
+export interface OpenDatabaseOptions {
+  /** postgres:// or postgresql:// URL; absent means embedded PGlite */
+  databaseUrl?: string;
+  /** PGlite data directory (created if missing), or 'memory://' */
+  dataDir: string;
+  logger: Logger;
+  /** defaults to prisma/migrations of this repository */
+  migrationsDir?: string;
+}
+
+export interface Database {
+  prisma: PrismaClient;
+  kind: 'pglite' | 'postgres';
+  capabilities: DatabaseCapabilities;
+  /** migrations this open applied (empty when the schema was current) */
+  appliedMigrations: readonly string[];
+  /** round trip of `SELECT 1`, in milliseconds */
+  ping(): Promise<number>;
+  close(): Promise<void>;
+}
+
+interface Migrated {
+  capabilities: DatabaseCapabilities;
+  applied: string[];
+}
+
+export async function openDatabase(opts: OpenDatabaseOptions): Promise<Database> {
+  const migrationsDir = opts.migrationsDir ?? DEFAULT_MIGRATIONS_DIR;
+  const url = opts.databaseUrl?.trim();
+  if (!url) return openPglite(opts.dataDir, migrationsDir, opts.logger);
+  if (/^postgres(ql)?:\/\//i.test(url)) return openPostgres(url, migrationsDir, opts.logger);
+  throw new Error(`unsupported database URL scheme in ${redactUrl(url)}: expected postgres:// or postgresql://`);
+}
+
+async function migrateAndInspect(executor: SqlExecutor, migrationsDir: string, logger: Logger): Promise<Migrated> {
+  const applied = await applyMigrations(executor, migrationsDir, logger);
+  const capabilities = await detectCapabilities(executor);
+  return { applied, capabilities };
+}
+
+async function openPglite(dataDir: string, migrationsDir: string, logger: Logger): Promise<Database> {
+  if (dataDir !== MEMORY_DATA_DIR) await mkdir(dataDir, { recursive: true });
+  // One PGlite instance serves both migrations and Prisma: it is a single
+  // in-process connection, and a data directory must have only one owner.
+  const pglite = await PGlite.create(dataDir, { extensions: { vector } });
+  try {
+    const { applied, capabilities } = await migrateAndInspect(pgliteExecutor(pglite), migrationsDir, logger);
+    const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });
+    logger.info({ kind: 'pglite', dataDir, applied, capabilities }, 'database ready');
+    reportCapabilities(capabilities, logger);
+    return makeDatabase('pglite', prisma, { capabilities, applied }, async () => {
+      await prisma.$disconnect();
+      await pglite.close();
+    });
+  } catch (error) {
+    await pglite.close().catch(() => {});
+    throw error;
+  }
+}
+
+async function openPostgres(url: string, migrationsDir: string, logger: Logger): Promise<Database> {
+  // Migrations use their own short-lived connection: the advisory lock and
+  // the per-migration transaction need one session, not a pool.
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  let migrated: Migrated;
+  try {
+    migrated = await migrateAndInspect(pgClientExecutor(client), migrationsDir, logger);
+  } finally {
+    await client.end();
+  }
+  const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: url }) });
+  const { applied, capabilities } = migrated;
+  logger.info({ kind: 'postgres', url: redactUrl(url), applied, capabilities }, 'database ready');
+  reportCapabilities(capabilities, logger);
+  return makeDatabase('postgres', prisma, migrated, () => prisma.$disconnect());
+}
+
+function makeDatabase(
+  kind: Database['kind'],
+  prisma: PrismaClient,
+  { capabilities, applied }: Migrated,
+  close: () => Promise<void>,
+): Database {
+  let closing: Promise<void> | undefined;
+  return {
+    prisma,
+    kind,
+    capabilities,
+    appliedMigrations: applied,
+    async ping() {
+      const started = performance.now();
+      await prisma.$queryRaw`SELECT 1`;
+      return performance.now() - started;
+    },
+    // Idempotent: shutdown paths often call close more than once.
+    close: () => (closing ??= close()),
+  };
+}
+
+/** The URL without its password, for logs and error messages. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '<unparseable database URL>';
+  }
+}

@@ -1,0 +1,165 @@
+// The request pipeline's documented behaviour: trace ids, auth errors, malformed and invalid
+// bodies, unknown routes, size limits, and credentials kept out of logs.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashSecret, newApiKey } from '../../server/identity/credentials.js';
+import { contractProblems } from '../support/contract.js';
+import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+
+let platform: TestPlatform;
+beforeAll(async () => {
+  platform = await startTestPlatform({ jsonBodyLimit: 64 * 1024 });
+});
+afterAll(() => platform?.close());
+
+const chat = { model: 'gloo-openai-gpt-5-mini', messages: [{ role: 'user', content: 'Hello' }] };
+const TRACE = /^trc_[0-9a-f]{32}$/;
+
+async function keyWithScopes(scopes: string[]): Promise<string> {
+  const { prisma } = platform.services.database;
+  const org = await prisma.organization.findFirstOrThrow();
+  const key = newApiKey();
+  await prisma.apiKey.create({ data: { organizationId: org.id, keyHash: key.hash, keyPrefix: key.display, scopes } });
+  return key.plaintext;
+}
+
+describe('authentication', () => {
+  it('answers a missing Authorization on a data operation with the gateway body', async () => {
+    const res = await platform.api('/engine/v1/files/7d1c8f9e-3a52-4c1e-9a1f-2b7f3c4d5e6f', { key: null });
+    expect(res.status).toBe(401);
+    const body = await res.json();
+    expect(body).toEqual({ error: 'Missing Authorization', code: 'unauthorized_missing_authorization', trace_id: expect.stringMatching(TRACE) });
+  });
+
+  it('answers a missing Authorization on a completion with the AI error envelope', async () => {
+    const res = await platform.api('/ai/v2/guarded/chat/completions', { method: 'POST', body: JSON.stringify(chat), key: null });
+    expect(res.status).toBe(401);
+    const body = await res.json();
+    expect(body.error).toMatchObject({ name: 'UNAUTHORIZED', retryable: false, category: 'client' });
+    expect(typeof body.error.code).toBe('number');
+    expect(body.trace_id).toMatch(TRACE);
+    expect(contractProblems('createGuardedChatCompletion', 401, body)).toEqual([]);
+  });
+
+  it('rejects an unknown key with 401, and with a gateway 403 on search', async () => {
+    const unknown = newApiKey().plaintext;
+    const file = await platform.api('/engine/v1/files/7d1c8f9e-3a52-4c1e-9a1f-2b7f3c4d5e6f', { key: unknown });
+    expect(file.status).toBe(401);
+    const search = await platform.api('/ai/v1/data/search', {
+      method: 'POST',
+      key: unknown,
+      body: JSON.stringify({ query: 'grace', collection: 'articles', tenant: 'default' }),
+    });
+    expect(search.status).toBe(403);
+    expect(await search.json()).toMatchObject({ code: 'forbidden', trace_id: expect.stringMatching(TRACE) });
+    const malformed = await platform.api('/ai/v1/data/search', {
+      method: 'POST',
+      headers: { authorization: 'Token abc' },
+      body: JSON.stringify({ query: 'grace', collection: 'articles' }),
+    });
+    expect(malformed.status).toBe(403);
+  });
+
+  it('refuses a key that lacks the operation scope with 403', async () => {
+    const key = await keyWithScopes(['data:read']);
+    const res = await platform.api('/ai/v2/guarded/chat/completions', { method: 'POST', body: JSON.stringify(chat), key });
+    expect(res.status).toBe(403);
+    const body = await res.json();
+    expect(body.error.name).toBe('FORBIDDEN');
+    expect(body.error.message).toContain('inference');
+  });
+
+  it('stops accepting a revoked or expired key', async () => {
+    const { prisma } = platform.services.database;
+    const key = await keyWithScopes(['agents:read']);
+    expect((await platform.mgmt('/api/v1/health', { key })).status).toBe(200);
+    await prisma.apiKey.update({ where: { keyHash: hashSecret(key) }, data: { status: 'revoked', revokedAt: new Date() } });
+    expect((await platform.mgmt('/api/v1/health', { key })).status).toBe(401);
+    const expiring = await keyWithScopes([]);
+    await prisma.apiKey.update({ where: { keyHash: hashSecret(expiring) }, data: { expiresAt: new Date(Date.now() - 1) } });
+    expect((await platform.mgmt('/api/v1/health', { key: expiring })).status).toBe(401);
+  });
+});
+
+describe('bodies', () => {
+  it('answers malformed JSON with 400 and a trace id', async () => {
+    const res = await platform.api('/ai/v2/guarded/chat/completions', { method: 'POST', body: '{"messages": [' });
+    expect(res.status).toBe(400);
+    const body = await res.json();
+    expect(body.trace_id).toMatch(TRACE);
+    expect(body.error.name).toBe('INVALID_REQUEST');
+  });
+
+  it('answers field validation failures with 422 in the spec 2.6 shape, every failure listed', async () => {
+    const res = await platform.api('/ai/v2/guarded/chat/completions', {
+      method: 'POST',
+      body: JSON.stringify({ model: 'x', temperature: 'hot', certainty: 1 }),
+    });
+    expect(res.status).toBe(422);
+    const body = await res.json();
+    expect(body.trace_id).toMatch(TRACE);
+    expect(body.detail).toEqual(
+      expect.arrayContaining([
+        { loc: ['body', 'messages'], msg: 'Field required', type: 'missing', input: null },
+        expect.objectContaining({ loc: ['body', 'temperature'], type: 'float_type', input: 'hot' }),
+      ]),
+    );
+    expect(contractProblems('createGuardedChatCompletion', 422, body)).toEqual([]);
+  });
+
+  it('answers embeddings validation failures with the detail object variant', async () => {
+    const res = await platform.api('/ai/v2/direct/embeddings', { method: 'POST', body: JSON.stringify({ model: 'x' }) });
+    expect(res.status).toBe(422);
+    const body = await res.json();
+    expect(body.detail).toMatchObject({ type: expect.any(String), code: expect.any(String), retryable: false, message: expect.any(String) });
+    expect(body.detail.param).toBe('input');
+    expect(contractProblems('createEmbeddings', 422, body)).toEqual([]);
+  });
+
+  it('answers a body over the limit with 413 and a trace id', async () => {
+    const res = await platform.api('/ai/v2/guarded/chat/completions', {
+      method: 'POST',
+      body: JSON.stringify({ ...chat, messages: [{ role: 'user', content: 'x'.repeat(100_000) }] }),
+    });
+    expect(res.status).toBe(413);
+    expect((await res.json()).trace_id).toMatch(TRACE);
+  });
+});
+
+describe('unknown routes', () => {
+  it.each([
+    ['api', '/no/such/route'],
+    ['mgmt', '/api/v1/nothing'],
+  ])('answers 404 with a trace id on the %s port', async (which, path) => {
+    const res = which === 'api' ? await platform.api(path) : await platform.mgmt(path);
+    expect(res.status).toBe(404);
+    const body = await res.json();
+    expect(body.trace_id).toMatch(TRACE);
+    expect(res.headers.get('x-trace-id')).toBe(body.trace_id);
+  });
+
+  it('does not serve management operations on the API port, nor API operations on the management port', async () => {
+    expect((await platform.api('/api/v1/health')).status).toBe(404);
+    expect((await platform.mgmt('/engine/v1/files/7d1c8f9e-3a52-4c1e-9a1f-2b7f3c4d5e6f')).status).toBe(404);
+  });
+});
+
+describe('deprecation', () => {
+  it('flags deprecated operations with Deprecation and a successor link', async () => {
+    const res = await platform.api('/ai/v2/chat/completions', { method: 'POST', body: JSON.stringify(chat) });
+    expect(res.headers.get('deprecation')).toBe('true');
+    expect(res.headers.get('link')).toContain('/ai/v2/guarded/chat/completions');
+  });
+});
+
+describe('logs', () => {
+  it('carry the trace id and never a key or its hash', async () => {
+    const res = await platform.mgmt('/api/v1/health');
+    const traceId = res.headers.get('x-trace-id')!;
+    await platform.api('/engine/v1/files/not-a-uuid');
+    const text = platform.logs.join('\n');
+    expect(text).toContain(traceId);
+    expect(text).not.toContain(platform.adminKey);
+    expect(text).not.toContain(hashSecret(platform.adminKey));
+    expect(text.toLowerCase()).not.toContain('bearer');
+  });
+});

@@ -1,0 +1,46 @@
+// Boots the whole platform in-process on an in-memory database, for end-to-end tests.
+import { Writable } from 'node:stream';
+import { loadConfig, type Config } from '../../server/config.js';
+import { createLogger } from '../../server/logging.js';
+import { startPlatform, type PlatformOptions, type RunningPlatform } from '../../server/server.js';
+
+export interface TestPlatform extends RunningPlatform {
+  adminKey: string;
+  /** Every log line the platform wrote, as text. */
+  logs: string[];
+  api(path: string, init?: RequestInit & { key?: string | null }): Promise<Response>;
+  mgmt(path: string, init?: RequestInit & { key?: string | null }): Promise<Response>;
+}
+
+export async function startTestPlatform(overrides: Partial<Config> = {}, options: PlatformOptions = {}): Promise<TestPlatform> {
+  const config: Config = {
+    ...loadConfig({}),
+    port: 0,
+    mgmtPort: 0,
+    dataDir: 'memory://',
+    validateResponses: true,
+    bootstrapAdminKey: false,
+    logLevel: 'debug',
+    ...overrides,
+  };
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      logs.push(...String(chunk).split('\n').filter(Boolean));
+      done();
+    },
+  });
+  const platform = await startPlatform(config, createLogger(config.logLevel, sink), options);
+  const adminKey = platform.services.identity.bootstrap?.adminKey;
+  if (!adminKey) throw new Error('test platform expected a fresh database with a bootstrap key');
+  const caller =
+    (base: string) =>
+    (path: string, init: RequestInit & { key?: string | null } = {}) => {
+      const { key = adminKey, ...rest } = init;
+      const headers = new Headers(rest.headers);
+      if (key !== null && !headers.has('authorization')) headers.set('authorization', `Bearer ${key}`);
+      if (typeof rest.body === 'string' && !headers.has('content-type')) headers.set('content-type', 'application/json');
+      return fetch(`${base}${path}`, { ...rest, headers });
+    };
+  return { ...platform, adminKey, logs, api: caller(platform.apiUrl), mgmt: caller(platform.mgmtUrl) };
+}

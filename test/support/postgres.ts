@@ -1,0 +1,114 @@
+// For suites that need a real PostgreSQL server. Each suite gets a fresh,
+// uniquely named database (dropped afterwards), so suites can run in parallel
+// against one server. When the server is unreachable the suite is skipped
+// locally with a message saying why, but FAILS under CI: CI must run it.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, it } from 'vitest';
+
+export const TEST_POSTGRES_URL = process.env.TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/test';
+
+const inCI = Boolean(process.env.CI) && !['false', '0'].includes(process.env.CI!.toLowerCase());
+
+function displayUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return url;
+  }
+}
+
+async function withAdminClient<T>(run: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: TEST_POSTGRES_URL, connectionTimeoutMillis: 3000 });
+  await client.connect();
+  try {
+    return await run(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** undefined when reachable, otherwise the reason. Checked once per test file. */
+async function probe(): Promise<string | undefined> {
+  try {
+    await withAdminClient((client) => client.query('SELECT 1'));
+    return undefined;
+  } catch (error) {
+    return error instanceof Error ? error.message || error.name : String(error);
+  }
+}
+
+const unreachableReason = await probe();
+
+export const postgresAvailable = unreachableReason === undefined;
+
+/**
+ * `describe` for PostgreSQL suites: runs when the server answers; otherwise
+ * fails under CI and is skipped (with a console message) elsewhere.
+ */
+export function describePostgres(name: string, fn: () => void): void {
+  if (postgresAvailable) {
+    describe(name, fn);
+    return;
+  }
+  const why = `PostgreSQL at ${displayUrl(TEST_POSTGRES_URL)} unreachable (${unreachableReason})`;
+  if (inCI) {
+    describe(name, () => {
+      it('requires PostgreSQL (CI must run this suite)', () => {
+        throw new Error(`${why}. CI must run the PostgreSQL suites: start the service or set TEST_POSTGRES_URL.`);
+      });
+    });
+    return;
+  }
+  console.warn(`[${name}] skipped: ${why}; these run in CI (set TEST_POSTGRES_URL to run them here)`);
+  describe.skip(name, fn);
+}
+
+export interface TestDatabase {
+  name: string;
+  url: string;
+  drop(): Promise<void>;
+}
+
+/** Creates an empty database with a unique name on the test server. */
+export async function createTestDatabase(label = 'test'): Promise<TestDatabase> {
+  const safeLabel = label.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 30);
+  const name = `t_${safeLabel}_${process.pid}_${randomBytes(4).toString('hex')}`;
+  await withAdminClient((client) => client.query(`CREATE DATABASE "${name}"`));
+  const url = new URL(TEST_POSTGRES_URL);
+  url.pathname = `/${name}`;
+  return {
+    name,
+    url: url.toString(),
+    // FORCE ends sessions a failed test may have leaked (PostgreSQL 13+).
+    drop: () => withAdminClient((client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => {}),
+  };
+}
+
+/**
+ * Inside a `describePostgres` body: a fresh database for the suite, created
+ * in beforeAll and dropped in afterAll. Read `.url` inside tests or hooks.
+ */
+export function useTestDatabase(label?: string): { readonly url: string; readonly name: string } {
+  let database: TestDatabase | undefined;
+  beforeAll(async () => {
+    database = await createTestDatabase(label);
+  }, 30_000);
+  afterAll(async () => {
+    await database?.drop();
+  }, 30_000);
+  const current = () => {
+    if (!database) throw new Error('test database not created yet: read it inside a test or hook');
+    return database;
+  };
+  return {
+    get url() {
+      return current().url;
+    },
+    get name() {
+      return current().name;
+    },
+  };
+}
