@@ -81,14 +81,28 @@ async function openPostgres(url: string, migrationsDir: string, logger: Logger):
   // Migrations use their own short-lived connection: the advisory lock and
   // the per-migration transaction need one session, not a pool.
   const client = new pg.Client({ connectionString: url });
-  await client.connect();
+  // An unhandled 'error' event (server restart mid-migration) would crash the
+  // process; the failing query reports the problem instead.
+  client.on('error', (err) => logger.warn({ err }, 'migration connection error'));
+  try {
+    await client.connect();
+  } catch (error) {
+    throw new Error(`cannot connect to PostgreSQL at ${redactUrl(url)}: ${(error as Error).message}`, { cause: error });
+  }
   let migrated: Migrated;
   try {
     migrated = await migrateAndInspect(pgClientExecutor(client), migrationsDir, logger);
   } finally {
     await client.end();
   }
-  const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: url }) });
+  const adapter = new PrismaPg(
+    { connectionString: url },
+    {
+      onPoolError: (err) => logger.warn({ err }, 'idle PostgreSQL connection failed; the pool will replace it'),
+      onConnectionError: (err) => logger.warn({ err }, 'PostgreSQL connection failed during a transaction'),
+    },
+  );
+  const prisma = new PrismaClient({ adapter });
   const { applied, capabilities } = migrated;
   logger.info({ kind: 'postgres', url: redactUrl(url), applied, capabilities }, 'database ready');
   reportCapabilities(capabilities, logger);

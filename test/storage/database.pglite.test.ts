@@ -3,7 +3,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../server/storage/index.js';
-import { captureLogger, crudRoundTrip, tempDir, WARN } from './helpers.js';
+import { captureLogger, crudRoundTrip, transactionRoundTrip, tempDir, WARN } from './helpers.js';
 
 describe('openDatabase with PGlite (memory)', { timeout: 20_000 }, () => {
   let db: Database;
@@ -24,6 +24,10 @@ describe('openDatabase with PGlite (memory)', { timeout: 20_000 }, () => {
 
   it('round-trips organization → publisher → item → chunk through Prisma', async () => {
     await crudRoundTrip(db);
+  });
+
+  it('rolls back interactive transactions and isolates them from other queries', async () => {
+    await transactionRoundTrip(db);
   });
 
   it('stores embeddings and ranks chunks by cosine distance (<=>)', async () => {
@@ -50,7 +54,7 @@ describe('openDatabase with PGlite (memory)', { timeout: 20_000 }, () => {
     expect(ranked[2]!.distance).toBeCloseTo(1, 6);
   });
 
-  it('answers ping and closes idempotently', async () => {
+  it('answers ping', async () => {
     const ms = await db.ping();
     expect(ms).toBeGreaterThanOrEqual(0);
     expect(ms).toBeLessThan(1000);

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../server/storage/index.js';
 import { describePostgres, useTestDatabase } from '../support/postgres.js';
-import { captureLogger, crudRoundTrip, WARN } from './helpers.js';
+import { captureLogger, crudRoundTrip, transactionRoundTrip, WARN } from './helpers.js';
 
 describePostgres('openDatabase with PostgreSQL', () => {
   const database = useTestDatabase('open');
@@ -30,6 +30,10 @@ describePostgres('openDatabase with PostgreSQL', () => {
 
   it('round-trips organization → publisher → item → chunk through Prisma', async () => {
     await crudRoundTrip(db);
+  });
+
+  it('rolls back interactive transactions and isolates them from other queries', async () => {
+    await transactionRoundTrip(db);
   });
 
   it('answers ping', async () => {

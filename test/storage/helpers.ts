@@ -134,3 +134,29 @@ export async function expectPrismaBookkeeping(db: SqlExecutor, migrationsDir: st
     expect(row.finished_at!.getTime()).toBeGreaterThanOrEqual(new Date(row.started_at).getTime());
   }
 }
+
+/**
+ * An interactive Serializable transaction rolls back on error, and a query
+ * issued outside it meanwhile never sees its writes (on PGlite, one shared
+ * connection, the adapter must queue it until the transaction ends).
+ */
+export async function transactionRoundTrip(db: Database): Promise<void> {
+  const { prisma } = db;
+  const name = `tx-${Math.random().toString(36).slice(2, 8)}`;
+  let seenOutside: number | undefined;
+  let outside: Promise<unknown> | undefined;
+  await expect(
+    prisma.$transaction(
+      async (tx) => {
+        await tx.organization.create({ data: { name } });
+        outside = prisma.organization.count({ where: { name } }).then((n) => (seenOutside = n));
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        throw new Error('roll back');
+      },
+      { isolationLevel: 'Serializable' },
+    ),
+  ).rejects.toThrow('roll back');
+  await outside;
+  expect(seenOutside).toBe(0);
+  expect(await prisma.organization.count({ where: { name } })).toBe(0);
+}
