@@ -34,8 +34,10 @@ function createApp(api: 'api' | 'management', parts: AppParts): Express {
   app.use(
     pinoHttp({
       logger: parts.logger.child({ api }),
-      genReqId: (_req, res) => traceIdOf(res as unknown as express.Response),
-      customAttributeKeys: { reqId: 'traceId' },
+      customProps: (_req, res) => ({ traceId: traceIdOf(res as unknown as express.Response) }),
+      // Error responses are logged once, with their cause, by the error handler.
+      customLogLevel: (_req, res) => (res.statusCode >= 500 ? 'warn' : 'info'),
+      customErrorObject: (_req, _res, _error, value) => ({ ...value, err: undefined }),
       serializers: {
         req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url }),
         res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
@@ -51,11 +53,10 @@ function createApp(api: 'api' | 'management', parts: AppParts): Express {
       validator: createValidator({
         apiSpec: CONTRACT_PATH,
         validateResponses: config.validateResponses,
-        uploadFileLimit: config.uploadFileLimit,
-        uploadMaxFiles: config.uploadMaxFiles,
       }),
       admission: parts.admission ?? [],
       jsonBodyLimit: config.jsonBodyLimit,
+      uploadLimits: { fileSize: config.uploadFileLimit, files: config.uploadMaxFiles },
     }),
   );
   app.use(routeNotFound);

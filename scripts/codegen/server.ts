@@ -79,6 +79,7 @@ function routesModule(contract: ContractModel): string {
     sunset: ${literal(op.sunset)},
     auth: ${literal(op.auth)},
     requestMediaType: ${literal(op.requestMediaType)},
+    uploads: ${literal(uploadFields(contract, op))},
     successStatus: ${success?.status ?? 200},
     sse: ${literal(op.sse)},
     errorBodies: ${literal(errorBodies)},
@@ -104,6 +105,8 @@ export interface RouteDefinition {
   readonly sunset: string | null;
   readonly auth: { readonly scheme: 'bearer' | 'basic' | 'none'; readonly scopes: readonly Scope[] };
   readonly requestMediaType: string | null;
+  /** Multipart file fields: a single file or an array of files. */
+  readonly uploads: Readonly<Record<string, 'one' | 'many'>>;
   readonly successStatus: number;
   /** Framing of the \`text/event-stream\` response, when the operation can stream. */
   readonly sse: 'data' | 'named' | null;
@@ -128,17 +131,18 @@ export const routesById = Object.fromEntries(routes.map((r) => [r.operationId, r
 `;
 }
 
-/** Multipart properties that carry files (format: binary), which arrive as uploads rather than fields. */
-function binaryFields(contract: ContractModel, op: OperationModel): string[] {
-  if (op.requestMediaType !== 'multipart/form-data') return [];
+/** Multipart properties that carry files (format: binary): one file, or an array of them. */
+function uploadFields(contract: ContractModel, op: OperationModel): Record<string, 'one' | 'many'> {
+  if (op.requestMediaType !== 'multipart/form-data') return {};
   const item = contract.document.paths[op.path][op.method];
   const schema = deref(contract.document, deref(contract.document, item.requestBody).content['multipart/form-data'].schema);
-  return Object.entries<any>(schema.properties ?? {})
-    .filter(([, p]) => {
-      const s = deref(contract.document, p);
-      return s.format === 'binary' || deref(contract.document, s.items ?? {}).format === 'binary';
-    })
-    .map(([name]) => name);
+  const fields: Record<string, 'one' | 'many'> = {};
+  for (const [name, raw] of Object.entries<any>(schema.properties ?? {})) {
+    const s = deref(contract.document, raw);
+    if (s.format === 'binary') fields[name] = 'one';
+    else if (deref(contract.document, s.items ?? {}).format === 'binary') fields[name] = 'many';
+  }
+  return fields;
 }
 
 function operationTypes(contract: ContractModel, op: OperationModel): string {
@@ -147,8 +151,8 @@ function operationTypes(contract: ContractModel, op: OperationModel): string {
   let body = 'undefined';
   let files = '';
   if (op.requestMediaType) {
-    body = `${o}['requestBody'] extends { content: infer C } ? C['${op.requestMediaType}'] : never`;
-    const binary = binaryFields(contract, op);
+    body = `NonNullable<${o}['requestBody']>['content']['${op.requestMediaType}']`;
+    const binary = Object.keys(uploadFields(contract, op));
     if (binary.length > 0) {
       body = `Omit<${body}, ${binary.map((b) => `'${b}'`).join(' | ')}>`;
       files = '\n  files: UploadedFile[];';

@@ -60,17 +60,8 @@ function requestOf(route: RouteDefinition, req: Request) {
   };
 }
 
-/** The part of multer's file record we use (multer runs inside the validator). */
-interface MulterFile {
-  fieldname: string;
-  originalname: string;
-  mimetype: string;
-  size: number;
-  buffer: Buffer;
-}
-
 function uploadedFiles(req: Request): UploadedFile[] {
-  const files = (req as Request & { files?: MulterFile[] }).files;
+  const files = req.files as Express.Multer.File[] | undefined;
   return (Array.isArray(files) ? files : []).map((f) => ({
     fieldName: f.fieldname,
     originalName: f.originalname,

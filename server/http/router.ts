@@ -5,6 +5,7 @@ import { routes, type OperationId, type RouteDefinition } from '../../generated/
 import type { Services } from '../services.js';
 import { authenticate, type Authenticator } from './auth.js';
 import { invoke, type UntypedHandler } from './invoke.js';
+import { parseMultipart, type UploadLimits } from './multipart.js';
 
 /**
  * A step that runs for every operation after the request is authenticated and valid, and
@@ -20,6 +21,7 @@ export interface RouterOptions {
   validator: RequestHandler[];
   admission: AdmissionStage[];
   jsonBodyLimit: number;
+  uploadLimits: UploadLimits;
 }
 
 export function buildRouter(options: RouterOptions): Router {
@@ -29,14 +31,17 @@ export function buildRouter(options: RouterOptions): Router {
     'application/x-www-form-urlencoded': express.urlencoded({ extended: false, limit: options.jsonBodyLimit }),
   };
   const none: RequestHandler = (_req, _res, next) => next();
+  const bodyParser = (route: RouteDefinition) =>
+    route.requestMediaType === 'multipart/form-data'
+      ? parseMultipart(route, options.uploadLimits)
+      : (route.requestMediaType && parsers[route.requestMediaType]) || none;
   for (const route of routes) {
     if (route.api !== options.api) continue;
     router[route.method](
       route.expressPath,
       describeRoute(route),
       authenticate(route, options.authenticator),
-      // multipart bodies are parsed by the validator's own multer step
-      (route.requestMediaType && parsers[route.requestMediaType]) || none,
+      bodyParser(route),
       ...options.validator,
       ...options.admission.map((stage) => stage(route)),
       invoke(route, options.handlers[route.operationId], options.services),

@@ -7,8 +7,6 @@ import type { ValidationIssue } from './errors.js';
 export interface ValidatorOptions {
   apiSpec: string;
   validateResponses: boolean;
-  uploadFileLimit: number;
-  uploadMaxFiles: number;
 }
 
 /** One validator instance serves every route of an app; it matches the operation by path itself. */
@@ -22,7 +20,8 @@ export function createValidator(options: ValidatorOptions): RequestHandler[] {
     validateResponses: options.validateResponses ? { allErrors: true } : false,
     validateSecurity: false,
     ignoreUndocumented: true,
-    fileUploader: { limits: { fileSize: options.uploadFileLimit, files: options.uploadMaxFiles } },
+    // Multipart is parsed earlier in the pipeline (multipart.ts).
+    fileUploader: false,
   }) as unknown as RequestHandler[];
 }
 
