@@ -687,28 +687,6 @@ export class PlatformApi extends HeyApiClient {
     }
     
     /**
-     * Send a chat message (Chat API v1)
-     *
-     * Deprecated Chat API: asks `query` in the chat `chat_id` (a new chat when
-     * absent), grounded on `publishers`. Migrate to the v2 completions
-     * (`createGroundedChatCompletion`).
-     *
-     *
-     * @deprecated
-     */
-    public sendChatMessage<ThrowOnError extends boolean = false>(options: Options<SendChatMessageData, ThrowOnError>) {
-        return (options.client ?? this.client).post<SendChatMessageResponses, SendChatMessageErrors, ThrowOnError>({
-            security: [{ scheme: 'bearer', type: 'http' }],
-            url: '/ai/v1/message',
-            ...options,
-            headers: {
-                'Content-Type': 'application/json',
-                ...options.headers
-            }
-        });
-    }
-    
-    /**
      * Get a chat's history (Chat API v1)
      *
      * Deprecated Chat API: the messages of chat `chat_id`, oldest first. Migrate
@@ -740,6 +718,28 @@ export class PlatformApi extends HeyApiClient {
             security: [{ scheme: 'bearer', type: 'http' }],
             url: '/ai/{v}/message',
             ...options
+        });
+    }
+    
+    /**
+     * Send a chat message (Chat API v1)
+     *
+     * Deprecated Chat API: asks `query` in the chat `chat_id` (a new chat when
+     * absent), grounded on `publishers`. Migrate to the v2 completions
+     * (`createGroundedChatCompletion`).
+     *
+     *
+     * @deprecated
+     */
+    public sendChatMessage<ThrowOnError extends boolean = false>(options: Options<SendChatMessageData, ThrowOnError>) {
+        return (options.client ?? this.client).post<SendChatMessageResponses, SendChatMessageErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/ai/{v}/message',
+            ...options,
+            headers: {
+                'Content-Type': 'application/json',
+                ...options.headers
+            }
         });
     }
     

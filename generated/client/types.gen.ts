@@ -1034,7 +1034,10 @@ export type IngestFilesRequest = {
      */
     publisher_id: string;
     /**
-     * One or more file parts, each named `files`.
+     * One or more file parts, each named `files`. (express-openapi-validator's
+     * built-in uploader presents a lone part as a string; the server's multipart
+     * step normalizes it to this array shape before validation.)
+     *
      */
     files: Array<Blob | File>;
 };
@@ -3478,54 +3481,6 @@ export type CreateResponseV1Responses = {
 
 export type CreateResponseV1Response = CreateResponseV1Responses[keyof CreateResponseV1Responses];
 
-export type SendChatMessageData = {
-    body: ChatMessageRequest;
-    path?: never;
-    query?: never;
-    url: '/ai/v1/message';
-};
-
-export type SendChatMessageErrors = {
-    /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     *
-     */
-    400: DetailError;
-    /**
-     * Authorization header missing (gateway).
-     */
-    401: GatewayError;
-    /**
-     * The caller lacks permission for the resource or publisher (ownership mismatch).
-     */
-    403: DetailError;
-    /**
-     * Valid JSON (or parameters) failing field validation.
-     */
-    422: ValidationError;
-    /**
-     * Internal error.
-     */
-    500: DetailError;
-    /**
-     * A backing service is unavailable.
-     */
-    503: DetailError;
-};
-
-export type SendChatMessageError = SendChatMessageErrors[keyof SendChatMessageErrors];
-
-export type SendChatMessageResponses = {
-    /**
-     * The answer, in a new or existing chat.
-     */
-    200: ChatMessageResponse;
-};
-
-export type SendChatMessageResponse = SendChatMessageResponses[keyof SendChatMessageResponses];
-
 export type GetChatData = {
     body?: never;
     path?: never;
@@ -3644,6 +3599,59 @@ export type DeleteMessageResponses = {
 };
 
 export type DeleteMessageResponse = DeleteMessageResponses[keyof DeleteMessageResponses];
+
+export type SendChatMessageData = {
+    body: ChatMessageRequest;
+    path: {
+        /**
+         * API version of the Chat API; only `v1` exists.
+         */
+        v: 'v1';
+    };
+    query?: never;
+    url: '/ai/{v}/message';
+};
+
+export type SendChatMessageErrors = {
+    /**
+     * Structurally invalid request: publisher not found, invalid collection,
+     * missing or invalid tenant, producer ID with multiple files, file read error,
+     * missing patch operations, item IDs or producer IDs.
+     *
+     */
+    400: DetailError;
+    /**
+     * Authorization header missing (gateway).
+     */
+    401: GatewayError;
+    /**
+     * The caller lacks permission for the resource or publisher (ownership mismatch).
+     */
+    403: DetailError;
+    /**
+     * Valid JSON (or parameters) failing field validation.
+     */
+    422: ValidationError;
+    /**
+     * Internal error.
+     */
+    500: DetailError;
+    /**
+     * A backing service is unavailable.
+     */
+    503: DetailError;
+};
+
+export type SendChatMessageError = SendChatMessageErrors[keyof SendChatMessageErrors];
+
+export type SendChatMessageResponses = {
+    /**
+     * The answer, in a new or existing chat.
+     */
+    200: ChatMessageResponse;
+};
+
+export type SendChatMessageResponse = SendChatMessageResponses[keyof SendChatMessageResponses];
 
 export type GetPaywallRelatedData = {
     body: PaywallRelatedRequest;

@@ -39,6 +39,11 @@ export type ApiKey = Prisma.ApiKeyModel
  */
 export type OAuthClient = Prisma.OAuthClientModel
 /**
+ * Model OAuthAccessToken
+ * Access tokens issued to OAuth clients; stored hashed, die with their client.
+ */
+export type OAuthAccessToken = Prisma.OAuthAccessTokenModel
+/**
  * Model Collection
  * 
  */

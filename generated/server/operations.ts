@@ -604,9 +604,9 @@ export type SearchCollectionAliasResponse =
   | { status: 500; body: operations['searchCollectionAlias']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['searchCollectionAlias']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
-/** POST /ai/v1/message — Send a chat message (Chat API v1) (deprecated) */
+/** POST /ai/{v}/message — Send a chat message (Chat API v1) (deprecated) */
 export interface SendChatMessageRequest {
-  params: Record<string, never>;
+  params: operations['sendChatMessage']['parameters']['path'];
   query: Record<string, never>;
   body: NonNullable<operations['sendChatMessage']['requestBody']>['content']['application/json'];
   headers: IncomingHeaders;

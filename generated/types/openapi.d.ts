@@ -12,7 +12,14 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        post?: never;
+        /**
+         * Send a chat message (Chat API v1)
+         * @deprecated
+         * @description Deprecated Chat API: asks `query` in the chat `chat_id` (a new chat when
+         *     absent), grounded on `publishers`. Migrate to the v2 completions
+         *     (`createGroundedChatCompletion`).
+         */
+        post: operations["sendChatMessage"];
         /**
          * Delete a chat message (Chat API v1)
          * @deprecated
@@ -182,29 +189,6 @@ export interface paths {
          *     `collection`/`tenant`. Use `getRecommendations` for related items.
          */
         post: operations["getPaywallRelated"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/ai/v1/message": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Send a chat message (Chat API v1)
-         * @deprecated
-         * @description Deprecated Chat API: asks `query` in the chat `chat_id` (a new chat when
-         *     absent), grounded on `publishers`. Migrate to the v2 completions
-         *     (`createGroundedChatCompletion`).
-         */
-        post: operations["sendChatMessage"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1431,7 +1415,11 @@ export interface components {
             meta: components["schemas"]["ManagementListMeta"];
         };
         IngestFilesRequest: {
-            /** @description One or more file parts, each named `files`. */
+            /**
+             * @description One or more file parts, each named `files`. (express-openapi-validator's
+             *     built-in uploader presents a lone part as a string; the server's multipart
+             *     step normalizes it to this array shape before validation.)
+             */
             files: string[];
             /**
              * Format: uuid
@@ -3200,6 +3188,66 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    sendChatMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description API version of the Chat API; only `v1` exists. */
+                v: "v1";
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "query": "How can I practise Sabbath with small children?",
+                 *       "character_limit": 800,
+                 *       "sources_limit": 3,
+                 *       "publishers": [
+                 *         "Example Publishing"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["ChatMessageRequest"];
+            };
+        };
+        responses: {
+            /** @description The answer, in a new or existing chat. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "chat_id": "3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f",
+                     *       "query_id": "4d5e6f7a-8b9c-4d0e-9f1a-2b3c4d5e6f7a",
+                     *       "message_id": "5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b",
+                     *       "message": "Start small - one shared meal and a short walk can anchor the day.",
+                     *       "sources": [
+                     *         {
+                     *           "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
+                     *           "title": "Sabbath Rest in a Busy Week",
+                     *           "publisher": "Example Publishing",
+                     *           "url": "https://example.org/articles/sabbath-rest",
+                     *           "snippet": "Rest is received before it is achieved."
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ChatMessageResponse"];
+                };
+            };
+            400: components["responses"]["DetailBadRequest"];
+            401: components["responses"]["GatewayUnauthorized"];
+            403: components["responses"]["DetailForbidden"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["DetailInternalError"];
+            503: components["responses"]["DetailServiceUnavailable"];
+        };
+    };
     deleteMessage: {
         parameters: {
             query: {
@@ -3554,63 +3602,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["PaywallRelatedResult"];
-                };
-            };
-            400: components["responses"]["DetailBadRequest"];
-            401: components["responses"]["GatewayUnauthorized"];
-            403: components["responses"]["DetailForbidden"];
-            422: components["responses"]["ValidationFailed"];
-            500: components["responses"]["DetailInternalError"];
-            503: components["responses"]["DetailServiceUnavailable"];
-        };
-    };
-    sendChatMessage: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "query": "How can I practise Sabbath with small children?",
-                 *       "character_limit": 800,
-                 *       "sources_limit": 3,
-                 *       "publishers": [
-                 *         "Example Publishing"
-                 *       ]
-                 *     }
-                 */
-                "application/json": components["schemas"]["ChatMessageRequest"];
-            };
-        };
-        responses: {
-            /** @description The answer, in a new or existing chat. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "chat_id": "3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f",
-                     *       "query_id": "4d5e6f7a-8b9c-4d0e-9f1a-2b3c4d5e6f7a",
-                     *       "message_id": "5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b",
-                     *       "message": "Start small - one shared meal and a short walk can anchor the day.",
-                     *       "sources": [
-                     *         {
-                     *           "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *           "title": "Sabbath Rest in a Busy Week",
-                     *           "publisher": "Example Publishing",
-                     *           "url": "https://example.org/articles/sabbath-rest",
-                     *           "snippet": "Rest is received before it is achieved."
-                     *         }
-                     *       ]
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ChatMessageResponse"];
                 };
             };
             400: components["responses"]["DetailBadRequest"];

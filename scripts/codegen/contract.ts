@@ -41,6 +41,8 @@ export interface OperationModel {
   replacedBy: string | null;
   /** RFC 8594 sunset date of a deprecated operation (`x-sunset`). */
   sunset: string | null;
+  /** When it was deprecated (`x-deprecated-at` on the operation, else the document's). */
+  deprecatedAt: string | null;
   /** null: no credentials needed; otherwise the scheme and the scopes the operation requires. */
   auth: { scheme: 'bearer' | 'basic' | 'none'; scopes: string[] };
   pathParams: string[];
@@ -100,6 +102,7 @@ function toOperation(doc: Json, path: string, method: HttpMethod, api: ApiName, 
     deprecated: op.deprecated === true,
     replacedBy: op['x-replaced-by'] ?? null,
     sunset: op['x-sunset'] ?? null,
+    deprecatedAt: op.deprecated === true ? (op['x-deprecated-at'] ?? doc['x-deprecated-at'] ?? null) : null,
     auth: authOf(doc, op),
     pathParams: parameters.filter((p) => p.in === 'path').map((p) => p.name),
     hasQuery: parameters.some((p) => p.in === 'query'),

@@ -77,6 +77,7 @@ function routesModule(contract: ContractModel): string {
     deprecated: ${op.deprecated},
     replacedBy: ${literal(op.replacedBy)},
     sunset: ${literal(op.sunset)},
+    deprecatedAt: ${literal(op.deprecatedAt)},
     auth: ${literal(op.auth)},
     requestMediaType: ${literal(op.requestMediaType)},
     uploads: ${literal(uploadFields(contract, op))},
@@ -103,6 +104,8 @@ export interface RouteDefinition {
   readonly replacedBy: OperationId | null;
   /** When a deprecated operation stops working (ISO date), sent as the Sunset header. */
   readonly sunset: string | null;
+  /** When it was deprecated (ISO date), sent as the RFC 9745 Deprecation header. */
+  readonly deprecatedAt: string | null;
   readonly auth: { readonly scheme: 'bearer' | 'basic' | 'none'; readonly scopes: readonly Scope[] };
   readonly requestMediaType: string | null;
   /** Multipart file fields: a single file or an array of files. */

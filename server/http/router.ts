@@ -53,13 +53,15 @@ export function buildRouter(options: RouterOptions): Router {
 /** Remembers the matched operation (error bodies depend on it) and flags deprecated ones. */
 function describeRoute(route: RouteDefinition): RequestHandler {
   const successor = route.replacedBy ? routes.find((r) => r.operationId === route.replacedBy) : undefined;
+  const headers: [string, string][] = [];
+  if (route.deprecated) {
+    headers.push(['Deprecation', route.deprecatedAt ? `@${Math.floor(Date.parse(route.deprecatedAt) / 1000)}` : 'true']);
+    if (route.sunset) headers.push(['Sunset', new Date(route.sunset).toUTCString()]);
+    if (successor) headers.push(['Link', `<${successor.path}>; rel="successor-version"`]);
+  }
   return (_req, res, next) => {
     res.locals.route = route;
-    if (route.deprecated) {
-      res.setHeader('Deprecation', 'true');
-      if (route.sunset) res.setHeader('Sunset', new Date(route.sunset).toUTCString());
-      if (successor) res.setHeader('Link', `<${successor.path}>; rel="successor-version"`);
-    }
+    for (const [name, value] of headers) res.setHeader(name, value);
     next();
   };
 }

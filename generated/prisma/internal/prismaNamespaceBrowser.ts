@@ -55,6 +55,7 @@ export const ModelName = {
   Publisher: 'Publisher',
   ApiKey: 'ApiKey',
   OAuthClient: 'OAuthClient',
+  OAuthAccessToken: 'OAuthAccessToken',
   Collection: 'Collection',
   Item: 'Item',
   Chunk: 'Chunk',
@@ -131,6 +132,17 @@ export const OAuthClientScalarFieldEnum = {
 } as const
 
 export type OAuthClientScalarFieldEnum = (typeof OAuthClientScalarFieldEnum)[keyof typeof OAuthClientScalarFieldEnum]
+
+
+export const OAuthAccessTokenScalarFieldEnum = {
+  id: 'id',
+  clientId: 'clientId',
+  tokenHash: 'tokenHash',
+  expiresAt: 'expiresAt',
+  createdAt: 'createdAt'
+} as const
+
+export type OAuthAccessTokenScalarFieldEnum = (typeof OAuthAccessTokenScalarFieldEnum)[keyof typeof OAuthAccessTokenScalarFieldEnum]
 
 
 export const CollectionScalarFieldEnum = {

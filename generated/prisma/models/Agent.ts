@@ -20,8 +20,18 @@ export type AgentModel = runtime.Types.Result.DefaultSelection<Prisma.$AgentPayl
 
 export type AggregateAgent = {
   _count: AgentCountAggregateOutputType | null
+  _avg: AgentAvgAggregateOutputType | null
+  _sum: AgentSumAggregateOutputType | null
   _min: AgentMinAggregateOutputType | null
   _max: AgentMaxAggregateOutputType | null
+}
+
+export type AgentAvgAggregateOutputType = {
+  version: number | null
+}
+
+export type AgentSumAggregateOutputType = {
+  version: number | null
 }
 
 export type AgentMinAggregateOutputType = {
@@ -29,7 +39,7 @@ export type AgentMinAggregateOutputType = {
   organizationId: string | null
   name: string | null
   description: string | null
-  version: string | null
+  version: number | null
   status: string | null
   instructions: string | null
   tradition: string | null
@@ -42,7 +52,7 @@ export type AgentMaxAggregateOutputType = {
   organizationId: string | null
   name: string | null
   description: string | null
-  version: string | null
+  version: number | null
   status: string | null
   instructions: string | null
   tradition: string | null
@@ -66,6 +76,14 @@ export type AgentCountAggregateOutputType = {
   _all: number
 }
 
+
+export type AgentAvgAggregateInputType = {
+  version?: true
+}
+
+export type AgentSumAggregateInputType = {
+  version?: true
+}
 
 export type AgentMinAggregateInputType = {
   id?: true
@@ -147,6 +165,18 @@ export type AgentAggregateArgs<ExtArgs extends runtime.Types.Extensions.Internal
   /**
    * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
    * 
+   * Select which fields to average
+  **/
+  _avg?: AgentAvgAggregateInputType
+  /**
+   * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
+   * 
+   * Select which fields to sum
+  **/
+  _sum?: AgentSumAggregateInputType
+  /**
+   * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
+   * 
    * Select which fields to find the minimum value
   **/
   _min?: AgentMinAggregateInputType
@@ -177,6 +207,8 @@ export type AgentGroupByArgs<ExtArgs extends runtime.Types.Extensions.InternalAr
   take?: number
   skip?: number
   _count?: AgentCountAggregateInputType | true
+  _avg?: AgentAvgAggregateInputType
+  _sum?: AgentSumAggregateInputType
   _min?: AgentMinAggregateInputType
   _max?: AgentMaxAggregateInputType
 }
@@ -185,16 +217,18 @@ export type AgentGroupByOutputType = {
   id: string
   organizationId: string
   name: string
-  description: string
-  version: string
+  description: string | null
+  version: number
   status: string
   tags: string[]
   model: runtime.JsonValue
-  instructions: string
+  instructions: string | null
   tradition: string | null
   createdAt: Date
   updatedAt: Date
   _count: AgentCountAggregateOutputType | null
+  _avg: AgentAvgAggregateOutputType | null
+  _sum: AgentSumAggregateOutputType | null
   _min: AgentMinAggregateOutputType | null
   _max: AgentMaxAggregateOutputType | null
 }
@@ -221,12 +255,12 @@ export type AgentWhereInput = {
   id?: Prisma.UuidFilter<"Agent"> | string
   organizationId?: Prisma.UuidFilter<"Agent"> | string
   name?: Prisma.StringFilter<"Agent"> | string
-  description?: Prisma.StringFilter<"Agent"> | string
-  version?: Prisma.StringFilter<"Agent"> | string
+  description?: Prisma.StringNullableFilter<"Agent"> | string | null
+  version?: Prisma.IntFilter<"Agent"> | number
   status?: Prisma.StringFilter<"Agent"> | string
   tags?: Prisma.StringNullableListFilter<"Agent">
   model?: Prisma.JsonFilter<"Agent">
-  instructions?: Prisma.StringFilter<"Agent"> | string
+  instructions?: Prisma.StringNullableFilter<"Agent"> | string | null
   tradition?: Prisma.StringNullableFilter<"Agent"> | string | null
   createdAt?: Prisma.DateTimeFilter<"Agent"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Agent"> | Date | string
@@ -237,12 +271,12 @@ export type AgentOrderByWithRelationInput = {
   id?: Prisma.SortOrder
   organizationId?: Prisma.SortOrder
   name?: Prisma.SortOrder
-  description?: Prisma.SortOrder
+  description?: Prisma.SortOrderInput | Prisma.SortOrder
   version?: Prisma.SortOrder
   status?: Prisma.SortOrder
   tags?: Prisma.SortOrder
   model?: Prisma.SortOrder
-  instructions?: Prisma.SortOrder
+  instructions?: Prisma.SortOrderInput | Prisma.SortOrder
   tradition?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
@@ -256,12 +290,12 @@ export type AgentWhereUniqueInput = Prisma.AtLeast<{
   NOT?: Prisma.AgentWhereInput | Prisma.AgentWhereInput[]
   organizationId?: Prisma.UuidFilter<"Agent"> | string
   name?: Prisma.StringFilter<"Agent"> | string
-  description?: Prisma.StringFilter<"Agent"> | string
-  version?: Prisma.StringFilter<"Agent"> | string
+  description?: Prisma.StringNullableFilter<"Agent"> | string | null
+  version?: Prisma.IntFilter<"Agent"> | number
   status?: Prisma.StringFilter<"Agent"> | string
   tags?: Prisma.StringNullableListFilter<"Agent">
   model?: Prisma.JsonFilter<"Agent">
-  instructions?: Prisma.StringFilter<"Agent"> | string
+  instructions?: Prisma.StringNullableFilter<"Agent"> | string | null
   tradition?: Prisma.StringNullableFilter<"Agent"> | string | null
   createdAt?: Prisma.DateTimeFilter<"Agent"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Agent"> | Date | string
@@ -272,18 +306,20 @@ export type AgentOrderByWithAggregationInput = {
   id?: Prisma.SortOrder
   organizationId?: Prisma.SortOrder
   name?: Prisma.SortOrder
-  description?: Prisma.SortOrder
+  description?: Prisma.SortOrderInput | Prisma.SortOrder
   version?: Prisma.SortOrder
   status?: Prisma.SortOrder
   tags?: Prisma.SortOrder
   model?: Prisma.SortOrder
-  instructions?: Prisma.SortOrder
+  instructions?: Prisma.SortOrderInput | Prisma.SortOrder
   tradition?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   _count?: Prisma.AgentCountOrderByAggregateInput
+  _avg?: Prisma.AgentAvgOrderByAggregateInput
   _max?: Prisma.AgentMaxOrderByAggregateInput
   _min?: Prisma.AgentMinOrderByAggregateInput
+  _sum?: Prisma.AgentSumOrderByAggregateInput
 }
 
 export type AgentScalarWhereWithAggregatesInput = {
@@ -293,12 +329,12 @@ export type AgentScalarWhereWithAggregatesInput = {
   id?: Prisma.UuidWithAggregatesFilter<"Agent"> | string
   organizationId?: Prisma.UuidWithAggregatesFilter<"Agent"> | string
   name?: Prisma.StringWithAggregatesFilter<"Agent"> | string
-  description?: Prisma.StringWithAggregatesFilter<"Agent"> | string
-  version?: Prisma.StringWithAggregatesFilter<"Agent"> | string
+  description?: Prisma.StringNullableWithAggregatesFilter<"Agent"> | string | null
+  version?: Prisma.IntWithAggregatesFilter<"Agent"> | number
   status?: Prisma.StringWithAggregatesFilter<"Agent"> | string
   tags?: Prisma.StringNullableListFilter<"Agent">
   model?: Prisma.JsonWithAggregatesFilter<"Agent">
-  instructions?: Prisma.StringWithAggregatesFilter<"Agent"> | string
+  instructions?: Prisma.StringNullableWithAggregatesFilter<"Agent"> | string | null
   tradition?: Prisma.StringNullableWithAggregatesFilter<"Agent"> | string | null
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Agent"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"Agent"> | Date | string
@@ -307,12 +343,12 @@ export type AgentScalarWhereWithAggregatesInput = {
 export type AgentCreateInput = {
   id?: string
   name: string
-  description?: string
-  version?: string
+  description?: string | null
+  version?: number
   status?: string
   tags?: Prisma.AgentCreatetagsInput | string[]
   model: Prisma.JsonNullValueInput | runtime.InputJsonValue
-  instructions?: string
+  instructions?: string | null
   tradition?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -323,12 +359,12 @@ export type AgentUncheckedCreateInput = {
   id?: string
   organizationId: string
   name: string
-  description?: string
-  version?: string
+  description?: string | null
+  version?: number
   status?: string
   tags?: Prisma.AgentCreatetagsInput | string[]
   model: Prisma.JsonNullValueInput | runtime.InputJsonValue
-  instructions?: string
+  instructions?: string | null
   tradition?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -337,12 +373,12 @@ export type AgentUncheckedCreateInput = {
 export type AgentUpdateInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
-  description?: Prisma.StringFieldUpdateOperationsInput | string
-  version?: Prisma.StringFieldUpdateOperationsInput | string
+  description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  version?: Prisma.IntFieldUpdateOperationsInput | number
   status?: Prisma.StringFieldUpdateOperationsInput | string
   tags?: Prisma.AgentUpdatetagsInput | string[]
   model?: Prisma.JsonNullValueInput | runtime.InputJsonValue
-  instructions?: Prisma.StringFieldUpdateOperationsInput | string
+  instructions?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   tradition?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -353,12 +389,12 @@ export type AgentUncheckedUpdateInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   organizationId?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
-  description?: Prisma.StringFieldUpdateOperationsInput | string
-  version?: Prisma.StringFieldUpdateOperationsInput | string
+  description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  version?: Prisma.IntFieldUpdateOperationsInput | number
   status?: Prisma.StringFieldUpdateOperationsInput | string
   tags?: Prisma.AgentUpdatetagsInput | string[]
   model?: Prisma.JsonNullValueInput | runtime.InputJsonValue
-  instructions?: Prisma.StringFieldUpdateOperationsInput | string
+  instructions?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   tradition?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -368,12 +404,12 @@ export type AgentCreateManyInput = {
   id?: string
   organizationId: string
   name: string
-  description?: string
-  version?: string
+  description?: string | null
+  version?: number
   status?: string
   tags?: Prisma.AgentCreatetagsInput | string[]
   model: Prisma.JsonNullValueInput | runtime.InputJsonValue
-  instructions?: string
+  instructions?: string | null
   tradition?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -382,12 +418,12 @@ export type AgentCreateManyInput = {
 export type AgentUpdateManyMutationInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
-  description?: Prisma.StringFieldUpdateOperationsInput | string
-  version?: Prisma.StringFieldUpdateOperationsInput | string
+  description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  version?: Prisma.IntFieldUpdateOperationsInput | number
   status?: Prisma.StringFieldUpdateOperationsInput | string
   tags?: Prisma.AgentUpdatetagsInput | string[]
   model?: Prisma.JsonNullValueInput | runtime.InputJsonValue
-  instructions?: Prisma.StringFieldUpdateOperationsInput | string
+  instructions?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   tradition?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -397,12 +433,12 @@ export type AgentUncheckedUpdateManyInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   organizationId?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
-  description?: Prisma.StringFieldUpdateOperationsInput | string
-  version?: Prisma.StringFieldUpdateOperationsInput | string
+  description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  version?: Prisma.IntFieldUpdateOperationsInput | number
   status?: Prisma.StringFieldUpdateOperationsInput | string
   tags?: Prisma.AgentUpdatetagsInput | string[]
   model?: Prisma.JsonNullValueInput | runtime.InputJsonValue
-  instructions?: Prisma.StringFieldUpdateOperationsInput | string
+  instructions?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   tradition?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -433,6 +469,10 @@ export type AgentCountOrderByAggregateInput = {
   updatedAt?: Prisma.SortOrder
 }
 
+export type AgentAvgOrderByAggregateInput = {
+  version?: Prisma.SortOrder
+}
+
 export type AgentMaxOrderByAggregateInput = {
   id?: Prisma.SortOrder
   organizationId?: Prisma.SortOrder
@@ -457,6 +497,10 @@ export type AgentMinOrderByAggregateInput = {
   tradition?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
+}
+
+export type AgentSumOrderByAggregateInput = {
+  version?: Prisma.SortOrder
 }
 
 export type AgentCreateNestedManyWithoutOrganizationInput = {
@@ -513,12 +557,12 @@ export type AgentUpdatetagsInput = {
 export type AgentCreateWithoutOrganizationInput = {
   id?: string
   name: string
-  description?: string
-  version?: string
+  description?: string | null
+  version?: number
   status?: string
   tags?: Prisma.AgentCreatetagsInput | string[]
   model: Prisma.JsonNullValueInput | runtime.InputJsonValue
-  instructions?: string
+  instructions?: string | null
   tradition?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -527,12 +571,12 @@ export type AgentCreateWithoutOrganizationInput = {
 export type AgentUncheckedCreateWithoutOrganizationInput = {
   id?: string
   name: string
-  description?: string
-  version?: string
+  description?: string | null
+  version?: number
   status?: string
   tags?: Prisma.AgentCreatetagsInput | string[]
   model: Prisma.JsonNullValueInput | runtime.InputJsonValue
-  instructions?: string
+  instructions?: string | null
   tradition?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -571,12 +615,12 @@ export type AgentScalarWhereInput = {
   id?: Prisma.UuidFilter<"Agent"> | string
   organizationId?: Prisma.UuidFilter<"Agent"> | string
   name?: Prisma.StringFilter<"Agent"> | string
-  description?: Prisma.StringFilter<"Agent"> | string
-  version?: Prisma.StringFilter<"Agent"> | string
+  description?: Prisma.StringNullableFilter<"Agent"> | string | null
+  version?: Prisma.IntFilter<"Agent"> | number
   status?: Prisma.StringFilter<"Agent"> | string
   tags?: Prisma.StringNullableListFilter<"Agent">
   model?: Prisma.JsonFilter<"Agent">
-  instructions?: Prisma.StringFilter<"Agent"> | string
+  instructions?: Prisma.StringNullableFilter<"Agent"> | string | null
   tradition?: Prisma.StringNullableFilter<"Agent"> | string | null
   createdAt?: Prisma.DateTimeFilter<"Agent"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Agent"> | Date | string
@@ -585,12 +629,12 @@ export type AgentScalarWhereInput = {
 export type AgentCreateManyOrganizationInput = {
   id?: string
   name: string
-  description?: string
-  version?: string
+  description?: string | null
+  version?: number
   status?: string
   tags?: Prisma.AgentCreatetagsInput | string[]
   model: Prisma.JsonNullValueInput | runtime.InputJsonValue
-  instructions?: string
+  instructions?: string | null
   tradition?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -599,12 +643,12 @@ export type AgentCreateManyOrganizationInput = {
 export type AgentUpdateWithoutOrganizationInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
-  description?: Prisma.StringFieldUpdateOperationsInput | string
-  version?: Prisma.StringFieldUpdateOperationsInput | string
+  description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  version?: Prisma.IntFieldUpdateOperationsInput | number
   status?: Prisma.StringFieldUpdateOperationsInput | string
   tags?: Prisma.AgentUpdatetagsInput | string[]
   model?: Prisma.JsonNullValueInput | runtime.InputJsonValue
-  instructions?: Prisma.StringFieldUpdateOperationsInput | string
+  instructions?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   tradition?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -613,12 +657,12 @@ export type AgentUpdateWithoutOrganizationInput = {
 export type AgentUncheckedUpdateWithoutOrganizationInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
-  description?: Prisma.StringFieldUpdateOperationsInput | string
-  version?: Prisma.StringFieldUpdateOperationsInput | string
+  description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  version?: Prisma.IntFieldUpdateOperationsInput | number
   status?: Prisma.StringFieldUpdateOperationsInput | string
   tags?: Prisma.AgentUpdatetagsInput | string[]
   model?: Prisma.JsonNullValueInput | runtime.InputJsonValue
-  instructions?: Prisma.StringFieldUpdateOperationsInput | string
+  instructions?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   tradition?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -627,12 +671,12 @@ export type AgentUncheckedUpdateWithoutOrganizationInput = {
 export type AgentUncheckedUpdateManyWithoutOrganizationInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
-  description?: Prisma.StringFieldUpdateOperationsInput | string
-  version?: Prisma.StringFieldUpdateOperationsInput | string
+  description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  version?: Prisma.IntFieldUpdateOperationsInput | number
   status?: Prisma.StringFieldUpdateOperationsInput | string
   tags?: Prisma.AgentUpdatetagsInput | string[]
   model?: Prisma.JsonNullValueInput | runtime.InputJsonValue
-  instructions?: Prisma.StringFieldUpdateOperationsInput | string
+  instructions?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   tradition?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -723,12 +767,15 @@ export type $AgentPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs 
     id: string
     organizationId: string
     name: string
-    description: string
-    version: string
+    description: string | null
+    /**
+     * incremented on every update
+     */
+    version: number
     status: string
     tags: string[]
     model: runtime.JsonValue
-    instructions: string
+    instructions: string | null
     tradition: string | null
     createdAt: Date
     updatedAt: Date
@@ -1160,7 +1207,7 @@ export interface AgentFieldRefs {
   readonly organizationId: Prisma.FieldRef<"Agent", 'String'>
   readonly name: Prisma.FieldRef<"Agent", 'String'>
   readonly description: Prisma.FieldRef<"Agent", 'String'>
-  readonly version: Prisma.FieldRef<"Agent", 'String'>
+  readonly version: Prisma.FieldRef<"Agent", 'Int'>
   readonly status: Prisma.FieldRef<"Agent", 'String'>
   readonly tags: Prisma.FieldRef<"Agent", 'String[]'>
   readonly model: Prisma.FieldRef<"Agent", 'Json'>

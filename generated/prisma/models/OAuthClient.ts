@@ -203,6 +203,7 @@ export type OAuthClientWhereInput = {
   createdAt?: Prisma.DateTimeFilter<"OAuthClient"> | Date | string
   revokedAt?: Prisma.DateTimeNullableFilter<"OAuthClient"> | Date | string | null
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
+  tokens?: Prisma.OAuthAccessTokenListRelationFilter
 }
 
 export type OAuthClientOrderByWithRelationInput = {
@@ -215,6 +216,7 @@ export type OAuthClientOrderByWithRelationInput = {
   createdAt?: Prisma.SortOrder
   revokedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   organization?: Prisma.OrganizationOrderByWithRelationInput
+  tokens?: Prisma.OAuthAccessTokenOrderByRelationAggregateInput
 }
 
 export type OAuthClientWhereUniqueInput = Prisma.AtLeast<{
@@ -230,6 +232,7 @@ export type OAuthClientWhereUniqueInput = Prisma.AtLeast<{
   createdAt?: Prisma.DateTimeFilter<"OAuthClient"> | Date | string
   revokedAt?: Prisma.DateTimeNullableFilter<"OAuthClient"> | Date | string | null
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
+  tokens?: Prisma.OAuthAccessTokenListRelationFilter
 }, "id" | "clientId">
 
 export type OAuthClientOrderByWithAggregationInput = {
@@ -269,6 +272,7 @@ export type OAuthClientCreateInput = {
   createdAt?: Date | string
   revokedAt?: Date | string | null
   organization: Prisma.OrganizationCreateNestedOneWithoutOauthClientsInput
+  tokens?: Prisma.OAuthAccessTokenCreateNestedManyWithoutClientInput
 }
 
 export type OAuthClientUncheckedCreateInput = {
@@ -280,6 +284,7 @@ export type OAuthClientUncheckedCreateInput = {
   status?: string
   createdAt?: Date | string
   revokedAt?: Date | string | null
+  tokens?: Prisma.OAuthAccessTokenUncheckedCreateNestedManyWithoutClientInput
 }
 
 export type OAuthClientUpdateInput = {
@@ -291,6 +296,7 @@ export type OAuthClientUpdateInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutOauthClientsNestedInput
+  tokens?: Prisma.OAuthAccessTokenUpdateManyWithoutClientNestedInput
 }
 
 export type OAuthClientUncheckedUpdateInput = {
@@ -302,6 +308,7 @@ export type OAuthClientUncheckedUpdateInput = {
   status?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  tokens?: Prisma.OAuthAccessTokenUncheckedUpdateManyWithoutClientNestedInput
 }
 
 export type OAuthClientCreateManyInput = {
@@ -377,6 +384,11 @@ export type OAuthClientMinOrderByAggregateInput = {
   revokedAt?: Prisma.SortOrder
 }
 
+export type OAuthClientScalarRelationFilter = {
+  is?: Prisma.OAuthClientWhereInput
+  isNot?: Prisma.OAuthClientWhereInput
+}
+
 export type OAuthClientCreateNestedManyWithoutOrganizationInput = {
   create?: Prisma.XOR<Prisma.OAuthClientCreateWithoutOrganizationInput, Prisma.OAuthClientUncheckedCreateWithoutOrganizationInput> | Prisma.OAuthClientCreateWithoutOrganizationInput[] | Prisma.OAuthClientUncheckedCreateWithoutOrganizationInput[]
   connectOrCreate?: Prisma.OAuthClientCreateOrConnectWithoutOrganizationInput | Prisma.OAuthClientCreateOrConnectWithoutOrganizationInput[]
@@ -428,6 +440,20 @@ export type OAuthClientUpdatescopesInput = {
   push?: string | string[]
 }
 
+export type OAuthClientCreateNestedOneWithoutTokensInput = {
+  create?: Prisma.XOR<Prisma.OAuthClientCreateWithoutTokensInput, Prisma.OAuthClientUncheckedCreateWithoutTokensInput>
+  connectOrCreate?: Prisma.OAuthClientCreateOrConnectWithoutTokensInput
+  connect?: Prisma.OAuthClientWhereUniqueInput
+}
+
+export type OAuthClientUpdateOneRequiredWithoutTokensNestedInput = {
+  create?: Prisma.XOR<Prisma.OAuthClientCreateWithoutTokensInput, Prisma.OAuthClientUncheckedCreateWithoutTokensInput>
+  connectOrCreate?: Prisma.OAuthClientCreateOrConnectWithoutTokensInput
+  upsert?: Prisma.OAuthClientUpsertWithoutTokensInput
+  connect?: Prisma.OAuthClientWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.OAuthClientUpdateToOneWithWhereWithoutTokensInput, Prisma.OAuthClientUpdateWithoutTokensInput>, Prisma.OAuthClientUncheckedUpdateWithoutTokensInput>
+}
+
 export type OAuthClientCreateWithoutOrganizationInput = {
   id?: string
   clientId: string
@@ -436,6 +462,7 @@ export type OAuthClientCreateWithoutOrganizationInput = {
   status?: string
   createdAt?: Date | string
   revokedAt?: Date | string | null
+  tokens?: Prisma.OAuthAccessTokenCreateNestedManyWithoutClientInput
 }
 
 export type OAuthClientUncheckedCreateWithoutOrganizationInput = {
@@ -446,6 +473,7 @@ export type OAuthClientUncheckedCreateWithoutOrganizationInput = {
   status?: string
   createdAt?: Date | string
   revokedAt?: Date | string | null
+  tokens?: Prisma.OAuthAccessTokenUncheckedCreateNestedManyWithoutClientInput
 }
 
 export type OAuthClientCreateOrConnectWithoutOrganizationInput = {
@@ -488,6 +516,66 @@ export type OAuthClientScalarWhereInput = {
   revokedAt?: Prisma.DateTimeNullableFilter<"OAuthClient"> | Date | string | null
 }
 
+export type OAuthClientCreateWithoutTokensInput = {
+  id?: string
+  clientId: string
+  secretHash: string
+  scopes?: Prisma.OAuthClientCreatescopesInput | string[]
+  status?: string
+  createdAt?: Date | string
+  revokedAt?: Date | string | null
+  organization: Prisma.OrganizationCreateNestedOneWithoutOauthClientsInput
+}
+
+export type OAuthClientUncheckedCreateWithoutTokensInput = {
+  id?: string
+  organizationId: string
+  clientId: string
+  secretHash: string
+  scopes?: Prisma.OAuthClientCreatescopesInput | string[]
+  status?: string
+  createdAt?: Date | string
+  revokedAt?: Date | string | null
+}
+
+export type OAuthClientCreateOrConnectWithoutTokensInput = {
+  where: Prisma.OAuthClientWhereUniqueInput
+  create: Prisma.XOR<Prisma.OAuthClientCreateWithoutTokensInput, Prisma.OAuthClientUncheckedCreateWithoutTokensInput>
+}
+
+export type OAuthClientUpsertWithoutTokensInput = {
+  update: Prisma.XOR<Prisma.OAuthClientUpdateWithoutTokensInput, Prisma.OAuthClientUncheckedUpdateWithoutTokensInput>
+  create: Prisma.XOR<Prisma.OAuthClientCreateWithoutTokensInput, Prisma.OAuthClientUncheckedCreateWithoutTokensInput>
+  where?: Prisma.OAuthClientWhereInput
+}
+
+export type OAuthClientUpdateToOneWithWhereWithoutTokensInput = {
+  where?: Prisma.OAuthClientWhereInput
+  data: Prisma.XOR<Prisma.OAuthClientUpdateWithoutTokensInput, Prisma.OAuthClientUncheckedUpdateWithoutTokensInput>
+}
+
+export type OAuthClientUpdateWithoutTokensInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  clientId?: Prisma.StringFieldUpdateOperationsInput | string
+  secretHash?: Prisma.StringFieldUpdateOperationsInput | string
+  scopes?: Prisma.OAuthClientUpdatescopesInput | string[]
+  status?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  organization?: Prisma.OrganizationUpdateOneRequiredWithoutOauthClientsNestedInput
+}
+
+export type OAuthClientUncheckedUpdateWithoutTokensInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  organizationId?: Prisma.StringFieldUpdateOperationsInput | string
+  clientId?: Prisma.StringFieldUpdateOperationsInput | string
+  secretHash?: Prisma.StringFieldUpdateOperationsInput | string
+  scopes?: Prisma.OAuthClientUpdatescopesInput | string[]
+  status?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+}
+
 export type OAuthClientCreateManyOrganizationInput = {
   id?: string
   clientId: string
@@ -506,6 +594,7 @@ export type OAuthClientUpdateWithoutOrganizationInput = {
   status?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  tokens?: Prisma.OAuthAccessTokenUpdateManyWithoutClientNestedInput
 }
 
 export type OAuthClientUncheckedUpdateWithoutOrganizationInput = {
@@ -516,6 +605,7 @@ export type OAuthClientUncheckedUpdateWithoutOrganizationInput = {
   status?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  tokens?: Prisma.OAuthAccessTokenUncheckedUpdateManyWithoutClientNestedInput
 }
 
 export type OAuthClientUncheckedUpdateManyWithoutOrganizationInput = {
@@ -529,6 +619,35 @@ export type OAuthClientUncheckedUpdateManyWithoutOrganizationInput = {
 }
 
 
+/**
+ * Count Type OAuthClientCountOutputType
+ */
+
+export type OAuthClientCountOutputType = {
+  tokens: number
+}
+
+export type OAuthClientCountOutputTypeSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  tokens?: boolean | OAuthClientCountOutputTypeCountTokensArgs
+}
+
+/**
+ * OAuthClientCountOutputType without action
+ */
+export type OAuthClientCountOutputTypeDefaultArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the OAuthClientCountOutputType
+   */
+  select?: Prisma.OAuthClientCountOutputTypeSelect<ExtArgs> | null
+}
+
+/**
+ * OAuthClientCountOutputType without action
+ */
+export type OAuthClientCountOutputTypeCountTokensArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.OAuthAccessTokenWhereInput
+}
+
 
 export type OAuthClientSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   id?: boolean
@@ -540,6 +659,8 @@ export type OAuthClientSelect<ExtArgs extends runtime.Types.Extensions.InternalA
   createdAt?: boolean
   revokedAt?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
+  tokens?: boolean | Prisma.OAuthClient$tokensArgs<ExtArgs>
+  _count?: boolean | Prisma.OAuthClientCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["oAuthClient"]>
 
 export type OAuthClientSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -580,6 +701,8 @@ export type OAuthClientSelectScalar = {
 export type OAuthClientOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "clientId" | "secretHash" | "scopes" | "status" | "createdAt" | "revokedAt", ExtArgs["result"]["oAuthClient"]>
 export type OAuthClientInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
+  tokens?: boolean | Prisma.OAuthClient$tokensArgs<ExtArgs>
+  _count?: boolean | Prisma.OAuthClientCountOutputTypeDefaultArgs<ExtArgs>
 }
 export type OAuthClientIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
@@ -592,6 +715,7 @@ export type $OAuthClientPayload<ExtArgs extends runtime.Types.Extensions.Interna
   name: "OAuthClient"
   objects: {
     organization: Prisma.$OrganizationPayload<ExtArgs>
+    tokens: Prisma.$OAuthAccessTokenPayload<ExtArgs>[]
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     id: string
@@ -997,6 +1121,7 @@ readonly fields: OAuthClientFieldRefs;
 export interface Prisma__OAuthClientClient<T, Null = never, ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs, GlobalOmitOptions = {}> extends Prisma.PrismaPromise<T> {
   readonly [Symbol.toStringTag]: "PrismaPromise"
   organization<T extends Prisma.OrganizationDefaultArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.OrganizationDefaultArgs<ExtArgs>>): Prisma.Prisma__OrganizationClient<runtime.Types.Result.GetResult<Prisma.$OrganizationPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | Null, Null, ExtArgs, GlobalOmitOptions>
+  tokens<T extends Prisma.OAuthClient$tokensArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.OAuthClient$tokensArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$OAuthAccessTokenPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -1432,6 +1557,30 @@ export type OAuthClientDeleteManyArgs<ExtArgs extends runtime.Types.Extensions.I
    * Limit how many OAuthClients to delete.
    */
   limit?: number
+}
+
+/**
+ * OAuthClient.tokens
+ */
+export type OAuthClient$tokensArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the OAuthAccessToken
+   */
+  select?: Prisma.OAuthAccessTokenSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the OAuthAccessToken
+   */
+  omit?: Prisma.OAuthAccessTokenOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.OAuthAccessTokenInclude<ExtArgs> | null
+  where?: Prisma.OAuthAccessTokenWhereInput
+  orderBy?: Prisma.OAuthAccessTokenOrderByWithRelationInput | Prisma.OAuthAccessTokenOrderByWithRelationInput[]
+  cursor?: Prisma.OAuthAccessTokenWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.OAuthAccessTokenScalarFieldEnum | Prisma.OAuthAccessTokenScalarFieldEnum[]
 }
 
 /**

@@ -50,6 +50,17 @@ CREATE TABLE "oauth_clients" (
 );
 
 -- CreateTable
+CREATE TABLE "oauth_access_tokens" (
+    "id" UUID NOT NULL DEFAULT gen_random_uuid(),
+    "client_id" UUID NOT NULL,
+    "token_hash" TEXT NOT NULL,
+    "expires_at" TIMESTAMPTZ(3) NOT NULL,
+    "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+
+    CONSTRAINT "oauth_access_tokens_pkey" PRIMARY KEY ("id")
+);
+
+-- CreateTable
 CREATE TABLE "collections" (
     "id" UUID NOT NULL DEFAULT gen_random_uuid(),
     "organization_id" UUID NOT NULL,
@@ -131,12 +142,12 @@ CREATE TABLE "agents" (
     "id" UUID NOT NULL DEFAULT gen_random_uuid(),
     "organization_id" UUID NOT NULL,
     "name" TEXT NOT NULL,
-    "description" TEXT NOT NULL DEFAULT '',
-    "version" TEXT NOT NULL DEFAULT '1',
+    "description" TEXT,
+    "version" INTEGER NOT NULL DEFAULT 1,
     "status" TEXT NOT NULL DEFAULT 'active',
     "tags" TEXT[] DEFAULT ARRAY[]::TEXT[],
     "model" JSONB NOT NULL,
-    "instructions" TEXT NOT NULL DEFAULT '',
+    "instructions" TEXT,
     "tradition" TEXT,
     "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
     "updated_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
@@ -208,13 +219,19 @@ CREATE UNIQUE INDEX "publishers_name_key" ON "publishers"("name");
 CREATE UNIQUE INDEX "api_keys_key_hash_key" ON "api_keys"("key_hash");
 
 -- CreateIndex
-CREATE INDEX "api_keys_organization_id_created_at_idx" ON "api_keys"("organization_id", "created_at");
+CREATE INDEX "api_keys_organization_id_created_at_id_idx" ON "api_keys"("organization_id", "created_at", "id");
 
 -- CreateIndex
 CREATE UNIQUE INDEX "oauth_clients_client_id_key" ON "oauth_clients"("client_id");
 
 -- CreateIndex
 CREATE INDEX "oauth_clients_organization_id_idx" ON "oauth_clients"("organization_id");
+
+-- CreateIndex
+CREATE UNIQUE INDEX "oauth_access_tokens_token_hash_key" ON "oauth_access_tokens"("token_hash");
+
+-- CreateIndex
+CREATE INDEX "oauth_access_tokens_client_id_idx" ON "oauth_access_tokens"("client_id");
 
 -- CreateIndex
 CREATE UNIQUE INDEX "collections_organization_id_name_key" ON "collections"("organization_id", "name");
@@ -269,6 +286,9 @@ ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_created_by_key_id_fkey" FOREIGN 
 
 -- AddForeignKey
 ALTER TABLE "oauth_clients" ADD CONSTRAINT "oauth_clients_organization_id_fkey" FOREIGN KEY ("organization_id") REFERENCES "organizations"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- AddForeignKey
+ALTER TABLE "oauth_access_tokens" ADD CONSTRAINT "oauth_access_tokens_client_id_fkey" FOREIGN KEY ("client_id") REFERENCES "oauth_clients"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 
 -- AddForeignKey
 ALTER TABLE "collections" ADD CONSTRAINT "collections_organization_id_fkey" FOREIGN KEY ("organization_id") REFERENCES "organizations"("id") ON DELETE CASCADE ON UPDATE CASCADE;
