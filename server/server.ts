@@ -9,14 +9,19 @@ import type { AdmissionStage } from './http/router.js';
 import { HealthService } from './health/health-service.js';
 import { closeGracefully } from './http/shutdown.js';
 import { stubbedOperations } from './http/not-implemented.js';
+import { bootstrapIdentity, type BootstrapResult } from './identity/bootstrap.js';
 import { createIdentity } from './identity/index.js';
 import type { Services } from './services.js';
 import { openDatabase } from './storage/database.js';
+import { connectRedis } from './storage/redis.js';
+import { AgentService } from './agents/agent-service.js';
 
 export interface RunningPlatform {
   apiUrl: string;
   mgmtUrl: string;
   services: Services;
+  /** What this start created on an empty database (with the one-time admin key), else null. */
+  bootstrap: BootstrapResult | null;
   close(): Promise<void>;
 }
 
@@ -26,46 +31,53 @@ export interface PlatformOptions {
 }
 
 export async function startPlatform(config: Config, logger: Logger, options: PlatformOptions = {}): Promise<RunningPlatform> {
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, logger });
-  const identity = await createIdentity({ database, config, logger });
-  const health = new HealthService();
-  health.register({
-    id: 'database',
-    name: database.kind === 'pglite' ? 'Database (embedded PGlite)' : 'Database (PostgreSQL)',
-    critical: true,
-    probe: async () => (await database.ping(), 'healthy'),
-  });
-  const services: Services = { config, database, identity, health };
-  const apps = createApps({ services, logger, authenticator: identity.authenticator, admission: options.admission });
-
-  const apiServer = createServer(apps.api);
-  const mgmtServer = createServer(apps.management);
+  // Everything opened is closed in reverse order, on shutdown or when start-up fails midway.
+  const cleanup: (() => Promise<unknown>)[] = [];
+  const closeAll = async () => {
+    for (const step of cleanup.reverse()) await step().catch((error) => logger.error({ err: error }, 'shutdown step failed'));
+  };
   try {
+    const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, logger });
+    cleanup.push(() => database.close());
+    const redis = config.redisUrl ? await connectRedis(config.redisUrl, logger) : null;
+    if (redis) cleanup.push(() => redis.close());
+    const identity = await createIdentity({ database, redis, logger });
+    cleanup.push(() => identity.close());
+    const bootstrap = await bootstrapIdentity(database.prisma, logger, config.bootstrapAdminKey);
+
+    const health = new HealthService();
+    health.register({
+      id: 'database',
+      name: database.kind === 'pglite' ? 'Database (embedded PGlite)' : 'Database (PostgreSQL)',
+      critical: true,
+      probe: async () => (await database.ping(), 'healthy'),
+    });
+    if (redis) {
+      health.register({ id: 'redis', name: 'Redis (shared state)', critical: false, probe: async () => (await redis.ping(), 'healthy') });
+    }
+    const services: Services = { config, database, identity, health, agents: new AgentService(database.prisma) };
+    const apps = createApps({ services, logger, authenticator: identity.authenticator, admission: options.admission });
+
+    const apiServer = createServer(apps.api);
+    const mgmtServer = createServer(apps.management);
+    cleanup.push(() =>
+      Promise.all([closeGracefully(apiServer, config.shutdownTimeoutMs), closeGracefully(mgmtServer, config.shutdownTimeoutMs)]),
+    );
     await listen(apiServer, config.port, config.host);
     await listen(mgmtServer, config.mgmtPort, config.host);
+
+    const apiUrl = urlOf(apiServer, config.host);
+    const mgmtUrl = urlOf(mgmtServer, config.host);
+    logger.info({ apiUrl, mgmtUrl, database: database.kind, capabilities: database.capabilities }, 'platform listening');
+    const stubs = stubbedOperations();
+    if (stubs.length > 0) logger.warn({ operations: stubs }, `${stubs.length} operations are still stubs answering 501`);
+
+    let closing: Promise<void> | undefined;
+    return { apiUrl, mgmtUrl, services, bootstrap, close: () => (closing ??= closeAll()) };
   } catch (error) {
-    apiServer.close();
-    await database.close();
+    await closeAll();
     throw error;
   }
-  const apiUrl = urlOf(apiServer, config.host);
-  const mgmtUrl = urlOf(mgmtServer, config.host);
-  logger.info({ apiUrl, mgmtUrl, database: database.kind, capabilities: database.capabilities }, 'platform listening');
-  const stubs = stubbedOperations();
-  if (stubs.length > 0) logger.warn({ operations: stubs }, `${stubs.length} operations are still stubs answering 501`);
-
-  let closing: Promise<void> | undefined;
-  return {
-    apiUrl,
-    mgmtUrl,
-    services,
-    close: () =>
-      (closing ??= (async () => {
-        await Promise.all([closeGracefully(apiServer, config.shutdownTimeoutMs), closeGracefully(mgmtServer, config.shutdownTimeoutMs)]);
-        await identity.close();
-        await database.close();
-      })()),
-  };
 }
 
 async function listen(server: Server, port: number, host: string): Promise<void> {

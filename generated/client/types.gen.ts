@@ -1623,7 +1623,10 @@ export type KeyListResponse = {
 };
 
 export type OAuthTokenRequest = {
-    grant_type: 'client_credentials';
+    /**
+     * Only `client_credentials` is supported; any other value is answered 400 `unsupported_grant_type` (RFC 6749 5.2).
+     */
+    grant_type: string;
     /**
      * Omit when sent as HTTP Basic credentials.
      */

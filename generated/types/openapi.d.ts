@@ -451,7 +451,7 @@ export interface paths {
             path: {
                 /**
                  * @description Agent identifier.
-                 * @example agt_01JDQ9A1B2C3D4E5F6G7H8J9K0
+                 * @example 5f0c2a9e-7b1d-4c3e-9a8f-1d2e3f4a5b6c
                  */
                 agent_id: components["parameters"]["AgentId"];
             };
@@ -530,7 +530,7 @@ export interface paths {
             path: {
                 /**
                  * @description API key identifier (not the key itself).
-                 * @example key_01JDQB7X8Y9Z0A1B2C3D4E5F6G
+                 * @example 9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d
                  */
                 key_id: components["parameters"]["KeyId"];
             };
@@ -1579,8 +1579,11 @@ export interface components {
             client_id?: string;
             /** @description Omit when sent as HTTP Basic credentials. */
             client_secret?: string;
-            /** @enum {string} */
-            grant_type: "client_credentials";
+            /**
+             * @description Only `client_credentials` is supported; any other value is answered 400 `unsupported_grant_type` (RFC 6749 5.2).
+             * @example client_credentials
+             */
+            grant_type: string;
         };
         OAuthTokenResponse: {
             access_token: string;
@@ -2106,7 +2109,7 @@ export interface components {
                 /**
                  * @example {
                  *       "data": {
-                 *         "id": "agt_01JDQ9A1B2C3D4E5F6G7H8J9K0",
+                 *         "id": "5f0c2a9e-7b1d-4c3e-9a8f-1d2e3f4a5b6c",
                  *         "name": "Sermon prep assistant",
                  *         "description": "Helps outline sermons from a passage.",
                  *         "version": 4,
@@ -2825,7 +2828,7 @@ export interface components {
                  * @example {
                  *       "error": {
                  *         "code": "not_found",
-                 *         "message": "Agent agt_01JDQ9A1B2C3D4E5F6G7H8J9K0 not found."
+                 *         "message": "Agent 5f0c2a9e-7b1d-4c3e-9a8f-1d2e3f4a5b6c not found."
                  *       },
                  *       "meta": {
                  *         "requestId": "req_01JDQH8K9L0M1N2P3Q4R5S6T7X"
@@ -3049,7 +3052,7 @@ export interface components {
     parameters: {
         /**
          * @description Agent identifier.
-         * @example agt_01JDQ9A1B2C3D4E5F6G7H8J9K0
+         * @example 5f0c2a9e-7b1d-4c3e-9a8f-1d2e3f4a5b6c
          */
         AgentId: string;
         /**
@@ -3064,7 +3067,7 @@ export interface components {
         ItemId: string;
         /**
          * @description API key identifier (not the key itself).
-         * @example key_01JDQB7X8Y9Z0A1B2C3D4E5F6G
+         * @example 9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d
          */
         KeyId: string;
         /**
@@ -3998,7 +4001,7 @@ export interface operations {
                      * @example {
                      *       "data": [
                      *         {
-                     *           "id": "agt_01JDQ9A1B2C3D4E5F6G7H8J9K0",
+                     *           "id": "5f0c2a9e-7b1d-4c3e-9a8f-1d2e3f4a5b6c",
                      *           "name": "Sermon prep assistant",
                      *           "description": "Helps outline sermons from a passage.",
                      *           "version": 3,
@@ -4069,7 +4072,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "id": "agt_01JDQ9A1B2C3D4E5F6G7H8J9K0",
+                     *         "id": "5f0c2a9e-7b1d-4c3e-9a8f-1d2e3f4a5b6c",
                      *         "name": "Sermon prep assistant",
                      *         "description": "Helps outline sermons from a passage.",
                      *         "version": 1,
@@ -4107,7 +4110,7 @@ export interface operations {
             path: {
                 /**
                  * @description Agent identifier.
-                 * @example agt_01JDQ9A1B2C3D4E5F6G7H8J9K0
+                 * @example 5f0c2a9e-7b1d-4c3e-9a8f-1d2e3f4a5b6c
                  */
                 agent_id: components["parameters"]["AgentId"];
             };
@@ -4130,7 +4133,7 @@ export interface operations {
             path: {
                 /**
                  * @description Agent identifier.
-                 * @example agt_01JDQ9A1B2C3D4E5F6G7H8J9K0
+                 * @example 5f0c2a9e-7b1d-4c3e-9a8f-1d2e3f4a5b6c
                  */
                 agent_id: components["parameters"]["AgentId"];
             };
@@ -4147,7 +4150,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "id": "agt_01JDQ9A1B2C3D4E5F6G7H8J9K0",
+                     *         "id": "5f0c2a9e-7b1d-4c3e-9a8f-1d2e3f4a5b6c",
                      *         "deleted": true
                      *       },
                      *       "meta": {
@@ -4172,7 +4175,7 @@ export interface operations {
             path: {
                 /**
                  * @description Agent identifier.
-                 * @example agt_01JDQ9A1B2C3D4E5F6G7H8J9K0
+                 * @example 5f0c2a9e-7b1d-4c3e-9a8f-1d2e3f4a5b6c
                  */
                 agent_id: components["parameters"]["AgentId"];
             };
@@ -4280,7 +4283,7 @@ export interface operations {
                      * @example {
                      *       "data": [
                      *         {
-                     *           "id": "key_01JDQB7X8Y9Z0A1B2C3D4E5F6G",
+                     *           "id": "9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
                      *           "keyPrefix": "sk_…a1b2",
                      *           "label": "CI pipeline",
                      *           "scopes": [
@@ -4289,7 +4292,7 @@ export interface operations {
                      *           ],
                      *           "status": "active",
                      *           "createdAt": 1735689600000,
-                     *           "expiresAt": 1767225600000,
+                     *           "expiresAt": 1893456000000,
                      *           "revokedAt": null,
                      *           "lastUsedAt": 1736899200000
                      *         }
@@ -4326,7 +4329,7 @@ export interface operations {
                  *         "data:read"
                  *       ],
                  *       "label": "CI pipeline",
-                 *       "expiresAt": 1767225600000
+                 *       "expiresAt": 1893456000000
                  *     }
                  */
                 "application/json": components["schemas"]["CreateKeyRequest"];
@@ -4342,7 +4345,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "id": "key_01JDQB7X8Y9Z0A1B2C3D4E5F6G",
+                     *         "id": "9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
                      *         "key": "sk_7Hq2mN9vX4tB8kL3pR6wY1zC5dF0gJ2sa1b2",
                      *         "keyPrefix": "sk_…a1b2",
                      *         "label": "CI pipeline",
@@ -4352,7 +4355,7 @@ export interface operations {
                      *         ],
                      *         "status": "active",
                      *         "createdAt": 1735689600000,
-                     *         "expiresAt": 1767225600000
+                     *         "expiresAt": 1893456000000
                      *       },
                      *       "meta": {
                      *         "requestId": "req_01JDQB7X8Y9Z0A1B2C3D4E5F6H"
@@ -4375,7 +4378,7 @@ export interface operations {
             path: {
                 /**
                  * @description API key identifier (not the key itself).
-                 * @example key_01JDQB7X8Y9Z0A1B2C3D4E5F6G
+                 * @example 9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d
                  */
                 key_id: components["parameters"]["KeyId"];
             };
@@ -4392,7 +4395,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "id": "key_01JDQB7X8Y9Z0A1B2C3D4E5F6G",
+                     *         "id": "9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
                      *         "keyPrefix": "sk_…a1b2",
                      *         "label": "CI pipeline",
                      *         "scopes": [
@@ -4401,7 +4404,7 @@ export interface operations {
                      *         ],
                      *         "status": "active",
                      *         "createdAt": 1735689600000,
-                     *         "expiresAt": 1767225600000,
+                     *         "expiresAt": 1893456000000,
                      *         "revokedAt": null,
                      *         "lastUsedAt": 1736899200000
                      *       },
@@ -4427,7 +4430,7 @@ export interface operations {
             path: {
                 /**
                  * @description API key identifier (not the key itself).
-                 * @example key_01JDQB7X8Y9Z0A1B2C3D4E5F6G
+                 * @example 9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d
                  */
                 key_id: components["parameters"]["KeyId"];
             };
@@ -4444,7 +4447,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "id": "key_01JDQB7X8Y9Z0A1B2C3D4E5F6G",
+                     *         "id": "9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
                      *         "keyPrefix": "sk_…a1b2",
                      *         "label": "CI pipeline",
                      *         "scopes": [
@@ -4453,7 +4456,7 @@ export interface operations {
                      *         ],
                      *         "status": "revoked",
                      *         "createdAt": 1735689600000,
-                     *         "expiresAt": 1767225600000,
+                     *         "expiresAt": 1893456000000,
                      *         "revokedAt": 1737000000000,
                      *         "lastUsedAt": 1736899200000
                      *       },

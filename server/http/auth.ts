@@ -3,7 +3,7 @@
 import type { RequestHandler } from 'express';
 import type { RouteDefinition } from '../../generated/contract/routes.js';
 import type { Principal } from '../identity/principal.js';
-import { ApiError } from './errors.js';
+import { ApiError } from '../errors.js';
 
 export interface Authenticator {
   /** The principal for a bearer credential, or null when it is unknown, revoked or expired. */

@@ -1,7 +1,8 @@
 // The last middleware of each app: turns anything thrown into the contract's error body.
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import type { RouteDefinition } from '../../generated/contract/routes.js';
-import { ApiError, errorSchemaFor, renderError, toApiError } from './errors.js';
+import { ApiError } from '../errors.js';
+import { errorSchemaFor, renderError, toApiError } from './errors.js';
 import { traceIdOf } from './trace.js';
 import { isValidatorError, toValidationIssues } from './validation.js';
 
@@ -30,9 +31,18 @@ function classify(error: unknown, req: Request): ApiError {
   return toApiError(error);
 }
 
+/** Operations that declare no 422 report field validation failures as their 400 (e.g. OAuth). */
+function asDeclared(error: ApiError, route: RouteDefinition | undefined): ApiError {
+  if (error.status !== 422 || !route || route.errorBodies[422] || !route.errorBodies[400]) return error;
+  const first = error.options.issues?.[0];
+  const message = first ? `${first.loc.join('.')}: ${first.msg}` : error.message;
+  return new ApiError('INVALID_REQUEST', message, { ...error.options, status: 400, gatewayCode: 'invalid_request' });
+}
+
 export function errorHandler(api: Api): ErrorRequestHandler {
   return (error, req, res, _next) => {
-    const apiError = classify(error, req);
+    const route = res.locals.route as RouteDefinition | undefined;
+    const apiError = asDeclared(classify(error, req), route);
     const traceId = traceIdOf(res);
     const log = req.log;
     if (apiError.status >= 500) log.error({ err: apiError.cause ?? apiError, traceId }, apiError.message);
@@ -43,7 +53,6 @@ export function errorHandler(api: Api): ErrorRequestHandler {
       res.end();
       return;
     }
-    const route = res.locals.route as RouteDefinition | undefined;
     const body = renderError(apiError, errorSchemaFor(route, apiError.status, api), traceId);
     for (const [name, value] of Object.entries(apiError.options.headers ?? {})) res.setHeader(name, value);
     res.status(apiError.status);

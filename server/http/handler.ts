@@ -18,3 +18,9 @@ export interface RequestContext {
 
 /** Implement an operation with `satisfies AppHandler<'operationId'>`, so drift from openapi.yaml fails the typecheck. */
 export type AppHandler<K extends OperationId> = Handler<K, RequestContext>;
+
+/** The caller of an operation that requires credentials (authentication ran before the handler). */
+export function callerOf(ctx: RequestContext): Principal {
+  if (!ctx.principal) throw new Error(`${ctx.route.operationId} ran without an authenticated caller`);
+  return ctx.principal;
+}

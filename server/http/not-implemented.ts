@@ -1,5 +1,5 @@
 import type { OperationId } from '../../generated/server/operations.js';
-import { ApiError } from './errors.js';
+import { ApiError } from '../errors.js';
 
 const stubs = new Set<OperationId>();
 

@@ -2,7 +2,7 @@
 // of its findings into the contract's 422 shape (spec 2.6).
 import type { RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
-import type { ValidationIssue } from './errors.js';
+import type { ValidationIssue } from '../errors.js';
 
 export interface ValidatorOptions {
   apiSpec: string;

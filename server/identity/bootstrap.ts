@@ -16,6 +16,18 @@ export interface BootstrapResult {
 }
 
 export async function bootstrapIdentity(prisma: PrismaClient, logger: Logger, printKey: boolean): Promise<BootstrapResult | null> {
+  try {
+    return await createDefaults(prisma, logger, printKey);
+  } catch (error) {
+    // Two instances starting on one empty database: the loser's serializable transaction
+    // fails (P2034) or hits the unique name; by then the winner has bootstrapped.
+    const code = (error as { code?: string }).code;
+    if (code === 'P2034' || code === 'P2002') return null;
+    throw error;
+  }
+}
+
+function createDefaults(prisma: PrismaClient, logger: Logger, printKey: boolean): Promise<BootstrapResult | null> {
   // Serializable so two instances starting on one empty database create one organization.
   return prisma.$transaction(
     async (tx) => {

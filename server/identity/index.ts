@@ -1,19 +1,39 @@
+// The identity area: who callers are (authenticator), their keys, OAuth clients and
+// organizations, and the first-start bootstrap.
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
 import type { Authenticator } from '../http/auth.js';
 import type { Database } from '../storage/database.js';
-import { createApiKeyAuthenticator } from './api-key-authenticator.js';
-import { bootstrapIdentity, type BootstrapResult } from './bootstrap.js';
+import type { RedisConnections } from '../storage/redis.js';
+import { ApiKeyService } from './api-keys.js';
+import { createAuthenticator } from './authenticator.js';
+import { OAuthService } from './oauth.js';
+import { OrganizationService } from './organizations.js';
+import { localRevocationBus, redisRevocationBus, type RevocationBus } from './revocation.js';
 
 export interface Identity {
   authenticator: Authenticator;
-  /** What the first start created, when this start was the first. */
-  bootstrap: BootstrapResult | null;
+  keys: ApiKeyService;
+  oauth: OAuthService;
+  organizations: OrganizationService;
+  revocations: RevocationBus;
   close(): Promise<void>;
 }
 
-export async function createIdentity(deps: { database: Database; config: Config; logger: Logger }): Promise<Identity> {
-  const { prisma } = deps.database;
-  const bootstrap = await bootstrapIdentity(prisma, deps.logger, deps.config.bootstrapAdminKey);
-  return { authenticator: createApiKeyAuthenticator(prisma), bootstrap, close: async () => undefined };
+export interface IdentityDeps {
+  database: Database;
+  redis: RedisConnections | null;
+  logger: Logger;
+}
+
+export async function createIdentity({ database, redis, logger }: IdentityDeps): Promise<Identity> {
+  const { prisma } = database;
+  const revocations = redis ? await redisRevocationBus(redis, logger) : localRevocationBus();
+  return {
+    authenticator: createAuthenticator(prisma, revocations),
+    keys: new ApiKeyService(prisma, revocations),
+    oauth: new OAuthService(prisma, revocations),
+    organizations: new OrganizationService(prisma),
+    revocations,
+    close: () => revocations.close(),
+  };
 }

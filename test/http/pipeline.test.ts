@@ -72,7 +72,8 @@ describe('authentication', () => {
     const { prisma } = platform.services.database;
     const key = await keyWithScopes(['agents:read']);
     expect((await platform.mgmt('/api/v1/health', { key })).status).toBe(200);
-    await prisma.apiKey.update({ where: { keyHash: hashSecret(key) }, data: { status: 'revoked', revokedAt: new Date() } });
+    const { id } = await prisma.apiKey.findUniqueOrThrow({ where: { keyHash: hashSecret(key) } });
+    expect((await platform.mgmt(`/api/v1/keys/${id}`, { method: 'DELETE' })).status).toBe(200);
     expect((await platform.mgmt('/api/v1/health', { key })).status).toBe(401);
     const expiring = await keyWithScopes([]);
     await prisma.apiKey.update({ where: { keyHash: hashSecret(expiring) }, data: { expiresAt: new Date(Date.now() - 1) } });

@@ -32,7 +32,7 @@ describe('on PGlite', () => {
     const { createLogger } = await import('../../server/logging.js');
     const again = await startPlatform({ ...loadConfig({}), port: 0, mgmtPort: 0, dataDir, logLevel: 'silent' }, createLogger('silent'));
     try {
-      expect(again.services.identity.bootstrap).toBeNull();
+      expect(again.bootstrap).toBeNull();
       const res = await fetch(`${again.mgmtUrl}/api/v1/health`, { headers: { authorization: `Bearer ${key}` } });
       expect(res.status).toBe(200);
       expect((await res.json()).data.status).toBe('healthy');

@@ -31,7 +31,7 @@ export async function startTestPlatform(overrides: Partial<Config> = {}, options
     },
   });
   const platform = await startPlatform(config, createLogger(config.logLevel, sink), options);
-  const adminKey = platform.services.identity.bootstrap?.adminKey;
+  const adminKey = platform.bootstrap?.adminKey;
   if (!adminKey) throw new Error('test platform expected a fresh database with a bootstrap key');
   const caller =
     (base: string) =>

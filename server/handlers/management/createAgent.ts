@@ -1,5 +1,7 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
-import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { callerOf, type AppHandler } from '../../http/handler.js';
+import { meta } from '../../http/envelope.js';
 
-export const createAgent = notImplemented('createAgent') satisfies AppHandler<'createAgent'>;
+export const createAgent = (async ({ body }, ctx) => {
+  const agent = await ctx.services.agents.create(callerOf(ctx).organizationId, body);
+  return { status: 201, body: { data: agent, meta: meta(ctx) } };
+}) satisfies AppHandler<'createAgent'>;

@@ -1,5 +1,8 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
-import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { callerOf, type AppHandler } from '../../http/handler.js';
+import { meta } from '../../http/envelope.js';
 
-export const createKey = notImplemented('createKey') satisfies AppHandler<'createKey'>;
+export const createKey = (async ({ body }, ctx) => {
+  const { key, plaintext } = await ctx.services.identity.keys.create(callerOf(ctx), body);
+  const { revokedAt: _revokedAt, lastUsedAt: _lastUsedAt, ...created } = key;
+  return { status: 201, body: { data: { ...created, key: plaintext }, meta: meta(ctx) } };
+}) satisfies AppHandler<'createKey'>;

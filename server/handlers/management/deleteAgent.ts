@@ -1,5 +1,7 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
-import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { callerOf, type AppHandler } from '../../http/handler.js';
+import { meta } from '../../http/envelope.js';
 
-export const deleteAgent = notImplemented('deleteAgent') satisfies AppHandler<'deleteAgent'>;
+export const deleteAgent = (async ({ params }, ctx) => {
+  await ctx.services.agents.delete(callerOf(ctx).organizationId, params.agent_id);
+  return { status: 200, body: { data: { deleted: true, id: params.agent_id }, meta: meta(ctx) } };
+}) satisfies AppHandler<'deleteAgent'>;

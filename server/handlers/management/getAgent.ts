@@ -1,5 +1,7 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
-import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { callerOf, type AppHandler } from '../../http/handler.js';
+import { meta } from '../../http/envelope.js';
 
-export const getAgent = notImplemented('getAgent') satisfies AppHandler<'getAgent'>;
+export const getAgent = (async ({ params }, ctx) => {
+  const agent = await ctx.services.agents.get(callerOf(ctx).organizationId, params.agent_id);
+  return { status: 200, body: { data: agent, meta: meta(ctx) } };
+}) satisfies AppHandler<'getAgent'>;

@@ -1,5 +1,7 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
-import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { callerOf, type AppHandler } from '../../http/handler.js';
+import { meta } from '../../http/envelope.js';
 
-export const getKey = notImplemented('getKey') satisfies AppHandler<'getKey'>;
+export const getKey = (async ({ params }, ctx) => {
+  const key = await ctx.services.identity.keys.get(callerOf(ctx).organizationId, params.key_id);
+  return { status: 200, body: { data: key, meta: meta(ctx) } };
+}) satisfies AppHandler<'getKey'>;

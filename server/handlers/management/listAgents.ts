@@ -1,5 +1,7 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
-import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { callerOf, type AppHandler } from '../../http/handler.js';
+import { listMeta } from '../../http/envelope.js';
 
-export const listAgents = notImplemented('listAgents') satisfies AppHandler<'listAgents'>;
+export const listAgents = (async ({ query }, ctx) => {
+  const page = await ctx.services.agents.list(callerOf(ctx).organizationId, { limit: query.limit ?? 20, cursor: query.cursor });
+  return { status: 200, body: { data: page.items, meta: listMeta(ctx, page) } };
+}) satisfies AppHandler<'listAgents'>;

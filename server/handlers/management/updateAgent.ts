@@ -1,5 +1,7 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
-import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { callerOf, type AppHandler } from '../../http/handler.js';
+import { meta } from '../../http/envelope.js';
 
-export const updateAgent = notImplemented('updateAgent') satisfies AppHandler<'updateAgent'>;
+export const updateAgent = (async ({ params, body }, ctx) => {
+  const agent = await ctx.services.agents.update(callerOf(ctx).organizationId, params.agent_id, body);
+  return { status: 200, body: { data: agent, meta: meta(ctx) } };
+}) satisfies AppHandler<'updateAgent'>;

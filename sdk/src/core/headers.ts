@@ -1,0 +1,42 @@
+// Reading the retry and rate-limit headers (spec 7.3: honour `Retry-After` when present;
+// `X-RateLimit-*` may be absent).
+
+/** `X-RateLimit-*` of an answer; each field only when its header was sent. */
+export interface RateLimitInfo {
+  limit?: number;
+  remaining?: number;
+  /** Seconds until the window resets (`X-RateLimit-Reset`). */
+  resetSeconds?: number;
+}
+
+const number = (value: string | null): number | undefined => {
+  if (value === null || value.trim() === '') return undefined;
+  const n = Number(value);
+  return Number.isFinite(n) && n >= 0 ? n : undefined;
+};
+
+/**
+ * Milliseconds to wait according to `retry-after-ms`, or `Retry-After` as seconds or as an
+ * HTTP date. `undefined` when absent or unreadable.
+ */
+export function parseRetryAfter(headers: Headers, now: number = Date.now()): number | undefined {
+  const ms = number(headers.get('retry-after-ms'));
+  if (ms !== undefined) return ms;
+  const value = headers.get('retry-after');
+  if (value === null) return undefined;
+  const seconds = number(value);
+  if (seconds !== undefined) return seconds * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+export function parseRateLimit(headers: Headers): RateLimitInfo | undefined {
+  const info: RateLimitInfo = {};
+  const limit = number(headers.get('x-ratelimit-limit'));
+  const remaining = number(headers.get('x-ratelimit-remaining'));
+  const reset = number(headers.get('x-ratelimit-reset'));
+  if (limit !== undefined) info.limit = limit;
+  if (remaining !== undefined) info.remaining = remaining;
+  if (reset !== undefined) info.resetSeconds = reset;
+  return limit === undefined && remaining === undefined && reset === undefined ? undefined : info;
+}

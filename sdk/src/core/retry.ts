@@ -1,0 +1,94 @@
+// The one place that decides whether a failed attempt is retried, and after how long
+// (spec 7.3). The transport asks `decideRetry` after every failed attempt and does what
+// it says; nothing else in the SDK retries.
+import { APIConnectionError, APIError, APIUserAbortError } from './errors.js';
+
+export interface RetryPolicy {
+  /** Retries after the first attempt (4 → at most 5 attempts). */
+  maxRetries: number;
+  /** Backoff unit: retry n (0-based) waits `initialDelayMs * 2^n` plus jitter. */
+  initialDelayMs: number;
+  /** Cap of the exponential backoff (before jitter). */
+  maxDelayMs: number;
+  /** A `Retry-After` longer than this is not waited for: the error is thrown at once. */
+  maxRetryAfterMs: number;
+  /** Jitter added on top of the backoff, as a fraction of it (0.25 → up to +25 %). */
+  jitter: number;
+}
+
+/** Non-streaming requests: up to 5 attempts. */
+export const DEFAULT_MAX_RETRIES = 4;
+/** Streaming requests (retried only before the first event): up to 3 attempts. */
+export const DEFAULT_STREAM_MAX_RETRIES = 2;
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+  maxRetries: DEFAULT_MAX_RETRIES,
+  initialDelayMs: 1000,
+  maxDelayMs: 32_000,
+  maxRetryAfterMs: 60_000,
+  jitter: 0.25,
+};
+
+/** Named codes never retried, whatever the status or headers say. */
+export const NEVER_RETRIED: ReadonlySet<string> = new Set([
+  'SPENDING_LIMIT_EXCEEDED',
+  'INSUFFICIENT_CREDIT',
+  'GC_ALLOWANCE_EXHAUSTED',
+  'NO_PLAN',
+  'CONTENT_FILTERED',
+]);
+
+export type RetryDecision = { retry: true; delayMs: number; reason: string } | { retry: false; reason: string };
+
+/** `2^n` backoff plus jitter for retry `n` (0-based). */
+export function backoffDelay(retryIndex: number, policy: RetryPolicy, random: () => number = Math.random): number {
+  const base = Math.min(policy.initialDelayMs * 2 ** retryIndex, policy.maxDelayMs);
+  return Math.round(base + base * policy.jitter * random());
+}
+
+export interface RetryContext {
+  /** Retries already made for this request. */
+  retriesDone: number;
+  /** GET/HEAD/OPTIONS/PUT/DELETE, or a request that carries an idempotency key. */
+  idempotent: boolean;
+  random?: () => number;
+}
+
+/**
+ * Decides one failed attempt:
+ * - connection errors and timeouts: retried for idempotent requests only;
+ * - never: the caller's abort, in-stream errors, SPENDING_LIMIT_EXCEEDED (1005),
+ *   INSUFFICIENT_CREDIT, GC_ALLOWANCE_EXHAUSTED, NO_PLAN, CONTENT_FILTERED, and any
+ *   4xx other than 408 and 429;
+ * - 408, 429 and 5xx: retried when `error.retryable` (the body's verdict, else the
+ *   catalog's, else the status's);
+ * - delay: `Retry-After` when present (seconds or HTTP date), else on a 429 with
+ *   `X-RateLimit-Remaining: 0` the `X-RateLimit-Reset` seconds, else `2^n` backoff
+ *   plus jitter.
+ */
+export function decideRetry(error: unknown, ctx: RetryContext, policy: RetryPolicy): RetryDecision {
+  if (error instanceof APIUserAbortError) return { retry: false, reason: 'aborted by the caller' };
+  if (ctx.retriesDone >= policy.maxRetries) return { retry: false, reason: `gave up after ${ctx.retriesDone + 1} attempts` };
+  if (error instanceof APIConnectionError) {
+    return ctx.idempotent
+      ? { retry: true, delayMs: backoffDelay(ctx.retriesDone, policy, ctx.random), reason: error.name }
+      : { retry: false, reason: `${error.name} on a request that is not idempotent` };
+  }
+  if (!(error instanceof APIError)) return { retry: false, reason: 'not an API error' };
+  if (error.inStream) return { retry: false, reason: 'error after the stream started' };
+  if (NEVER_RETRIED.has(error.name)) return { retry: false, reason: `${error.name} is never retried` };
+  const { status } = error;
+  if (status !== 408 && status !== 429 && status < 500) return { retry: false, reason: `${status} is not retried` };
+  if (!error.retryable) return { retry: false, reason: `${status} ${error.name} is not retryable` };
+
+  const hinted =
+    error.retryAfterMs ??
+    (status === 429 && error.rateLimit?.remaining === 0 && error.rateLimit.resetSeconds !== undefined
+      ? error.rateLimit.resetSeconds * 1000
+      : undefined);
+  if (hinted !== undefined) {
+    if (hinted > policy.maxRetryAfterMs) return { retry: false, reason: `server asks to wait ${hinted} ms (> maxRetryAfterMs)` };
+    return { retry: true, delayMs: hinted, reason: `${status} ${error.name}, server-given delay` };
+  }
+  return { retry: true, delayMs: backoffDelay(ctx.retriesDone, policy, ctx.random), reason: `${status} ${error.name}` };
+}

@@ -1,0 +1,144 @@
+// The transport: a `fetch` built for one call and handed to the generated client. Every
+// attempt gets fresh credentials, the call's idempotency key and a signal merging the
+// caller's AbortSignal with the attempt's timeout; a failed attempt becomes a typed error
+// and `decideRetry` (core/retry.ts) says whether and when to try again.
+import {
+  APIConnectionError,
+  APIConnectionTimeoutError,
+  APIUserAbortError,
+  AuthenticationError,
+  makeAPIError,
+  PlatformError,
+} from './errors.js';
+import { IDEMPOTENCY_HEADER, isIdempotent } from './idempotency.js';
+import { decideRetry, type RetryPolicy } from './retry.js';
+import { linkSignals, sleep, TimeoutReason } from './timeouts.js';
+
+export type Fetch = (input: Request) => Promise<Response>;
+
+export interface RetryEvent {
+  attempt: number;
+  delayMs: number;
+  error: unknown;
+  reason: string;
+}
+
+export interface TransportConfig {
+  fetch: Fetch;
+  /** Per attempt; for a stream, until the response headers arrive. */
+  timeoutMs: number;
+  policy: RetryPolicy;
+  /** The caller's signal. */
+  signal?: AbortSignal | undefined;
+  /** Sent on the call's every attempt (POSTs); makes the request idempotent. */
+  idempotencyKey?: string | undefined;
+  /** The answer is an SSE stream: return it unread and keep its signal alive. */
+  stream: boolean;
+  /** Sets the credential on an attempt's headers. */
+  authorize?: ((headers: Headers) => Promise<void>) | undefined;
+  /** Drops a cached credential after a 401; true when a fresh one is worth one more try. */
+  reauthorize?: (() => boolean) | undefined;
+  onRetry?: ((event: RetryEvent) => void) | undefined;
+  random?: (() => number) | undefined;
+}
+
+/** What the call learns from the transport, read after the generated client returns. */
+export interface CallState {
+  response?: Response;
+  /** Aborts the streaming request (the caller stopped reading). */
+  abort?: (reason?: unknown) => void;
+  /** Detaches the stream's signal from the caller's once the stream is over. */
+  dispose?: () => void;
+}
+
+const NULL_BODY = new Set([101, 204, 205, 304]);
+
+function parseBody(text: string): unknown {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+export function createTransport(config: TransportConfig, state: CallState): (input: RequestInfo | URL, init?: RequestInit) => Promise<Response> {
+  return async (input, init) => {
+    const original = input instanceof Request && !init ? input : new Request(input, init);
+    // Buffered once so that every attempt can send it again.
+    const body = original.body ? await original.arrayBuffer() : undefined;
+    const headers = new Headers(original.headers);
+    if (config.idempotencyKey && !headers.has(IDEMPOTENCY_HEADER)) headers.set(IDEMPOTENCY_HEADER, config.idempotencyKey);
+    const idempotent = isIdempotent(original.method, headers);
+    let retriesDone = 0;
+    let reauthorized = false;
+
+    for (;;) {
+      if (config.signal?.aborted) throw new APIUserAbortError(undefined, { cause: config.signal.reason });
+      await config.authorize?.(headers);
+      const linked = linkSignals(config.signal);
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        linked.abort(new TimeoutReason(`no answer within ${config.timeoutMs} ms`));
+      }, config.timeoutMs);
+      let failure: unknown;
+      try {
+        const request = new Request(original.url, {
+          method: original.method,
+          headers,
+          body: body ?? null,
+          redirect: original.redirect,
+          credentials: original.credentials,
+          signal: linked.signal,
+        });
+        const response = await config.fetch(request);
+        if (response.ok && config.stream) {
+          clearTimeout(timer);
+          state.response = response;
+          state.abort = linked.abort;
+          state.dispose = linked.dispose;
+          return response;
+        }
+        // Read inside the timeout, so a body that never ends is a timeout too.
+        const content = response.ok ? await response.arrayBuffer() : await response.text();
+        clearTimeout(timer);
+        linked.dispose();
+        if (response.ok) {
+          const copy = new Response(NULL_BODY.has(response.status) ? null : (content as ArrayBuffer), {
+            status: response.status,
+            statusText: response.statusText,
+            headers: response.headers,
+          });
+          state.response = copy;
+          return copy;
+        }
+        failure = makeAPIError({ status: response.status, body: parseBody(content as string), headers: response.headers });
+      } catch (error) {
+        clearTimeout(timer);
+        linked.dispose();
+        if (config.signal?.aborted) throw new APIUserAbortError(undefined, { cause: error });
+        failure =
+          error instanceof PlatformError
+            ? error
+            : timedOut
+              ? new APIConnectionTimeoutError(`Request timed out after ${config.timeoutMs} ms.`)
+              : new APIConnectionError(`Connection error: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      }
+
+      if (failure instanceof AuthenticationError && !reauthorized && config.reauthorize?.()) {
+        reauthorized = true;
+        continue;
+      }
+      const decision = decideRetry(failure, { retriesDone, idempotent, random: config.random }, config.policy);
+      if (!decision.retry) throw failure;
+      config.onRetry?.({ attempt: retriesDone + 1, delayMs: decision.delayMs, error: failure, reason: decision.reason });
+      try {
+        await sleep(decision.delayMs, config.signal);
+      } catch (reason) {
+        throw new APIUserAbortError(undefined, { cause: reason });
+      }
+      retriesDone += 1;
+    }
+  };
+}

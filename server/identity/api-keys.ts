@@ -1,0 +1,109 @@
+// API keys of an organization: created with at most the creator's scopes, shown in full
+// once, listed obfuscated, revoked everywhere through the revocation bus.
+import type { ApiKey, PrismaClient } from '../../generated/prisma/client.js';
+import type { Scope } from '../../generated/contract/routes.js';
+import { ApiError } from '../errors.js';
+import { keysetQuery, toPage, type Page, type PageRequest } from '../storage/pagination.js';
+import { newApiKey } from './credentials.js';
+import type { Principal } from './principal.js';
+import type { RevocationBus } from './revocation.js';
+
+export interface KeyView {
+  id: string;
+  keyPrefix: string;
+  label: string | null;
+  scopes: Scope[];
+  status: 'active' | 'revoked' | 'expired';
+  createdAt: number;
+  expiresAt: number | null;
+  revokedAt: number | null;
+  lastUsedAt: number | null;
+}
+
+export interface NewKey {
+  scopes: Scope[];
+  label?: string | null;
+  expiresAt?: number | null;
+}
+
+const ms = (date: Date | null) => date?.getTime() ?? null;
+
+export function viewKey(key: ApiKey, now = Date.now()): KeyView {
+  const expired = key.status === 'active' && key.expiresAt !== null && key.expiresAt.getTime() <= now;
+  return {
+    id: key.id,
+    keyPrefix: key.keyPrefix,
+    label: key.label,
+    scopes: key.scopes as Scope[],
+    status: expired ? 'expired' : (key.status as KeyView['status']),
+    createdAt: key.createdAt.getTime(),
+    expiresAt: ms(key.expiresAt),
+    revokedAt: ms(key.revokedAt),
+    lastUsedAt: ms(key.lastUsedAt),
+  };
+}
+
+export class ApiKeyService {
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly bus: RevocationBus,
+  ) {}
+
+  async create(creator: Principal, input: NewKey): Promise<{ key: KeyView; plaintext: string }> {
+    const beyond = input.scopes.filter((scope) => !creator.scopes.includes(scope));
+    if (beyond.length > 0) {
+      throw new ApiError('FORBIDDEN', `A key cannot grant scopes beyond its own: ${beyond.join(', ')}`, { gatewayCode: 'forbidden' });
+    }
+    return this.issue(creator.organizationId, input, creator.kind === 'api_key' ? creator.credentialId : null);
+  }
+
+  /** Creates a key without a creator's limits: for the operator CLI and the first start. */
+  async issue(organizationId: string, input: NewKey, createdByKeyId: string | null = null): Promise<{ key: KeyView; plaintext: string }> {
+    if (input.expiresAt != null && input.expiresAt <= Date.now()) {
+      throw new ApiError('VALIDATION_ERROR', 'expiresAt must be in the future', {
+        gatewayCode: 'validation_error',
+        issues: [{ loc: ['body', 'expiresAt'], msg: 'Must be in the future', type: 'value_error', input: input.expiresAt }],
+      });
+    }
+    const secret = newApiKey();
+    const key = await this.prisma.apiKey.create({
+      data: {
+        organizationId,
+        label: input.label ?? null,
+        keyHash: secret.hash,
+        keyPrefix: secret.display,
+        scopes: [...new Set(input.scopes)],
+        expiresAt: input.expiresAt != null ? new Date(input.expiresAt) : null,
+        createdByKeyId,
+      },
+    });
+    return { key: viewKey(key), plaintext: secret.plaintext };
+  }
+
+  async list(organizationId: string, page: PageRequest): Promise<Page<KeyView>> {
+    const query = keysetQuery(page);
+    const rows = await this.prisma.apiKey.findMany({ ...query, where: { organizationId, ...query.where } });
+    const result = toPage(rows, page.limit);
+    return { ...result, items: result.items.map((k) => viewKey(k)) };
+  }
+
+  async get(organizationId: string, id: string): Promise<KeyView> {
+    return viewKey(await this.find(organizationId, id));
+  }
+
+  /** Idempotent: revoking a revoked key answers the key as it is. */
+  async revoke(organizationId: string, id: string): Promise<KeyView> {
+    const key = await this.find(organizationId, id);
+    if (key.status === 'revoked') return viewKey(key);
+    const revoked = await this.prisma.apiKey.update({ where: { id }, data: { status: 'revoked', revokedAt: new Date() } });
+    await this.bus.publish([key.keyHash]);
+    return viewKey(revoked);
+  }
+
+  /** Another organization's key is reported as missing, not forbidden: its existence is not ours to reveal. */
+  private async find(organizationId: string, id: string): Promise<ApiKey> {
+    const key = await this.prisma.apiKey.findFirst({ where: { id, organizationId } });
+    if (!key) throw new ApiError('NOT_FOUND', `No API key ${id}`, { gatewayCode: 'not_found' });
+    return key;
+  }
+}
