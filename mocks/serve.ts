@@ -17,6 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parse } from 'yaml';
 import { routes, type RouteDefinition } from '../generated/contract/routes.js';
+import { deref } from '../scripts/codegen/contract.js';
 
 const CONTRACT = fileURLToPath(new URL('../openapi.yaml', import.meta.url));
 const PRISM_BIN = createRequire(import.meta.url).resolve('@stoplight/prism-cli/dist/index.js');
@@ -146,17 +147,6 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
 
 // ------------------------------------------------------------------ contract helpers
 
-function deref(contract: Json, node: Json | undefined): Json | undefined {
-  let current = node;
-  while (current?.$ref) {
-    current = current.$ref
-      .slice(2)
-      .split('/')
-      .map((s: string) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
-      .reduce((acc: Json, key: string) => acc?.[key], contract);
-  }
-  return current;
-}
 
 function responseFor(contract: Json, route: RouteDefinition, status: number): Json | undefined {
   return deref(contract, contract.paths[route.path][route.method].responses[String(status)]);

@@ -157,11 +157,11 @@ export function refName(ref: string): string {
   return ref.slice(ref.lastIndexOf('/') + 1);
 }
 
-/** Follows local `#/...` references until a non-reference object. */
-export function deref(doc: Json, node: Json): Json {
-  let current = node;
+/** Follows local `#/...` references until a non-reference object (undefined stays undefined). */
+export function deref(doc: Json, node: Json | undefined): Json {
+  let current = node as Json;
   for (let depth = 0; current && typeof current.$ref === 'string'; depth++) {
-    if (depth > 32) throw new Error(`reference cycle at ${node.$ref}`);
+    if (depth > 32) throw new Error(`reference cycle at ${node?.$ref}`);
     const ref: string = current.$ref;
     if (!ref.startsWith('#/')) throw new Error(`only local references are supported: ${ref}`);
     current = ref

@@ -3,21 +3,12 @@
 import { randomUUID } from 'node:crypto';
 import { sample } from 'openapi-sampler';
 import type { RouteDefinition } from '../../generated/contract/routes.js';
+import { deref } from '../../scripts/codegen/contract.js';
 import { contractDocument } from './contract.js';
 
 type Json = Record<string, any>;
 
-function resolve(node: Json): Json {
-  let current = node;
-  while (current?.$ref) {
-    current = current.$ref
-      .slice(2)
-      .split('/')
-      .map((s: string) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
-      .reduce((acc: Json, key: string) => acc[key], contractDocument);
-  }
-  return current;
-}
+const resolve = (node: Json): Json => deref(contractDocument, node);
 
 function sampleValue(schema: Json): unknown {
   const s = resolve(schema);

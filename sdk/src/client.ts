@@ -1,0 +1,200 @@
+// The client surface: one `Platform` object per configuration, with a method per
+// operationId of the contract. The generated `PlatformApi` builds URLs and serializes
+// bodies; the transport (core/transport.ts) sends, retries and types the errors.
+import { createClient, createConfig, type Client } from '../../generated/client/client/index.js';
+import { PlatformApi } from '../../generated/client/sdk.gen.js';
+import { routes, routesById, type RouteDefinition } from '../../generated/contract/routes.js';
+import { APIPromise, PagePromise, withResponse, type WithResponse } from './core/api-promise.js';
+import { TokenCache, type AccessToken, type ClientCredentials } from './core/auth.js';
+import { PlatformError } from './core/errors.js';
+import { newIdempotencyKey } from './core/idempotency.js';
+import { DEFAULT_MAX_RETRIES, DEFAULT_RETRY_POLICY, DEFAULT_STREAM_MAX_RETRIES, type RetryPolicy } from './core/retry.js';
+import { ChatCompletionStream, ResponseStream } from './core/streaming.js';
+import { createTransport, type CallState, type Fetch, type RetryEvent } from './core/transport.js';
+import type { Operation, PlatformOperations, RequestArgs, RequestOptions } from './operations.js';
+
+export interface PlatformOptions {
+  /** API key (`sk_...`). Default: the `PLATFORM_API_KEY` environment variable where there is one. */
+  apiKey?: string | undefined;
+  /**
+   * @deprecated OAuth 2.0 client credentials are sunset by December 2026: use an API key.
+   * The access token is fetched from `/oauth2/token`, cached and refreshed before it expires.
+   */
+  clientCredentials?: ClientCredentials | undefined;
+  /** Inference and data API. Default: `PLATFORM_BASE_URL` or `http://localhost:8080`. */
+  baseUrl?: string | undefined;
+  /** Platform-management API (`/api/v1/...`). Default: `PLATFORM_MANAGEMENT_BASE_URL` or `http://localhost:8081`. */
+  managementBaseUrl?: string | undefined;
+  /** Milliseconds per attempt (for a stream: until the response headers). Default 120 000. */
+  timeout?: number | undefined;
+  /** Retries after the first attempt of a non-streaming request. Default 4 (5 attempts). */
+  maxRetries?: number | undefined;
+  /** Retries of a streaming request before its first event. Default 2 (3 attempts). */
+  maxStreamRetries?: number | undefined;
+  /** Backoff tuning (`initialDelayMs` 1000, `maxDelayMs` 32 000, `maxRetryAfterMs` 60 000, `jitter` 0.25). */
+  retry?: Partial<Omit<RetryPolicy, 'maxRetries'>> | undefined;
+  /** fetch implementation (default: the global `fetch`, looked up per request). */
+  fetch?: Fetch | undefined;
+  /** Headers sent with every request. */
+  defaultHeaders?: Record<string, string> | undefined;
+  /** Receives deprecation warnings. Default: `console`. */
+  logger?: { warn(message: string): void } | undefined;
+  /** Called before each retry. */
+  onRetry?: ((event: RetryEvent) => void) | undefined;
+}
+
+const DEFAULT_TIMEOUT_MS = 120_000;
+const WARNING_PREFIX = '[@inference-platform/sdk]';
+
+function env(name: string): string | undefined {
+  const value = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.[name];
+  return value === '' ? undefined : value;
+}
+
+const trimSlash = (url: string): string => url.replace(/\/+$/, '');
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+
+type GeneratedMethod = (this: PlatformApi, options: Record<string, unknown>) => Promise<{ data?: unknown; error?: unknown; response?: Response }>;
+type Params = { body?: unknown; path?: unknown; query?: Record<string, unknown> };
+
+/** The generated class bound to this client's HTTP client, kept out of its static registry. */
+function bindGenerated(client: Client): PlatformApi {
+  const api = Object.create(PlatformApi.prototype) as PlatformApi;
+  Object.defineProperty(api, 'client', { value: client });
+  return api;
+}
+
+export interface Platform extends PlatformOperations {}
+
+/**
+ * The platform client. Every operation of the contract is a method named by its
+ * operationId, e.g. `createGuardedChatCompletion`, `listAgents`, `getHealth`.
+ */
+export class Platform {
+  /** Base URL of the inference and data API. */
+  readonly baseUrl: string;
+  /** Base URL of the platform-management API. */
+  readonly managementBaseUrl: string;
+  readonly #options: PlatformOptions;
+  readonly #apiKey: string | undefined;
+  readonly #tokens: TokenCache | undefined;
+  readonly #policy: RetryPolicy;
+  readonly #api: PlatformApi;
+  readonly #warned = new Set<string>();
+
+  constructor(options: PlatformOptions = {}) {
+    this.#options = { ...options };
+    this.baseUrl = trimSlash(options.baseUrl ?? env('PLATFORM_BASE_URL') ?? 'http://localhost:8080');
+    this.managementBaseUrl = trimSlash(options.managementBaseUrl ?? env('PLATFORM_MANAGEMENT_BASE_URL') ?? 'http://localhost:8081');
+    this.#policy = { ...DEFAULT_RETRY_POLICY, ...options.retry, maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES };
+    this.#api = bindGenerated(createClient(createConfig({ baseUrl: this.baseUrl })));
+    const credentials = options.clientCredentials;
+    this.#apiKey = options.apiKey ?? (credentials ? undefined : env('PLATFORM_API_KEY'));
+    if (credentials && !options.apiKey) {
+      this.#tokens = new TokenCache(() => this.#fetchToken(credentials));
+    }
+  }
+
+  /** A client with the same options except `overrides`. */
+  withOptions(overrides: PlatformOptions): Platform {
+    return new Platform({ ...this.#options, ...overrides });
+  }
+
+  /** Calls an operation by its operationId (what every method does). */
+  call<K extends Operation>(operationId: K, ...args: RequestArgs<K>): ReturnType<PlatformOperations[K]>;
+  call(operationId: Operation, params?: Params, options?: RequestOptions): APIPromise<unknown> {
+    const route = routesById[operationId];
+    if (!route) throw new PlatformError(`Unknown operation: ${String(operationId)}`);
+    this.#warnDeprecated(route);
+    const first = this.#send(route, params ?? {}, options ?? {});
+    if (route.method !== 'get') return new APIPromise(first);
+    return new PagePromise(first, (cursor) => this.#send(route, { ...params, query: { ...params?.query, cursor } }, options ?? {}));
+  }
+
+  async #send(route: RouteDefinition, params: Params, options: RequestOptions): Promise<WithResponse<unknown>> {
+    const streaming = route.sse !== null && isObject(params.body) && params.body.stream === true;
+    const state: CallState = {};
+    const tokens = this.#tokens;
+    const transport = createTransport(
+      {
+        fetch: options.fetch ?? this.#options.fetch ?? ((request) => globalThis.fetch(request)),
+        timeoutMs: options.timeout ?? this.#options.timeout ?? DEFAULT_TIMEOUT_MS,
+        policy: {
+          ...this.#policy,
+          maxRetries: options.maxRetries ?? (streaming ? (this.#options.maxStreamRetries ?? DEFAULT_STREAM_MAX_RETRIES) : this.#policy.maxRetries),
+        },
+        signal: options.signal,
+        idempotencyKey: options.idempotencyKey ?? (route.method === 'post' ? newIdempotencyKey() : undefined),
+        stream: streaming,
+        authorize: route.auth.scheme === 'bearer' ? (headers) => this.#authorize(headers) : undefined,
+        reauthorize: tokens && route.auth.scheme === 'bearer' ? () => tokens.invalidate() : undefined,
+        onRetry: options.onRetry ?? this.#options.onRetry,
+      },
+      state,
+    );
+    const method = (this.#api as unknown as Record<string, GeneratedMethod>)[route.operationId];
+    if (typeof method !== 'function') throw new PlatformError(`The generated client has no ${route.operationId}`);
+    const result = await method.call(this.#api, {
+      ...params,
+      baseUrl: options.baseUrl ? trimSlash(options.baseUrl) : route.api === 'management' ? this.managementBaseUrl : this.baseUrl,
+      fetch: transport,
+      parseAs: streaming ? 'stream' : 'auto',
+      headers: { ...this.#options.defaultHeaders, ...options.headers },
+    });
+    if (result.error !== undefined) {
+      throw result.error instanceof Error ? result.error : new PlatformError(`Request failed: ${JSON.stringify(result.error)}`);
+    }
+    const response = state.response ?? result.response;
+    if (!response) throw new PlatformError('No response.');
+    if (!streaming) return withResponse(result.data, response);
+    const control = { abort: state.abort, dispose: state.dispose, signal: options.signal };
+    const stream = route.sse === 'named' ? new ResponseStream(response, control) : new ChatCompletionStream(response, control);
+    return withResponse(stream, response);
+  }
+
+  async #authorize(headers: Headers): Promise<void> {
+    const token = this.#tokens ? await this.#tokens.get() : this.#apiKey;
+    if (token) headers.set('Authorization', `Bearer ${token}`);
+  }
+
+  async #fetchToken(credentials: ClientCredentials): Promise<AccessToken> {
+    this.#warnOnce(
+      'oauth',
+      `${WARNING_PREFIX} OAuth 2.0 client credentials are deprecated and sunset by December 2026; create an API key (createKey) and pass it as apiKey.`,
+    );
+    const route = routesById.createOAuthToken;
+    const { data } = await this.#send(
+      route,
+      { body: { grant_type: 'client_credentials', client_id: credentials.clientId, client_secret: credentials.clientSecret } },
+      {},
+    );
+    return data as AccessToken;
+  }
+
+  #warnDeprecated(route: RouteDefinition): void {
+    if (!route.deprecated) return;
+    const replacement = route.replacedBy ? `; use ${route.replacedBy}() instead` : '';
+    const sunset = route.sunset ? ` and stops working after ${route.sunset}` : '';
+    this.#warnOnce(route.operationId, `${WARNING_PREFIX} ${route.operationId}() (${route.method.toUpperCase()} ${route.path}) is deprecated${sunset}${replacement}.`);
+  }
+
+  #warnOnce(key: string, message: string): void {
+    if (this.#warned.has(key)) return;
+    this.#warned.add(key);
+    (this.#options.logger ?? console).warn(message);
+  }
+
+  static {
+    // One method per operationId of the contract, on the prototype.
+    for (const route of routes) {
+      const operationId = route.operationId as Operation;
+      Object.defineProperty(Platform.prototype, operationId, {
+        configurable: true,
+        writable: true,
+        value(this: Platform, params?: Params, options?: RequestOptions) {
+          return (this.call as (op: Operation, p?: Params, o?: RequestOptions) => unknown)(operationId, params, options);
+        },
+      });
+    }
+  }
+}

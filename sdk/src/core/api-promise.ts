@@ -1,0 +1,99 @@
+// The value every operation returns: a Promise of the parsed data that can also give the
+// raw response (`withResponse()`); for cursor-paginated lists, also an async iterable of
+// every item across pages.
+import { parseRateLimit, type RateLimitInfo } from './headers.js';
+
+export interface WithResponse<T> {
+  data: T;
+  response: Response;
+  /** `X-Trace-Id` of the answer. */
+  traceId: string | undefined;
+  /** `X-RateLimit-*` of the answer, when sent. */
+  rateLimit: RateLimitInfo | undefined;
+}
+
+export function withResponse<T>(data: T, response: Response): WithResponse<T> {
+  return { data, response, traceId: response.headers.get('x-trace-id') ?? undefined, rateLimit: parseRateLimit(response.headers) };
+}
+
+export class APIPromise<T> extends Promise<T> {
+  readonly #result: Promise<WithResponse<T>>;
+  #data: Promise<T> | undefined;
+
+  constructor(result: Promise<WithResponse<T>>) {
+    super((resolve) => resolve(undefined as T));
+    this.#result = result;
+  }
+
+  // `then` on the base class must build plain promises, never another APIPromise.
+  static override get [Symbol.species]() {
+    return Promise;
+  }
+
+  /** The data with the HTTP response, its trace id and rate-limit headers. */
+  withResponse(): Promise<WithResponse<T>> {
+    return this.#result;
+  }
+
+  #parsed(): Promise<T> {
+    this.#data ??= this.#result.then((r) => r.data);
+    return this.#data;
+  }
+
+  override then<R1 = T, R2 = never>(
+    onfulfilled?: ((value: T) => R1 | PromiseLike<R1>) | null,
+    onrejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
+  ): Promise<R1 | R2> {
+    return this.#parsed().then(onfulfilled, onrejected);
+  }
+
+  override catch<R = never>(onrejected?: ((reason: unknown) => R | PromiseLike<R>) | null): Promise<T | R> {
+    return this.#parsed().catch(onrejected);
+  }
+
+  override finally(onfinally?: (() => void) | null): Promise<T> {
+    return this.#parsed().finally(onfinally);
+  }
+}
+
+/** A management list page: `{data: [...], meta: {hasMore, nextCursor}}`. */
+export interface CursorPage<Item> {
+  data: Item[];
+  meta: { hasMore?: boolean; nextCursor?: string | null };
+}
+
+/** The item type of a cursor-paginated page, `never` for anything else. */
+export type PageItem<D> = D extends { data: Array<infer Item>; meta: { nextCursor?: string | null } } ? Item : never;
+
+function nextCursor(page: unknown): string | undefined {
+  const meta = (page as { meta?: { hasMore?: unknown; nextCursor?: unknown } } | null)?.meta;
+  if (!meta || meta.hasMore === false) return undefined;
+  return typeof meta.nextCursor === 'string' && meta.nextCursor !== '' ? meta.nextCursor : undefined;
+}
+
+/** The first page, awaitable; `for await` walks every item of every page via `nextCursor`. */
+export class PagePromise<Page, Item = PageItem<Page>> extends APIPromise<Page> implements AsyncIterable<Item> {
+  readonly #fetchPage: (cursor: string) => Promise<WithResponse<Page>>;
+
+  constructor(first: Promise<WithResponse<Page>>, fetchPage: (cursor: string) => Promise<WithResponse<Page>>) {
+    super(first);
+    this.#fetchPage = fetchPage;
+  }
+
+  /** Every page, starting with this one. */
+  async *pages(): AsyncGenerator<Page> {
+    let page = (await this.withResponse()).data;
+    yield page;
+    for (let cursor = nextCursor(page); cursor !== undefined; cursor = nextCursor(page)) {
+      page = (await this.#fetchPage(cursor)).data;
+      yield page;
+    }
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<Item> {
+    for await (const page of this.pages()) {
+      const items = (page as { data?: unknown }).data;
+      if (Array.isArray(items)) yield* items as Item[];
+    }
+  }
+}
