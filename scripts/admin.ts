@@ -50,7 +50,7 @@ async function main(): Promise<void> {
   const logger = createLogger('warn');
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, logger });
   const redis = config.redisUrl ? await connectRedis(config.redisUrl, logger) : null;
-  const identity = await createIdentity({ database, redis, logger });
+  const identity = await createIdentity({ database, redis, logger, credentialCacheTtlMs: config.credentialCacheTtlMs });
   const { prisma } = database;
   const need = (count: number) => {
     if (args.length < count) throw new Error(`${command} needs ${count} argument(s)\n\n${USAGE}`);

@@ -41,6 +41,8 @@ const schema = z.object({
   UPLOAD_MAX_FILES: z.coerce.number().int().min(1).max(1000).default(20),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
   VALIDATE_RESPONSES: bool(false),
+  // Spec 5.2: revocation takes effect within 60 s, so a cached credential may live no longer.
+  CREDENTIAL_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(30_000),
   BOOTSTRAP_ADMIN_KEY: bool(true),
 });
 
@@ -58,6 +60,8 @@ export type Config = {
   shutdownTimeoutMs: number;
   /** Check every JSON response against openapi.yaml (on in tests; costs time in production). */
   validateResponses: boolean;
+  /** How long a resolved credential is trusted without asking the database. */
+  credentialCacheTtlMs: number;
   /** Print one admin key on first start with an empty database. */
   bootstrapAdminKey: boolean;
 };
@@ -95,6 +99,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     uploadMaxFiles: c.UPLOAD_MAX_FILES,
     shutdownTimeoutMs: c.SHUTDOWN_TIMEOUT_MS,
     validateResponses: c.VALIDATE_RESPONSES,
+    credentialCacheTtlMs: c.CREDENTIAL_CACHE_TTL_MS,
     bootstrapAdminKey: c.BOOTSTRAP_ADMIN_KEY,
   };
 }

@@ -15,6 +15,7 @@ import type { Services } from './services.js';
 import { openDatabase } from './storage/database.js';
 import { connectRedis } from './storage/redis.js';
 import { AgentService } from './agents/agent-service.js';
+import { ItemService } from './data/items.js';
 
 export interface RunningPlatform {
   apiUrl: string;
@@ -41,7 +42,7 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     cleanup.push(() => database.close());
     const redis = config.redisUrl ? await connectRedis(config.redisUrl, logger) : null;
     if (redis) cleanup.push(() => redis.close());
-    const identity = await createIdentity({ database, redis, logger });
+    const identity = await createIdentity({ database, redis, logger, credentialCacheTtlMs: config.credentialCacheTtlMs });
     cleanup.push(() => identity.close());
     const bootstrap = await bootstrapIdentity(database.prisma, logger, config.bootstrapAdminKey);
 
@@ -55,7 +56,7 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     if (redis) {
       health.register({ id: 'redis', name: 'Redis (shared state)', critical: false, probe: async () => (await redis.ping(), 'healthy') });
     }
-    const services: Services = { config, database, identity, health, agents: new AgentService(database.prisma) };
+    const services: Services = { config, database, identity, health, agents: new AgentService(database.prisma), items: new ItemService(database.prisma, identity.organizations) };
     const apps = createApps({ services, logger, authenticator: identity.authenticator, admission: options.admission });
 
     const apiServer = createServer(apps.api);

@@ -10,7 +10,6 @@ import { OAUTH_TOKEN_PREFIX } from './oauth.js';
 import type { Principal } from './principal.js';
 import type { RevocationBus } from './revocation.js';
 
-export const CREDENTIAL_CACHE_TTL_MS = 30_000;
 /** How stale `lastUsedAt` may get: writing it on every request would double the database load. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
@@ -20,8 +19,9 @@ interface Resolved {
   expiresAt: number | null;
 }
 
-export function createAuthenticator(prisma: PrismaClient, bus: RevocationBus, ttlMs = CREDENTIAL_CACHE_TTL_MS): Authenticator {
-  const cache = new LRUCache<string, Resolved>({ max: 50_000, ttl: ttlMs });
+export function createAuthenticator(prisma: PrismaClient, bus: RevocationBus, cacheTtlMs: number): Authenticator {
+  // ttl 0 would mean "never expires" to lru-cache; a zero TTL means no caching here.
+  const cache = new LRUCache<string, Resolved>({ max: 50_000, ttl: Math.max(cacheTtlMs, 1) });
   bus.subscribe((hashes) => (hashes ? hashes.forEach((h) => cache.delete(h)) : cache.clear()));
 
   async function resolveKey(hash: string): Promise<Resolved | null> {

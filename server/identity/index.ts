@@ -23,13 +23,14 @@ export interface IdentityDeps {
   database: Database;
   redis: RedisConnections | null;
   logger: Logger;
+  credentialCacheTtlMs: number;
 }
 
-export async function createIdentity({ database, redis, logger }: IdentityDeps): Promise<Identity> {
+export async function createIdentity({ database, redis, logger, credentialCacheTtlMs }: IdentityDeps): Promise<Identity> {
   const { prisma } = database;
   const revocations = redis ? await redisRevocationBus(redis, logger) : localRevocationBus();
   return {
-    authenticator: createAuthenticator(prisma, revocations),
+    authenticator: createAuthenticator(prisma, revocations, credentialCacheTtlMs),
     keys: new ApiKeyService(prisma, revocations),
     oauth: new OAuthService(prisma, revocations),
     organizations: new OrganizationService(prisma),

@@ -26,16 +26,12 @@ describe('on PGlite', () => {
     await first.close();
 
     // The second start finds the organization: no new bootstrap, and the old key still works.
-    await expect(startTestPlatform({ dataDir })).rejects.toThrow(/bootstrap key/);
-    const { startPlatform } = await import('../../server/server.js');
-    const { loadConfig } = await import('../../server/config.js');
-    const { createLogger } = await import('../../server/logging.js');
-    const again = await startPlatform({ ...loadConfig({}), port: 0, mgmtPort: 0, dataDir, logLevel: 'silent' }, createLogger('silent'));
+    const again = await startTestPlatform({ dataDir }, {}, { adminKey: key });
     try {
       expect(again.bootstrap).toBeNull();
-      const res = await fetch(`${again.mgmtUrl}/api/v1/health`, { headers: { authorization: `Bearer ${key}` } });
-      expect(res.status).toBe(200);
-      expect((await res.json()).data.status).toBe('healthy');
+      const { status, body } = await health(again);
+      expect(status).toBe(200);
+      expect(body.data.status).toBe('healthy');
     } finally {
       await again.close();
     }

@@ -12,7 +12,15 @@ export interface TestPlatform extends RunningPlatform {
   mgmt(path: string, init?: RequestInit & { key?: string | null }): Promise<Response>;
 }
 
-export async function startTestPlatform(overrides: Partial<Config> = {}, options: PlatformOptions = {}): Promise<TestPlatform> {
+/**
+ * `adminKey`: for a database that is already bootstrapped (a second instance, a restart),
+ * the admin key its first start printed.
+ */
+export async function startTestPlatform(
+  overrides: Partial<Config> = {},
+  options: PlatformOptions = {},
+  existing: { adminKey?: string } = {},
+): Promise<TestPlatform> {
   const config: Config = {
     ...loadConfig({}),
     port: 0,
@@ -31,8 +39,11 @@ export async function startTestPlatform(overrides: Partial<Config> = {}, options
     },
   });
   const platform = await startPlatform(config, createLogger(config.logLevel, sink), options);
-  const adminKey = platform.bootstrap?.adminKey;
-  if (!adminKey) throw new Error('test platform expected a fresh database with a bootstrap key');
+  const adminKey = platform.bootstrap?.adminKey ?? existing.adminKey;
+  if (!adminKey) {
+    await platform.close();
+    throw new Error('the database was bootstrapped before: pass the adminKey its first start printed');
+  }
   const caller =
     (base: string) =>
     (path: string, init: RequestInit & { key?: string | null } = {}) => {

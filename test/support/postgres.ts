@@ -4,11 +4,10 @@
 // locally with a message saying why, but FAILS under CI: CI must run it.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { afterAll, beforeAll } from 'vitest';
+import { describeWithService } from './services.js';
 
 export const TEST_POSTGRES_URL = process.env.TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/test';
-
-const inCI = Boolean(process.env.CI) && !['false', '0'].includes(process.env.CI!.toLowerCase());
 
 function displayUrl(url: string): string {
   try {
@@ -49,21 +48,11 @@ export const postgresAvailable = unreachableReason === undefined;
  * fails under CI and is skipped (with a console message) elsewhere.
  */
 export function describePostgres(name: string, fn: () => void): void {
-  if (postgresAvailable) {
-    describe(name, fn);
-    return;
-  }
-  const why = `PostgreSQL at ${displayUrl(TEST_POSTGRES_URL)} unreachable (${unreachableReason})`;
-  if (inCI) {
-    describe(name, () => {
-      it('requires PostgreSQL (CI must run this suite)', () => {
-        throw new Error(`${why}. CI must run the PostgreSQL suites: start the service or set TEST_POSTGRES_URL.`);
-      });
-    });
-    return;
-  }
-  console.warn(`[${name}] skipped: ${why}; these run in CI (set TEST_POSTGRES_URL to run them here)`);
-  describe.skip(name, fn);
+  describeWithService(
+    { what: `PostgreSQL at ${displayUrl(TEST_POSTGRES_URL)}`, variable: 'TEST_POSTGRES_URL', unreachableReason },
+    name,
+    fn,
+  );
 }
 
 export interface TestDatabase {

@@ -55,19 +55,19 @@ const NAME_BY_STATUS: Partial<Record<number, ErrorName>> = {
 export const RETRYABLE_STATUSES: readonly number[] = [408, 429, 500, 502, 503, 504];
 
 interface ParsedBody {
-  message?: string;
-  name?: string;
+  message?: string | undefined;
+  name?: string | undefined;
   /** The name was stated by the server (not inferred from the status). */
   explicitName: boolean;
-  code?: number | string;
-  retryable?: boolean;
-  category?: ErrorCategory;
-  description?: string;
-  param?: string | null;
-  details?: ValidationIssue[];
-  traceId?: string;
-  topupAvailable?: boolean;
-  requestId?: string;
+  code?: number | string | undefined;
+  retryable?: boolean | undefined;
+  category?: ErrorCategory | undefined;
+  description?: string | undefined;
+  param?: string | null | undefined;
+  details?: ValidationIssue[] | undefined;
+  traceId?: string | undefined;
+  topupAvailable?: boolean | undefined;
+  requestId?: string | undefined;
 }
 
 /**

@@ -51,7 +51,7 @@ export interface RetryContext {
   retriesDone: number;
   /** GET/HEAD/OPTIONS/PUT/DELETE, or a request that carries an idempotency key. */
   idempotent: boolean;
-  random?: () => number;
+  random?: (() => number) | undefined;
 }
 
 /**

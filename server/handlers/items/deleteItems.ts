@@ -1,5 +1,6 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
-import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { callerOf, type AppHandler } from '../../http/handler.js';
 
-export const deleteItems = notImplemented('deleteItems') satisfies AppHandler<'deleteItems'>;
+export const deleteItems = (async ({ body }, ctx) => {
+  const outcome = await ctx.services.items.deleteItems(callerOf(ctx), body.item_ids);
+  return { status: 200, body: outcome };
+}) satisfies AppHandler<'deleteItems'>;

@@ -1,5 +1,6 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
-import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { callerOf, type AppHandler } from '../../http/handler.js';
 
-export const getFile = notImplemented('getFile') satisfies AppHandler<'getFile'>;
+export const getFile = (async ({ params }, ctx) => {
+  const file = await ctx.services.items.getFile(callerOf(ctx), params.item_id);
+  return { status: 200, body: file };
+}) satisfies AppHandler<'getFile'>;

@@ -1,5 +1,6 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
-import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { callerOf, type AppHandler } from '../../http/handler.js';
 
-export const getItem = notImplemented('getItem') satisfies AppHandler<'getItem'>;
+export const getItem = (async ({ params }, ctx) => {
+  const item = await ctx.services.items.getItem(callerOf(ctx), params.item_id);
+  return { status: 200, body: item };
+}) satisfies AppHandler<'getItem'>;

@@ -1,5 +1,6 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
-import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { callerOf, type AppHandler } from '../../http/handler.js';
 
-export const getItemsByProducer = notImplemented('getItemsByProducer') satisfies AppHandler<'getItemsByProducer'>;
+export const getItemsByProducer = (async ({ params, body }, ctx) => {
+  const items = await ctx.services.items.itemsByProducer(callerOf(ctx), params.publisher_id, body.producer_ids);
+  return { status: 200, body: items };
+}) satisfies AppHandler<'getItemsByProducer'>;

@@ -1,5 +1,6 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
-import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { callerOf, type AppHandler } from '../../http/handler.js';
 
-export const listPublisherItems = notImplemented('listPublisherItems') satisfies AppHandler<'listPublisherItems'>;
+export const listPublisherItems = (async ({ params }, ctx) => {
+  const items = await ctx.services.items.listPublisherItems(callerOf(ctx), params.publisher_id);
+  return { status: 200, body: items };
+}) satisfies AppHandler<'listPublisherItems'>;

@@ -1,5 +1,6 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
-import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { callerOf, type AppHandler } from '../../http/handler.js';
 
-export const patchItem = notImplemented('patchItem') satisfies AppHandler<'patchItem'>;
+export const patchItem = (async ({ body }, ctx) => {
+  const { itemId, changed } = await ctx.services.items.patchItem(callerOf(ctx), body);
+  return { status: 200, body: { success: true, message: changed ? `Item ${itemId} updated.` : `Item ${itemId} unchanged: nothing to update.` } };
+}) satisfies AppHandler<'patchItem'>;

@@ -1,5 +1,6 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
-import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { callerOf, type AppHandler } from '../../http/handler.js';
 
-export const patchItems = notImplemented('patchItems') satisfies AppHandler<'patchItems'>;
+export const patchItems = (async ({ query, body }, ctx) => {
+  const outcome = await ctx.services.items.patchItems(callerOf(ctx), query.publisher_id, body);
+  return { status: 200, body: outcome };
+}) satisfies AppHandler<'patchItems'>;

@@ -1,0 +1,15 @@
+import { Platform } from '@inference-platform/sdk';
+
+const platform = new Platform();
+
+// `for await` walks every agent of every page through `meta.nextCursor`.
+for await (const agent of platform.listAgents({ query: { limit: 50 } })) {
+  console.log(agent.id, agent.name);
+}
+
+// Or page by page; awaiting the call gives the first page only.
+for await (const page of platform.listKeys().pages()) {
+  console.log(page.data.length, page.meta.hasMore);
+}
+const firstPage = await platform.listKeys({ query: { limit: 10 } });
+console.log(firstPage.meta.nextCursor);

@@ -1,0 +1,94 @@
+// Deprecated OAuth 2.0 client credentials: a token that works like a key, expires, dies
+// with its client, and deprecation headers on every answer.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashSecret } from '../../server/identity/credentials.js';
+import type { OAuthClientCredentials } from '../../server/identity/oauth.js';
+import { contractProblems } from '../support/contract.js';
+import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+
+let platform: TestPlatform;
+let client: OAuthClientCredentials;
+beforeAll(async () => {
+  platform = await startTestPlatform();
+  const org = await platform.services.identity.organizations.findOrganization('default');
+  client = await platform.services.identity.oauth.createClient(org.id, ['agents:read', 'inference']);
+});
+afterAll(() => platform?.close());
+
+function requestToken(form: Record<string, string>, basic?: OAuthClientCredentials) {
+  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
+  if (basic) headers.authorization = `Basic ${Buffer.from(`${basic.clientId}:${basic.clientSecret}`).toString('base64')}`;
+  return platform.api('/oauth2/token', { method: 'POST', key: null, headers, body: new URLSearchParams(form).toString() });
+}
+
+function expectDeprecationHeaders(res: Response) {
+  expect(res.headers.get('deprecation')).toMatch(/^@\d+$/);
+  expect(new Date(res.headers.get('sunset')!).getUTCFullYear()).toBe(2026);
+  expect(new Date(res.headers.get('sunset')!).getUTCMonth()).toBe(11);
+}
+
+describe('POST /oauth2/token', () => {
+  it('issues a one-hour bearer token for HTTP Basic credentials', async () => {
+    const res = await requestToken({ grant_type: 'client_credentials' }, client);
+    expect(res.status).toBe(200);
+    expectDeprecationHeaders(res);
+    const body = await res.json();
+    expect(body).toEqual({ access_token: expect.stringMatching(/^oat_/), expires_in: 3600, token_type: 'Bearer' });
+    const health = await platform.mgmt('/api/v1/health', { key: body.access_token });
+    expect(health.status).toBe(200);
+    expect((await platform.mgmt('/api/v1/keys', { key: body.access_token })).status).toBe(403); // no keys:manage
+  });
+
+  it('accepts credentials as form fields', async () => {
+    const res = await requestToken({ grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret });
+    expect(res.status).toBe(200);
+  });
+
+  it('answers RFC 6749 errors with a trace id and the deprecation headers', async () => {
+    const wrong = await requestToken({ grant_type: 'client_credentials' }, { ...client, clientSecret: 'nope' });
+    expect(wrong.status).toBe(401);
+    expectDeprecationHeaders(wrong);
+    const wrongBody = await wrong.json();
+    expect(wrongBody).toMatchObject({ error: 'invalid_client', trace_id: expect.any(String) });
+    expect(contractProblems('createOAuthToken', 401, wrongBody)).toEqual([]);
+
+    const grant = await requestToken({ grant_type: 'password' }, client);
+    expect(grant.status).toBe(400);
+    expect((await grant.json()).error).toBe('unsupported_grant_type');
+
+    const missing = await requestToken({ grant_type: 'client_credentials' });
+    expect(missing.status).toBe(400);
+    expect((await missing.json()).error).toBe('invalid_request');
+
+    const noGrant = await requestToken({}, client);
+    expect(noGrant.status).toBe(400);
+    const noGrantBody = await noGrant.json();
+    expect(noGrantBody.error).toBe('invalid_request');
+    expect(contractProblems('createOAuthToken', 400, noGrantBody)).toEqual([]);
+  });
+
+  it('tokens expire', async () => {
+    const { access_token } = await (await requestToken({ grant_type: 'client_credentials' }, client)).json();
+    await platform.services.database.prisma.oAuthAccessToken.update({
+      where: { tokenHash: hashSecret(access_token) },
+      data: { expiresAt: new Date(Date.now() - 1000) },
+    });
+    expect((await platform.mgmt('/api/v1/health', { key: access_token })).status).toBe(401);
+  });
+
+  it('tokens die with their client, at once', async () => {
+    const org = await platform.services.identity.organizations.findOrganization('default');
+    const doomed = await platform.services.identity.oauth.createClient(org.id, ['agents:read']);
+    const { access_token } = await (await requestToken({ grant_type: 'client_credentials' }, doomed)).json();
+    expect((await platform.mgmt('/api/v1/agents', { key: access_token })).status).toBe(200);
+    await platform.services.identity.oauth.revokeClient(doomed.clientId);
+    expect((await platform.mgmt('/api/v1/agents', { key: access_token })).status).toBe(401);
+    expect((await requestToken({ grant_type: 'client_credentials' }, doomed)).status).toBe(401);
+  });
+
+  it('keeps client secrets and tokens out of the logs', async () => {
+    const logs = platform.logs.join('\n');
+    expect(logs).not.toContain(client.clientSecret);
+    expect(logs).not.toMatch(/oat_[A-Za-z0-9_-]{20,}/);
+  });
+});
