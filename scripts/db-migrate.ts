@@ -1,11 +1,11 @@
 // Applies pending migrations to the configured database and says what it did.
-// Usage: tsx scripts/db-migrate.ts   (env DATABASE_URL, or DATA_DIR for PGlite)
-import pino from 'pino';
+// Usage: npm run db:migrate   (the server's configuration: DATABASE_URL, or DATA_DIR for PGlite)
+import { loadConfig } from '../server/config.js';
+import { createLogger } from '../server/logging.js';
 import { MigrationError, openDatabase } from '../server/storage/index.js';
 
-const logger = pino({ level: process.env.LOG_LEVEL ?? 'warn' });
-const databaseUrl = process.env.DATABASE_URL || undefined;
-const dataDir = process.env.DATA_DIR || './.data/pglite';
+const { databaseUrl, dataDir } = loadConfig();
+const logger = createLogger(process.env.LOG_LEVEL ?? 'warn');
 const target = databaseUrl ? 'PostgreSQL' : `PGlite at ${dataDir}`;
 
 try {
