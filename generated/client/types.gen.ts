@@ -1241,7 +1241,7 @@ export type DeleteItemResult = {
 export type DeleteItemsResponse = {
     success: boolean;
     /**
-     * Delete mode applied, e.g. `hard`.
+     * Delete mode applied: `soft` (the item is marked deleted, its chunks are removed, and its producer id and content hash are released for re-upload).
      */
     mode: string;
     total_requested: number;

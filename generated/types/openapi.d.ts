@@ -1201,7 +1201,7 @@ export interface components {
         };
         DeleteItemsResponse: {
             message: string;
-            /** @description Delete mode applied, e.g. `hard`. */
+            /** @description Delete mode applied: `soft` (the item is marked deleted, its chunks are removed, and its producer id and content hash are released for re-upload). */
             mode: string;
             results: components["schemas"]["DeleteItemResult"][];
             success: boolean;
@@ -4615,7 +4615,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "success": true,
-                     *       "mode": "hard",
+                     *       "mode": "soft",
                      *       "total_requested": 1,
                      *       "total_deleted": 1,
                      *       "total_failed": 0,
@@ -4626,8 +4626,7 @@ export interface operations {
                      *           "error": null,
                      *           "deleted_from": {
                      *             "database": true,
-                     *             "vector_store": true,
-                     *             "file_storage": true
+                     *             "vector_store": true
                      *           }
                      *         }
                      *       ],

@@ -200,7 +200,7 @@ function invalidOp(index: number, key: string, msg: string, input: unknown): Api
 /** Missing or empty ops is a 400 (spec 7.1); an op that cannot apply to its field is a 422. */
 function checkOps(ops: PatchOperation[] | undefined): CheckedOp[] {
   if (!ops || ops.length === 0) {
-    throw new ApiError('INVALID_REQUEST', 'ops is required: give at least one patch operation', { status: 400 });
+    throw new ApiError('INVALID_REQUEST', 'ops is required: give at least one patch operation');
   }
   return ops.map(({ op, field, value }, index) => {
     if (!isPatchable(field)) throw invalidOp(index, 'field', `Not a patchable field; one of ${FIELDS.join(', ')}`, field);
@@ -220,14 +220,17 @@ function checkOps(ops: PatchOperation[] | undefined): CheckedOp[] {
 
 function applyOps(item: Item, ops: CheckedOp[]): FieldValues {
   const next: FieldValues = {};
-  const valueOf = (field: PatchableField) => (next[field] !== undefined ? next[field]! : currentValue(item, field));
+  // Ops apply in order, each to what the previous ones left (lists are never null).
+  const listOf = (field: PatchableField) => (next[field] ?? currentValue(item, field)) as string[];
   for (const { op, field, value } of ops) {
     if (op === 'replace') {
       next[field] = value;
+    } else if (op === 'append') {
+      const list = [...listOf(field)];
+      for (const v of value as string[]) if (!list.includes(v)) list.push(v);
+      next[field] = list;
     } else {
-      const list = valueOf(field) as string[];
-      const values = value as string[];
-      next[field] = op === 'append' ? [...list, ...values.filter((v, i) => !list.includes(v) && values.indexOf(v) === i)] : list.filter((v) => !values.includes(v));
+      next[field] = listOf(field).filter((v) => !(value as string[]).includes(v));
     }
   }
   return next;
@@ -292,14 +295,13 @@ export class ItemService {
     });
     if (!item) throw notFound(itemId);
     if (item.publisher.organizationId !== principal.organizationId) throw notYours();
-    const { publisher: _publisher, ...row } = item;
-    return viewItem(row);
+    return viewItem(item);
   }
 
   /** Fields present are set, null clears; `item_id` wins over `producer_id`. */
   async patchItem(principal: Principal, input: PatchItemInput): Promise<{ itemId: string; changed: boolean }> {
     if (!input.item_id && !input.producer_id) {
-      throw new ApiError('INVALID_REQUEST', 'Give item_id or producer_id to identify the item', { status: 400 });
+      throw new ApiError('INVALID_REQUEST', 'Give item_id or producer_id to identify the item');
     }
     const publisher = await this.organizations.publisherForCaller(principal, input.publisher_id);
     const item = input.item_id
@@ -374,14 +376,19 @@ export class ItemService {
    */
   async deleteItems(principal: Principal, itemIds: string[] | undefined): Promise<DeleteItemsResult> {
     if (!itemIds || itemIds.length === 0) {
-      throw new ApiError('INVALID_REQUEST', 'item_ids is required: give at least one item id', { status: 400 });
+      throw new ApiError('INVALID_REQUEST', 'item_ids is required: give at least one item id');
     }
     const requested = [...new Set(itemIds)];
-    const owned = await this.prisma.item.findMany({
-      where: { id: { in: requested }, deletedAt: null, publisher: { organizationId: principal.organizationId } },
-      select: { id: true },
+    const live = await this.prisma.item.findMany({
+      where: { id: { in: requested }, deletedAt: null },
+      select: { id: true, publisher: { select: { organizationId: true } } },
     });
-    const ownedIds = owned.map((i) => i.id);
+    // Spec 7.1: an unauthorized delete is a 403, and then nothing of the batch is deleted.
+    const foreign = live.filter((i) => i.publisher.organizationId !== principal.organizationId).map((i) => i.id);
+    if (foreign.length > 0) {
+      throw new ApiError('FORBIDDEN', `Not authorized to delete item(s): ${foreign.join(', ')}`);
+    }
+    const ownedIds = live.map((i) => i.id);
     if (ownedIds.length > 0) {
       await this.prisma.$transaction(async (tx) => {
         await tx.chunk.deleteMany({ where: { itemId: { in: ownedIds } } });
@@ -411,7 +418,7 @@ export class ItemService {
 
   async itemsByProducer(principal: Principal, publisherId: string, producerIds: string[] | undefined): Promise<ItemSummary[]> {
     if (!producerIds || producerIds.length === 0) {
-      throw new ApiError('INVALID_REQUEST', 'producer_ids is required: give at least one producer id', { status: 400 });
+      throw new ApiError('INVALID_REQUEST', 'producer_ids is required: give at least one producer id');
     }
     const publisher = await this.organizations.publisherForCaller(principal, publisherId);
     const rows = await this.prisma.item.findMany({
@@ -467,7 +474,7 @@ export class ItemService {
       });
       if (written) return { changed: true, item: written };
       if (attempt >= WRITE_ATTEMPTS) {
-        throw new ApiError('INTERNAL_ERROR', `Item ${base.id} kept changing concurrently; retry the patch`, { status: 500 });
+        throw new ApiError('INTERNAL_ERROR', `Item ${base.id} kept changing concurrently; retry the patch`);
       }
       current = await this.prisma.item.findFirst({ where: { id: base.id, deletedAt: null } });
     }

@@ -61,12 +61,14 @@ interface Answer {
   status: number;
   body: any;
   text: string;
+  /** The path and body sent. */
+  request: string;
 }
 
 async function call(method: string, path: string, body?: unknown, key?: string): Promise<Answer> {
   const res = await platform.api(path, { method, ...(body !== undefined && { body: JSON.stringify(body) }), ...(key && { key }) });
   const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined, text };
+  return { status: res.status, body: text ? JSON.parse(text) : undefined, text, request: `${path} ${JSON.stringify(body) ?? ''}` };
 }
 
 /** An error answer in the data engine's declared shape: `{detail, trace_id}` and nothing else. */
@@ -492,20 +494,27 @@ describe('DELETE /engine/v2/items (deleteItems)', () => {
     await expect(seedItem(orgA.publisherId, { producerId: 'prod-del', contentHash: 'hash-del' })).resolves.toBeTruthy();
   });
 
-  it('reports unknown, already deleted and other organizations\' items alike, and deletes only the caller\'s', async () => {
+  it('reports unknown and already deleted items as per-item failures, and deletes the caller\'s', async () => {
     const mine = await seedItem(orgA.publisherId);
-    const foreign = await seedItem(orgB.publisherId, { title: 'B secret' });
     const gone = await seedItem(orgA.publisherId, { deletedAt: new Date() });
     const unknown = randomUUID();
-    const answer = await deleteItems({ item_ids: [mine.id, foreign.id, gone.id, unknown, mine.id] });
+    const answer = await deleteItems({ item_ids: [mine.id, gone.id, unknown, mine.id] });
     expect(answer.status, answer.text).toBe(200);
-    expect(answer.body).toMatchObject({ success: false, total_requested: 4, total_deleted: 1, total_failed: 3 });
+    expect(answer.body).toMatchObject({ success: false, total_requested: 3, total_deleted: 1, total_failed: 2 });
     const byId = Object.fromEntries((answer.body.results as any[]).map((r) => [r.item_id, r]));
     expect(byId[mine.id].success).toBe(true);
     const failure = { success: false, error: 'Item not found', deleted_from: { database: false, vector_store: false } };
-    for (const id of [foreign.id, gone.id, unknown]) expect(byId[id]).toEqual({ item_id: id, ...failure });
-    expect((await reload(foreign.id)).deletedAt).toBeNull();
+    for (const id of [gone.id, unknown]) expect(byId[id]).toEqual({ item_id: id, ...failure });
+  });
+
+  it('refuses the whole batch with 403 when an item belongs to another organization (unauthorized delete)', async () => {
+    const mine = await seedItem(orgA.publisherId);
+    const foreign = await seedItem(orgB.publisherId, { title: 'B secret' });
+    const answer = await deleteItems({ item_ids: [mine.id, foreign.id] });
+    expectDetailError('deleteItems', answer, 403, /Not authorized/);
     expect(answer.text).not.toContain('B secret');
+    expect((await reload(foreign.id)).deletedAt).toBeNull();
+    expect((await reload(mine.id)).deletedAt).toBeNull();
   });
 });
 
@@ -559,12 +568,17 @@ describe('organization B never reaches organization A\'s items or publishers', (
     await seedChunks(item, 1);
   });
 
-  /** 403 or 404 in the declared `{detail, trace_id}` shape, without any of the item's data. */
+  /**
+   * 403 or 404 in the declared `{detail, trace_id}` shape, without any of the item's data
+   * (echoing what the caller itself sent is no leak).
+   */
   function expectRefused(operationId: OperationId, answer: Answer): void {
     expect([403, 404], answer.text).toContain(answer.status);
     expectDetailError(operationId, answer, answer.status);
-    expect(answer.text).not.toContain(SECRET);
-    expect(answer.text).not.toContain('a-secret-producer');
+    const sent = answer.request;
+    for (const fact of [SECRET, item.fileName, orgA.id, orgA.publisherId, 'a-secret-producer']) {
+      if (!sent.includes(fact)) expect(answer.text).not.toContain(fact);
+    }
   }
 
   async function expectUntouched(): Promise<void> {
@@ -599,14 +613,8 @@ describe('organization B never reaches organization A\'s items or publishers', (
     await expectUntouched();
   });
 
-  it('deleteItems: A\'s item is reported like an unknown one and stays', async () => {
-    const unknown = randomUUID();
-    const answer = await deleteItems({ item_ids: [item.id, unknown] }, orgB.key);
-    expect(answer.status).toBe(200);
-    expect(answer.body).toMatchObject({ success: false, total_deleted: 0, total_failed: 2 });
-    const [forA, forUnknown] = answer.body.results;
-    expect({ ...forA, item_id: unknown }).toEqual(forUnknown);
-    expect(answer.text).not.toContain(SECRET);
+  it('deleteItems', async () => {
+    expectRefused('deleteItems', await deleteItems({ item_ids: [item.id] }, orgB.key));
     await expectUntouched();
   });
 

@@ -1,6 +1,7 @@
 // The request pipeline's documented behaviour: trace ids, auth errors, malformed and invalid
 // bodies, unknown routes, size limits, and credentials kept out of logs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stubbedOperations } from '../../server/http/not-implemented.js';
 import { hashSecret, newApiKey } from '../../server/identity/credentials.js';
 import { contractProblems } from '../support/contract.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
@@ -153,6 +154,13 @@ describe('deprecation', () => {
 });
 
 describe('logs', () => {
+  it('name the operations still answered by stubs at boot', () => {
+    const stubs = stubbedOperations();
+    const line = platform.logs.find((l) => l.includes('operations are still stubs'));
+    if (stubs.length === 0) expect(line).toBeUndefined();
+    else expect(JSON.parse(line!).operations).toEqual(stubs);
+  });
+
   it('carry the trace id and never a key or its hash', async () => {
     const res = await platform.mgmt('/api/v1/health');
     const traceId = res.headers.get('x-trace-id')!;
