@@ -1,0 +1,72 @@
+// The operator CLI creates what an operator needs, on the configured database, and its
+// keys and OAuth clients work against a server started on that database afterwards.
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestPlatform } from '../support/platform.js';
+
+const run = promisify(execFile);
+let dataDir: string;
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'admin-cli-'));
+});
+afterAll(() => rm(dataDir, { recursive: true, force: true }));
+
+async function admin(...args: string[]) {
+  const tsx = join(process.cwd(), 'node_modules', '.bin', 'tsx');
+  try {
+    const { stdout } = await run(tsx, ['scripts/admin.ts', ...args], { env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '' } });
+    return { code: 0, out: stdout };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, out: `${e.stdout}${e.stderr}` };
+  }
+}
+
+describe('npm run admin', () => {
+  it('creates an organization, a publisher, a scoped key, an OAuth client and credit', async () => {
+    expect((await admin('create-org', 'acme')).out).toMatch(/^organization acme \(/);
+    expect((await admin('create-publisher', 'acme', 'acme-press')).out).toMatch(/^publisher acme-press \(/);
+    const key = await admin('create-key', 'acme', '--scopes', 'agents:read', '--label', 'ops');
+    const plaintext = /(sk_[A-Za-z0-9_-]{43})/.exec(key.out)?.[1];
+    expect(plaintext).toBeDefined();
+    const client = await admin('create-oauth-client', 'acme', '--scopes', 'agents:read');
+    const clientId = /client_id:\s+(\S+)/.exec(client.out)?.[1];
+    const clientSecret = /client_secret:\s+(\S+)/.exec(client.out)?.[1];
+    expect((await admin('add-credit', 'acme', '12.50')).out).toContain('ledger balance $12.50');
+    expect((await admin('list-orgs')).out).toMatch(/acme \([^)]+\)\n\s+publisher acme-press/);
+
+    const platform = await startTestPlatform({ dataDir }, {}, { adminKey: 'unused' });
+    try {
+      expect(platform.bootstrap).toBeNull(); // the database already has an organization: no default one
+      const agents = await platform.mgmt('/api/v1/agents', { key: plaintext! });
+      expect(agents.status).toBe(200);
+      expect((await platform.mgmt('/api/v1/keys', { key: plaintext! })).status).toBe(403);
+      const token = await platform.api('/oauth2/token', {
+        method: 'POST',
+        key: null,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId!, client_secret: clientSecret! }).toString(),
+      });
+      expect(token.status).toBe(200);
+    } finally {
+      await platform.close();
+    }
+    expect((await admin('revoke-oauth-client', clientId!)).out).toContain('revoked');
+  });
+
+  it('refuses bad input with a message and a non-zero exit', async () => {
+    const unknown = await admin('create-key', 'nobody');
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.out).toContain('No organization named "nobody"');
+    const scope = await admin('create-key', 'acme', '--scopes', 'root');
+    expect(scope.code).not.toBe(0);
+    expect(scope.out).toContain('unknown scope(s): root');
+    const usage = await admin('frobnicate');
+    expect(usage.code).not.toBe(0);
+    expect(usage.out).toContain('Usage: npm run admin');
+  });
+});
