@@ -1311,7 +1311,9 @@ export interface components {
             description?: string;
             name: string;
             /** @description JSON Schema of the arguments. */
-            parameters?: Record<string, never>;
+            parameters?: {
+                [key: string]: unknown;
+            };
             strict?: boolean | null;
         };
         /** @description Error body produced by the API gateway (authentication / authorization). */
@@ -1672,7 +1674,9 @@ export interface components {
             ai_why_read: string;
             bullet_points: string[];
             /** @description Related articles (element fields not fixed). */
-            related_articles: Record<string, never>[];
+            related_articles: {
+                [key: string]: unknown;
+            }[];
         };
         PublisherItemSummary: {
             filename: string | null;
@@ -1844,7 +1848,9 @@ export interface components {
             description?: string;
             name: string;
             /** @description JSON Schema of the arguments. */
-            parameters?: Record<string, never>;
+            parameters?: {
+                [key: string]: unknown;
+            };
             strict?: boolean | null;
             /** @constant */
             type: "function";
@@ -1948,7 +1954,9 @@ export interface components {
             type: "refusal";
         };
         ResponseOutputText: {
-            annotations: Record<string, never>[];
+            annotations: {
+                [key: string]: unknown;
+            }[];
             text: string;
             /** @constant */
             type: "output_text";
