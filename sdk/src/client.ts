@@ -147,6 +147,12 @@ export class Platform {
     const response = state.response ?? result.response;
     if (!response) throw new PlatformError('No response.');
     if (!streaming) return withResponse(result.data, response);
+    const contentType = response.headers.get('content-type') ?? '';
+    if (!contentType.includes('text/event-stream')) {
+      state.abort?.();
+      state.dispose?.();
+      throw new PlatformError(`Expected a text/event-stream answer to a streaming request, got '${contentType || 'no content type'}'.`);
+    }
     const control = { abort: state.abort, dispose: state.dispose, signal: options.signal };
     const stream = route.sse === 'named' ? new ResponseStream(response, control) : new ChatCompletionStream(response, control);
     return withResponse(stream, response);

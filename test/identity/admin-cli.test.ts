@@ -56,7 +56,7 @@ describe('npm run admin', () => {
       await platform.close();
     }
     expect((await admin('revoke-oauth-client', clientId!)).out).toContain('revoked');
-  });
+  }, 180_000); // seven CLI runs, each starting tsx and opening the embedded database
 
   it('refuses bad input with a message and a non-zero exit', async () => {
     const unknown = await admin('create-key', 'nobody');
@@ -68,5 +68,5 @@ describe('npm run admin', () => {
     const usage = await admin('frobnicate');
     expect(usage.code).not.toBe(0);
     expect(usage.out).toContain('Usage: npm run admin');
-  });
+  }, 90_000);
 });

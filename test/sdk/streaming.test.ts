@@ -56,7 +56,6 @@ describe('chat completion streams', () => {
     expect(result).toMatchObject({ text: 'Hope is the confident expectation.', finishReason: 'stop', contentFiltered: false, usage });
     expect(stream.traceId).toMatch(/^trc_/);
     expect(JSON.parse(server.requestsTo(CHAT)[0]!.body)).toMatchObject({ stream: true });
-    expect(server.requestsTo(CHAT)[0]!.headers.accept ?? '').not.toContain('application/json;'); // plain fetch request
   });
 
   it('exposes the grounded citations event, which comes first', async () => {
@@ -144,11 +143,19 @@ describe('chat completion streams', () => {
     await until(() => server.requestsTo(CHAT)[0]!.wasAborted(), 2000);
   });
 
-  it('reports a connection dropped mid-stream as APIConnectionError', async () => {
-    server.script(CHAT, { sse: [chunk('a'), { raw: 'data: {"id":"x","obj' }] });
-    // the server ends the response after a half event: parse error of the partial event
+  it('reports a connection dropped mid-stream as APIConnectionError (not retried)', async () => {
+    server.script(CHAT, { sse: [chunk('a'), { pauseMs: 10 }, { raw: 'data: {"id":"x","obj' }, { destroy: true }] });
     const stream = await platform.createGuardedChatCompletion({ body: { ...chat, stream: true } });
-    await expect(stream.collect()).rejects.toBeInstanceOf(APIConnectionError);
+    const error = await stream.collect().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(APIConnectionError);
+    expect((error as Error).message).toMatch(/stream broke off/);
+    expect(server.requestsTo(CHAT)).toHaveLength(1);
+  });
+
+  it('reports a malformed event as APIConnectionError', async () => {
+    server.script(CHAT, { sse: [chunk('a'), { raw: 'data: {"id":"x","obj\n\n' }] });
+    const stream = await platform.createGuardedChatCompletion({ body: { ...chat, stream: true } });
+    await expect(stream.collect()).rejects.toThrow(/Malformed stream event/);
   });
 
   it('can be iterated only once', async () => {
@@ -213,6 +220,18 @@ describe('Responses streams', () => {
     await expect(stream.finalText()).resolves.toBe('Grace is unearned favour.');
     await expect(stream.finalUsage()).resolves.toEqual({ input_tokens: 3, output_tokens: 4, total_tokens: 7 });
     await expect(stream.finalResponse()).resolves.toMatchObject({ id: 'resp_1', status: 'completed' });
+  });
+
+  it('reports X-Sources-Returned of a grounded responses stream', async () => {
+    server.script('POST /ai/v1/grounded/responses', { headers: { 'x-sources-returned': 'false' }, sse: [named('response.completed', { response: response('completed') }, 0)] });
+    const stream = await platform.createGroundedResponse({ body: { model: 'm', input: 'x', rag_publisher: 'Example', stream: true } });
+    expect(stream.sourcesReturned).toBe(false);
+    await expect(stream.collect()).resolves.toMatchObject({ sourcesReturned: false, text: 'Grace is unearned favour.' });
+  });
+
+  it('refuses a streaming request answered with JSON instead of an event stream', async () => {
+    server.script(RESPONSES, { status: 200, body: response('completed') });
+    await expect(platform.createResponse({ body: { model: 'm', input: 'x', stream: true } })).rejects.toThrow(/Expected a text\/event-stream answer/);
   });
 
   it('takes the event name from the SSE event: line when data has no type', async () => {

@@ -94,10 +94,12 @@ export function parseErrorBody(body: unknown): ParsedBody {
     // AIError / CodingAIError (numeric code + symbolic name) or ManagementError (string code).
     out.message = str(error.message);
     if (typeof error.code === 'number' || typeof error.code === 'string') out.code = error.code;
-    const named = str(error.name) ?? (typeof error.code === 'string' ? error.code.toUpperCase() : undefined);
+    // A string code (management) names the error when it is a catalog name ('not_found').
+    const upper = typeof error.code === 'string' ? error.code.toUpperCase() : undefined;
+    const named = str(error.name) ?? (isCatalogName(upper) ? upper : undefined);
     if (named) {
       out.name = named;
-      out.explicitName = str(error.name) !== undefined || isCatalogName(named);
+      out.explicitName = true;
     }
     if (typeof error.retryable === 'boolean') out.retryable = error.retryable;
     if (error.category === 'client' || error.category === 'provider' || error.category === 'platform') out.category = error.category;
@@ -299,9 +301,12 @@ function buildErrorClasses(): ErrorClasses {
 /** Every named code of the contract's error catalog, mapped to its error class. */
 export const errorClasses: ErrorClasses = buildErrorClasses();
 
-/** Builds the typed error for a status and body: named class first, then status class. */
+/**
+ * Builds the typed error for a status and body: the class of its symbolic name (stated by
+ * the body, else the generic name of the status), then the class of its status.
+ */
 export function makeAPIError(init: APIErrorInit): APIError {
-  const { name } = parseErrorBody(init.body);
+  const name = parseErrorBody(init.body).name ?? NAME_BY_STATUS[init.status];
   const byName = name && isCatalogName(name) ? (errorClasses[name] as unknown as typeof APIError) : undefined;
   const byStatus = (statusErrorClasses as Record<number, typeof APIError>)[init.status] ?? (init.status >= 500 ? InternalServerError : APIError);
   return new (byName ?? byStatus)(init);

@@ -44,6 +44,12 @@ export abstract class Stream<T> implements AsyncIterable<T> {
     return this.response.headers.get('x-trace-id') ?? undefined;
   }
 
+  /** Grounded streams: whether any source was retrieved (`X-Sources-Returned`), when the server says. */
+  get sourcesReturned(): boolean | undefined {
+    const header = this.response.headers.get('x-sources-returned');
+    return header === null ? undefined : header === 'true';
+  }
+
   /** True once the stream ended (normally, by an error, or aborted). */
   get finished(): boolean {
     return this.#finished;
@@ -182,7 +188,6 @@ export class ChatCompletionStream extends Stream<ChatCompletionStreamEvent> {
   /** Reads the whole stream and sums it up. A content-filter end is reported in the result. */
   async collect(): Promise<ChatCompletionStreamResult> {
     await this.drain();
-    const sourcesHeader = this.response.headers.get('x-sources-returned');
     return {
       id: this.#id,
       model: this.#model,
@@ -191,7 +196,7 @@ export class ChatCompletionStream extends Stream<ChatCompletionStreamEvent> {
       contentFiltered: this.contentFiltered,
       usage: this.#usage,
       citations: this.#citations,
-      sourcesReturned: this.#sourcesReturned ?? (sourcesHeader === null ? undefined : sourcesHeader === 'true'),
+      sourcesReturned: this.#sourcesReturned ?? this.sourcesReturned,
     };
   }
 
@@ -219,6 +224,8 @@ export interface ResponseStreamResult {
   usage: ResponseUsage | undefined;
   /** True when the answer stopped on the content filter (`incomplete_details.reason`). */
   contentFiltered: boolean;
+  /** Grounded responses: whether any source was retrieved (`X-Sources-Returned`). */
+  sourcesReturned: boolean | undefined;
 }
 
 /** Stream of a Responses API call: events typed by name (`event.type`). */
@@ -258,6 +265,7 @@ export class ResponseStream extends Stream<ResponseStreamEvent> {
       status: response?.status,
       usage: response?.usage ?? undefined,
       contentFiltered: response?.incomplete_details?.reason === 'content_filter',
+      sourcesReturned: this.sourcesReturned,
     };
   }
 

@@ -70,12 +70,14 @@ export function createTransport(config: TransportConfig, state: CallState): (inp
     const headers = new Headers(original.headers);
     if (config.idempotencyKey && !headers.has(IDEMPOTENCY_HEADER)) headers.set(IDEMPOTENCY_HEADER, config.idempotencyKey);
     const idempotent = isIdempotent(original.method, headers);
+    // A caller-given Authorization header wins over the client's credentials.
+    const authorize = headers.has('authorization') ? undefined : config.authorize;
     let retriesDone = 0;
     let reauthorized = false;
 
     for (;;) {
       if (config.signal?.aborted) throw new APIUserAbortError(undefined, { cause: config.signal.reason });
-      await config.authorize?.(headers);
+      await authorize?.(headers);
       const linked = linkSignals(config.signal);
       let timedOut = false;
       const timer = setTimeout(() => {
@@ -110,6 +112,7 @@ export function createTransport(config: TransportConfig, state: CallState): (inp
             statusText: response.statusText,
             headers: response.headers,
           });
+          Object.defineProperties(copy, { url: { value: response.url }, redirected: { value: response.redirected } });
           state.response = copy;
           return copy;
         }
@@ -126,7 +129,7 @@ export function createTransport(config: TransportConfig, state: CallState): (inp
               : new APIConnectionError(`Connection error: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
       }
 
-      if (failure instanceof AuthenticationError && !reauthorized && config.reauthorize?.()) {
+      if (failure instanceof AuthenticationError && authorize && !reauthorized && config.reauthorize?.()) {
         reauthorized = true;
         continue;
       }

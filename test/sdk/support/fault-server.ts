@@ -5,7 +5,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export type SseItem = { event?: string; data: unknown } | { pauseMs: number } | { raw: string };
+export type SseItem = { event?: string; data: unknown } | { pauseMs: number } | { raw: string } | { destroy: true };
 
 export type Step =
   | { status: number; body?: unknown; headers?: Record<string, string>; delayMs?: number }
@@ -86,6 +86,10 @@ export async function startFaultServer(): Promise<FaultServer> {
       res.flushHeaders();
       for (const item of step.sse) {
         if (aborted) return;
+        if ('destroy' in item) {
+          req.socket.destroy();
+          return;
+        }
         if ('pauseMs' in item) await wait(item.pauseMs);
         else if ('raw' in item) res.write(item.raw);
         else res.write(`${item.event ? `event: ${item.event}\n` : ''}data: ${typeof item.data === 'string' ? item.data : JSON.stringify(item.data)}\n\n`);
