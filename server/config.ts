@@ -42,6 +42,7 @@ const schema = z.object({
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
   VALIDATE_RESPONSES: bool(false),
   // Spec 5.2: revocation takes effect within 60 s, so a cached credential may live no longer.
+  IDEMPOTENCY_WAIT_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),
   CREDENTIAL_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(30_000),
   BOOTSTRAP_ADMIN_KEY: bool(true),
 });
@@ -60,6 +61,8 @@ export type Config = {
   shutdownTimeoutMs: number;
   /** Check every JSON response against openapi.yaml (on in tests; costs time in production). */
   validateResponses: boolean;
+  /** How long a repeated POST waits for the first one with its Idempotency-Key before a 409. */
+  idempotencyWaitMs: number;
   /** How long a resolved credential is trusted without asking the database. */
   credentialCacheTtlMs: number;
   /** Print one admin key on first start with an empty database. */
@@ -100,6 +103,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownTimeoutMs: c.SHUTDOWN_TIMEOUT_MS,
     validateResponses: c.VALIDATE_RESPONSES,
     credentialCacheTtlMs: c.CREDENTIAL_CACHE_TTL_MS,
+    idempotencyWaitMs: c.IDEMPOTENCY_WAIT_MS,
     bootstrapAdminKey: c.BOOTSTRAP_ADMIN_KEY,
   };
 }

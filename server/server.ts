@@ -14,6 +14,8 @@ import { createIdentity } from './identity/index.js';
 import type { Services } from './services.js';
 import { openDatabase } from './storage/database.js';
 import { connectRedis } from './storage/redis.js';
+import { IdempotencyStore } from './storage/idempotency-store.js';
+import { idempotencyStage } from './http/idempotency.js';
 import { AgentService } from './agents/agent-service.js';
 import { ItemService } from './data/items.js';
 
@@ -57,7 +59,11 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
       health.register({ id: 'redis', name: 'Redis (shared state)', critical: false, probe: async () => (await redis.ping(), 'healthy') });
     }
     const services: Services = { config, database, identity, health, agents: new AgentService(database.prisma), items: new ItemService(database.prisma, identity.organizations) };
-    const apps = createApps({ services, logger, authenticator: identity.authenticator, admission: options.admission });
+    const idempotency = new IdempotencyStore(database.prisma);
+    idempotency.startSweeping();
+    cleanup.push(async () => idempotency.stopSweeping());
+    const admission = [idempotencyStage(idempotency, { waitMs: config.idempotencyWaitMs, pollMs: 100 }), ...(options.admission ?? [])];
+    const apps = createApps({ services, logger, authenticator: identity.authenticator, admission });
 
     const apiServer = createServer(apps.api);
     const mgmtServer = createServer(apps.management);

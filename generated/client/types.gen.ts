@@ -17,7 +17,7 @@ export type ErrorCategory = 'client' | 'provider' | 'platform';
 /**
  * Symbolic error code. Numeric code, HTTP status, retryability and category of each are listed in `x-error-catalog`.
  */
-export type ErrorName = 'INVALID_REQUEST' | 'ROUTING_SELECTOR_INVALID' | 'NO_USER_MESSAGE' | 'CONTEXT_WINDOW_EXCEEDED' | 'UNSUPPORTED_MODEL' | 'SPENDING_LIMIT_EXCEEDED' | 'INSUFFICIENT_CREDIT' | 'GC_ALLOWANCE_EXHAUSTED' | 'NO_PLAN' | 'NOT_EMBEDDING_MODEL' | 'EMPTY_INPUT' | 'UNSUPPORTED_DIMENSIONS' | 'PUBLISHER_NOT_FOUND' | 'UNAUTHORIZED' | 'FORBIDDEN' | 'GUARDRAIL_BLOCKED' | 'NOT_FOUND' | 'VALIDATION_ERROR' | 'CONTENT_FILTERED' | 'QUOTA_EXCEEDED' | 'PAYLOAD_TOO_LARGE' | 'PROVIDER_TIMEOUT' | 'PROVIDER_UNAVAILABLE' | 'PROVIDER_SERVER_ERROR' | 'RATE_LIMIT' | 'PROVIDER_BAD_REQUEST' | 'PROVIDER_AUTH_ERROR' | 'EMPTY_STREAM' | 'MALFORMED_PROVIDER_STREAM' | 'CONNECTION_DROPPED' | 'EMBEDDING_PROVIDER_UNAVAILABLE' | 'PROVIDER_INFERENCE_ERROR' | 'INTERNAL_ERROR' | 'ROUTING_ERROR' | 'SERVICE_UNAVAILABLE' | 'NOT_IMPLEMENTED';
+export type ErrorName = 'INVALID_REQUEST' | 'ROUTING_SELECTOR_INVALID' | 'NO_USER_MESSAGE' | 'CONTEXT_WINDOW_EXCEEDED' | 'UNSUPPORTED_MODEL' | 'SPENDING_LIMIT_EXCEEDED' | 'INSUFFICIENT_CREDIT' | 'GC_ALLOWANCE_EXHAUSTED' | 'NO_PLAN' | 'NOT_EMBEDDING_MODEL' | 'EMPTY_INPUT' | 'UNSUPPORTED_DIMENSIONS' | 'PUBLISHER_NOT_FOUND' | 'UNAUTHORIZED' | 'FORBIDDEN' | 'GUARDRAIL_BLOCKED' | 'NOT_FOUND' | 'VALIDATION_ERROR' | 'CONTENT_FILTERED' | 'QUOTA_EXCEEDED' | 'PAYLOAD_TOO_LARGE' | 'IDEMPOTENCY_KEY_IN_USE' | 'PROVIDER_TIMEOUT' | 'PROVIDER_UNAVAILABLE' | 'PROVIDER_SERVER_ERROR' | 'RATE_LIMIT' | 'PROVIDER_BAD_REQUEST' | 'PROVIDER_AUTH_ERROR' | 'EMPTY_STREAM' | 'MALFORMED_PROVIDER_STREAM' | 'CONNECTION_DROPPED' | 'EMBEDDING_PROVIDER_UNAVAILABLE' | 'PROVIDER_INFERENCE_ERROR' | 'INTERNAL_ERROR' | 'ROUTING_ERROR' | 'SERVICE_UNAVAILABLE' | 'NOT_IMPLEMENTED';
 
 /**
  * Enriched error of the completion-family endpoints (also inside stream error events).
@@ -1672,6 +1672,18 @@ export type AgentId = string;
 export type KeyId = string;
 
 /**
+ * Makes a retried POST safe. The first request with a key runs; a repeat with the same
+ * key and the same request (same caller, path and body) within 24 hours gets the
+ * first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+ * repeat while the first is still running waits up to 30 seconds for its answer, then
+ * gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+ * Streamed answers and failures (5xx) are not kept, so their retries run again. The
+ * SDK sends a fresh key on every POST and reuses it for that call's retries.
+ *
+ */
+export type IdempotencyKey = string;
+
+/**
  * Page size.
  */
 export type PageLimit = number;
@@ -1701,6 +1713,19 @@ export type CreateGuardedChatCompletionData = {
      * A v2 chat completion request (OpenAI-compatible; unknown fields are ignored).
      */
     body: ChatCompletionBody;
+    headers?: {
+        /**
+         * Makes a retried POST safe. The first request with a key runs; a repeat with the same
+         * key and the same request (same caller, path and body) within 24 hours gets the
+         * first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+         * repeat while the first is still running waits up to 30 seconds for its answer, then
+         * gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+         * Streamed answers and failures (5xx) are not kept, so their retries run again. The
+         * SDK sends a fresh key on every POST and reuses it for that call's retries.
+         *
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/ai/v2/guarded/chat/completions';
@@ -1773,6 +1798,19 @@ export type CreateGroundedChatCompletionData = {
      * A grounded v2 chat completion request.
      */
     body: GroundedChatCompletionBody;
+    headers?: {
+        /**
+         * Makes a retried POST safe. The first request with a key runs; a repeat with the same
+         * key and the same request (same caller, path and body) within 24 hours gets the
+         * first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+         * repeat while the first is still running waits up to 30 seconds for its answer, then
+         * gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+         * Streamed answers and failures (5xx) are not kept, so their retries run again. The
+         * SDK sends a fresh key on every POST and reuses it for that call's retries.
+         *
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/ai/v2/grounded/chat/completions';
@@ -1846,6 +1884,19 @@ export type CreateCodingChatCompletionData = {
      * A v2 chat completion request (OpenAI-compatible; unknown fields are ignored).
      */
     body: ChatCompletionBody;
+    headers?: {
+        /**
+         * Makes a retried POST safe. The first request with a key runs; a repeat with the same
+         * key and the same request (same caller, path and body) within 24 hours gets the
+         * first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+         * repeat while the first is still running waits up to 30 seconds for its answer, then
+         * gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+         * Streamed answers and failures (5xx) are not kept, so their retries run again. The
+         * SDK sends a fresh key on every POST and reuses it for that call's retries.
+         *
+         */
+        'Idempotency-Key'?: string;
+    };
     path: {
         /**
          * Coding-agent product whose plan allowance is billed; never `guarded` or `grounded`.
@@ -1955,6 +2006,19 @@ export type ListModelsResponse = ListModelsResponses[keyof ListModelsResponses];
 
 export type CreateResponseData = {
     body: CreateResponseRequest;
+    headers?: {
+        /**
+         * Makes a retried POST safe. The first request with a key runs; a repeat with the same
+         * key and the same request (same caller, path and body) within 24 hours gets the
+         * first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+         * repeat while the first is still running waits up to 30 seconds for its answer, then
+         * gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+         * Streamed answers and failures (5xx) are not kept, so their retries run again. The
+         * SDK sends a fresh key on every POST and reuses it for that call's retries.
+         *
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/ai/v2/responses';
@@ -2023,6 +2087,19 @@ export type CreateResponseResponse = CreateResponseResponses[keyof CreateRespons
 
 export type CreateGroundedResponseData = {
     body: GroundedResponseRequest;
+    headers?: {
+        /**
+         * Makes a retried POST safe. The first request with a key runs; a repeat with the same
+         * key and the same request (same caller, path and body) within 24 hours gets the
+         * first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+         * repeat while the first is still running waits up to 30 seconds for its answer, then
+         * gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+         * Streamed answers and failures (5xx) are not kept, so their retries run again. The
+         * SDK sends a fresh key on every POST and reuses it for that call's retries.
+         *
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/ai/v1/grounded/responses';
@@ -2092,6 +2169,19 @@ export type CreateGroundedResponseResponse = CreateGroundedResponseResponses[key
 
 export type CreateEmbeddingsData = {
     body: EmbeddingsRequest;
+    headers?: {
+        /**
+         * Makes a retried POST safe. The first request with a key runs; a repeat with the same
+         * key and the same request (same caller, path and body) within 24 hours gets the
+         * first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+         * repeat while the first is still running waits up to 30 seconds for its answer, then
+         * gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+         * Streamed answers and failures (5xx) are not kept, so their retries run again. The
+         * SDK sends a fresh key on every POST and reuses it for that call's retries.
+         *
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/ai/v2/direct/embeddings';
@@ -2152,6 +2242,19 @@ export type CreateEmbeddingsResponse = CreateEmbeddingsResponses[keyof CreateEmb
 
 export type IngestFilesData = {
     body: IngestFilesRequest;
+    headers?: {
+        /**
+         * Makes a retried POST safe. The first request with a key runs; a repeat with the same
+         * key and the same request (same caller, path and body) within 24 hours gets the
+         * first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+         * repeat while the first is still running waits up to 30 seconds for its answer, then
+         * gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+         * Streamed answers and failures (5xx) are not kept, so their retries run again. The
+         * SDK sends a fresh key on every POST and reuses it for that call's retries.
+         *
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: {
         /**
@@ -2484,6 +2587,19 @@ export type PatchItemsResponse2 = PatchItemsResponses[keyof PatchItemsResponses]
 
 export type GetItemsByProducerData = {
     body: ItemsByProducerRequest;
+    headers?: {
+        /**
+         * Makes a retried POST safe. The first request with a key runs; a repeat with the same
+         * key and the same request (same caller, path and body) within 24 hours gets the
+         * first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+         * repeat while the first is still running waits up to 30 seconds for its answer, then
+         * gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+         * Streamed answers and failures (5xx) are not kept, so their retries run again. The
+         * SDK sends a fresh key on every POST and reuses it for that call's retries.
+         *
+         */
+        'Idempotency-Key'?: string;
+    };
     path: {
         /**
          * Publisher identifier.
@@ -2593,6 +2709,19 @@ export type SearchCollectionData = {
      * A search request.
      */
     body: SearchBody;
+    headers?: {
+        /**
+         * Makes a retried POST safe. The first request with a key runs; a repeat with the same
+         * key and the same request (same caller, path and body) within 24 hours gets the
+         * first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+         * repeat while the first is still running waits up to 30 seconds for its answer, then
+         * gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+         * Streamed answers and failures (5xx) are not kept, so their retries run again. The
+         * SDK sends a fresh key on every POST and reuses it for that call's retries.
+         *
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/ai/v1/data/search';
@@ -2646,6 +2775,19 @@ export type SearchCollectionAliasData = {
      * A search request.
      */
     body: SearchBody;
+    headers?: {
+        /**
+         * Makes a retried POST safe. The first request with a key runs; a repeat with the same
+         * key and the same request (same caller, path and body) within 24 hours gets the
+         * first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+         * repeat while the first is still running waits up to 30 seconds for its answer, then
+         * gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+         * Streamed answers and failures (5xx) are not kept, so their retries run again. The
+         * SDK sends a fresh key on every POST and reuses it for that call's retries.
+         *
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/ai/data/v1/search';
@@ -2696,6 +2838,19 @@ export type SearchCollectionAliasResponse = SearchCollectionAliasResponses[keyof
 
 export type GetRecommendationsData = {
     body: RecommendationsRequest;
+    headers?: {
+        /**
+         * Makes a retried POST safe. The first request with a key runs; a repeat with the same
+         * key and the same request (same caller, path and body) within 24 hours gets the
+         * first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+         * repeat while the first is still running waits up to 30 seconds for its answer, then
+         * gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+         * Streamed answers and failures (5xx) are not kept, so their retries run again. The
+         * SDK sends a fresh key on every POST and reuses it for that call's retries.
+         *
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/ai/v1/data/items/recommendations/base';
@@ -2825,6 +2980,19 @@ export type ListAgentsResponse = ListAgentsResponses[keyof ListAgentsResponses];
 
 export type CreateAgentData = {
     body: CreateAgentRequest;
+    headers?: {
+        /**
+         * Makes a retried POST safe. The first request with a key runs; a repeat with the same
+         * key and the same request (same caller, path and body) within 24 hours gets the
+         * first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+         * repeat while the first is still running waits up to 30 seconds for its answer, then
+         * gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+         * Streamed answers and failures (5xx) are not kept, so their retries run again. The
+         * SDK sends a fresh key on every POST and reuses it for that call's retries.
+         *
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/api/v1/agents';
@@ -3046,6 +3214,19 @@ export type ListKeysResponse = ListKeysResponses[keyof ListKeysResponses];
 
 export type CreateKeyData = {
     body: CreateKeyRequest;
+    headers?: {
+        /**
+         * Makes a retried POST safe. The first request with a key runs; a repeat with the same
+         * key and the same request (same caller, path and body) within 24 hours gets the
+         * first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+         * repeat while the first is still running waits up to 30 seconds for its answer, then
+         * gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+         * Streamed answers and failures (5xx) are not kept, so their retries run again. The
+         * SDK sends a fresh key on every POST and reuses it for that call's retries.
+         *
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/api/v1/keys';
@@ -3175,6 +3356,19 @@ export type GetKeyResponse = GetKeyResponses[keyof GetKeyResponses];
 
 export type CreateOAuthTokenData = {
     body: OAuthTokenRequest;
+    headers?: {
+        /**
+         * Makes a retried POST safe. The first request with a key runs; a repeat with the same
+         * key and the same request (same caller, path and body) within 24 hours gets the
+         * first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+         * repeat while the first is still running waits up to 30 seconds for its answer, then
+         * gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+         * Streamed answers and failures (5xx) are not kept, so their retries run again. The
+         * SDK sends a fresh key on every POST and reuses it for that call's retries.
+         *
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/oauth2/token';
@@ -3207,6 +3401,19 @@ export type CreateChatCompletionAliasData = {
      * A v2 chat completion request (OpenAI-compatible; unknown fields are ignored).
      */
     body: ChatCompletionBody;
+    headers?: {
+        /**
+         * Makes a retried POST safe. The first request with a key runs; a repeat with the same
+         * key and the same request (same caller, path and body) within 24 hours gets the
+         * first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+         * repeat while the first is still running waits up to 30 seconds for its answer, then
+         * gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+         * Streamed answers and failures (5xx) are not kept, so their retries run again. The
+         * SDK sends a fresh key on every POST and reuses it for that call's retries.
+         *
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/ai/v2/chat/completions';
@@ -3279,6 +3486,19 @@ export type CreateGroundedChatCompletionAliasData = {
      * A grounded v2 chat completion request.
      */
     body: GroundedChatCompletionBody;
+    headers?: {
+        /**
+         * Makes a retried POST safe. The first request with a key runs; a repeat with the same
+         * key and the same request (same caller, path and body) within 24 hours gets the
+         * first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+         * repeat while the first is still running waits up to 30 seconds for its answer, then
+         * gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+         * Streamed answers and failures (5xx) are not kept, so their retries run again. The
+         * SDK sends a fresh key on every POST and reuses it for that call's retries.
+         *
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/ai/v2/chat/completions/grounded';
@@ -3349,6 +3569,19 @@ export type CreateGroundedChatCompletionAliasResponse = CreateGroundedChatComple
 
 export type CreateChatCompletionV1Data = {
     body: ChatCompletionV1Request;
+    headers?: {
+        /**
+         * Makes a retried POST safe. The first request with a key runs; a repeat with the same
+         * key and the same request (same caller, path and body) within 24 hours gets the
+         * first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+         * repeat while the first is still running waits up to 30 seconds for its answer, then
+         * gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+         * Streamed answers and failures (5xx) are not kept, so their retries run again. The
+         * SDK sends a fresh key on every POST and reuses it for that call's retries.
+         *
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/ai/v1/chat/completions';
@@ -3418,6 +3651,19 @@ export type CreateChatCompletionV1Response = CreateChatCompletionV1Responses[key
 
 export type CreateResponseV1Data = {
     body: CreateResponseV1Request;
+    headers?: {
+        /**
+         * Makes a retried POST safe. The first request with a key runs; a repeat with the same
+         * key and the same request (same caller, path and body) within 24 hours gets the
+         * first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+         * repeat while the first is still running waits up to 30 seconds for its answer, then
+         * gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+         * Streamed answers and failures (5xx) are not kept, so their retries run again. The
+         * SDK sends a fresh key on every POST and reuses it for that call's retries.
+         *
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/ai/v1/responses';
@@ -3605,6 +3851,19 @@ export type DeleteMessageResponse = DeleteMessageResponses[keyof DeleteMessageRe
 
 export type SendChatMessageData = {
     body: ChatMessageRequest;
+    headers?: {
+        /**
+         * Makes a retried POST safe. The first request with a key runs; a repeat with the same
+         * key and the same request (same caller, path and body) within 24 hours gets the
+         * first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+         * repeat while the first is still running waits up to 30 seconds for its answer, then
+         * gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+         * Streamed answers and failures (5xx) are not kept, so their retries run again. The
+         * SDK sends a fresh key on every POST and reuses it for that call's retries.
+         *
+         */
+        'Idempotency-Key'?: string;
+    };
     path: {
         /**
          * API version of the Chat API; only `v1` exists.
@@ -3658,6 +3917,19 @@ export type SendChatMessageResponse = SendChatMessageResponses[keyof SendChatMes
 
 export type GetPaywallRelatedData = {
     body: PaywallRelatedRequest;
+    headers?: {
+        /**
+         * Makes a retried POST safe. The first request with a key runs; a repeat with the same
+         * key and the same request (same caller, path and body) within 24 hours gets the
+         * first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+         * repeat while the first is still running waits up to 30 seconds for its answer, then
+         * gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+         * Streamed answers and failures (5xx) are not kept, so their retries run again. The
+         * SDK sends a fresh key on every POST and reuses it for that call's retries.
+         *
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/ai/v1/kallm/paywall/related';

@@ -23,6 +23,7 @@ export const errorCatalog = {
   CONTENT_FILTERED: { code: 1018, status: 422, retryable: false, category: "client", description: "The provider's content filter rejected the request; do not retry it unchanged." },
   QUOTA_EXCEEDED: { code: 1019, status: 429, retryable: true, category: "client", description: "An endpoint-specific request quota is exhausted; honour Retry-After when present." },
   PAYLOAD_TOO_LARGE: { code: 1020, status: 413, retryable: false, category: "client", description: "The request body is larger than allowed." },
+  IDEMPOTENCY_KEY_IN_USE: { code: 1021, status: 409, retryable: true, category: "client", description: "A request with this Idempotency-Key is still running; retry once it has finished." },
   PROVIDER_TIMEOUT: { code: 2001, status: 408, retryable: true, category: "provider", description: "The upstream provider did not answer in time." },
   PROVIDER_UNAVAILABLE: { code: 2002, status: 503, retryable: true, category: "provider", description: "The upstream provider is unavailable and no healthy fallback exists." },
   PROVIDER_SERVER_ERROR: { code: 2003, status: 500, retryable: true, category: "provider", description: "The upstream provider answered with a 5xx." },

@@ -91,3 +91,8 @@ export type UsageRecord = Prisma.UsageRecordModel
  * Append-only: balance = SUM(amount_micros). Credits positive, debits negative.
  */
 export type CreditLedger = Prisma.CreditLedgerModel
+/**
+ * Model IdempotencyRecord
+ * The answer to the first POST with an Idempotency-Key, replayed to its repeats for 24 h.
+ */
+export type IdempotencyRecord = Prisma.IdempotencyRecordModel

@@ -1274,7 +1274,7 @@ export interface components {
          * @description Symbolic error code. Numeric code, HTTP status, retryability and category of each are listed in `x-error-catalog`.
          * @enum {string}
          */
-        ErrorName: "INVALID_REQUEST" | "ROUTING_SELECTOR_INVALID" | "NO_USER_MESSAGE" | "CONTEXT_WINDOW_EXCEEDED" | "UNSUPPORTED_MODEL" | "SPENDING_LIMIT_EXCEEDED" | "INSUFFICIENT_CREDIT" | "GC_ALLOWANCE_EXHAUSTED" | "NO_PLAN" | "NOT_EMBEDDING_MODEL" | "EMPTY_INPUT" | "UNSUPPORTED_DIMENSIONS" | "PUBLISHER_NOT_FOUND" | "UNAUTHORIZED" | "FORBIDDEN" | "GUARDRAIL_BLOCKED" | "NOT_FOUND" | "VALIDATION_ERROR" | "CONTENT_FILTERED" | "QUOTA_EXCEEDED" | "PAYLOAD_TOO_LARGE" | "PROVIDER_TIMEOUT" | "PROVIDER_UNAVAILABLE" | "PROVIDER_SERVER_ERROR" | "RATE_LIMIT" | "PROVIDER_BAD_REQUEST" | "PROVIDER_AUTH_ERROR" | "EMPTY_STREAM" | "MALFORMED_PROVIDER_STREAM" | "CONNECTION_DROPPED" | "EMBEDDING_PROVIDER_UNAVAILABLE" | "PROVIDER_INFERENCE_ERROR" | "INTERNAL_ERROR" | "ROUTING_ERROR" | "SERVICE_UNAVAILABLE" | "NOT_IMPLEMENTED";
+        ErrorName: "INVALID_REQUEST" | "ROUTING_SELECTOR_INVALID" | "NO_USER_MESSAGE" | "CONTEXT_WINDOW_EXCEEDED" | "UNSUPPORTED_MODEL" | "SPENDING_LIMIT_EXCEEDED" | "INSUFFICIENT_CREDIT" | "GC_ALLOWANCE_EXHAUSTED" | "NO_PLAN" | "NOT_EMBEDDING_MODEL" | "EMPTY_INPUT" | "UNSUPPORTED_DIMENSIONS" | "PUBLISHER_NOT_FOUND" | "UNAUTHORIZED" | "FORBIDDEN" | "GUARDRAIL_BLOCKED" | "NOT_FOUND" | "VALIDATION_ERROR" | "CONTENT_FILTERED" | "QUOTA_EXCEEDED" | "PAYLOAD_TOO_LARGE" | "IDEMPOTENCY_KEY_IN_USE" | "PROVIDER_TIMEOUT" | "PROVIDER_UNAVAILABLE" | "PROVIDER_SERVER_ERROR" | "RATE_LIMIT" | "PROVIDER_BAD_REQUEST" | "PROVIDER_AUTH_ERROR" | "EMPTY_STREAM" | "MALFORMED_PROVIDER_STREAM" | "CONNECTION_DROPPED" | "EMBEDDING_PROVIDER_UNAVAILABLE" | "PROVIDER_INFERENCE_ERROR" | "INTERNAL_ERROR" | "ROUTING_ERROR" | "SERVICE_UNAVAILABLE" | "NOT_IMPLEMENTED";
         /** @description File record of an item (spec 2.1). Required keys are always present; nullable ones may hold null. */
         FileData: {
             author: string[] | null;
@@ -3069,6 +3069,17 @@ export interface components {
          */
         CodingProduct: string;
         /**
+         * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+         *     key and the same request (same caller, path and body) within 24 hours gets the
+         *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+         *     repeat while the first is still running waits up to 30 seconds for its answer, then
+         *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+         *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+         *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+         * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+         */
+        IdempotencyKey: string;
+        /**
          * @description Item identifier.
          * @example 6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d
          */
@@ -3202,7 +3213,19 @@ export interface operations {
     sendChatMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description API version of the Chat API; only `v1` exists. */
                 v: "v1";
@@ -3342,7 +3365,19 @@ export interface operations {
     searchCollectionAlias: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3408,7 +3443,19 @@ export interface operations {
     createChatCompletionV1: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3445,7 +3492,19 @@ export interface operations {
     getRecommendations: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3516,7 +3575,19 @@ export interface operations {
     searchCollection: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3534,7 +3605,19 @@ export interface operations {
     createGroundedResponse: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3568,7 +3651,19 @@ export interface operations {
     getPaywallRelated: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3626,7 +3721,19 @@ export interface operations {
     createResponseV1: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3657,7 +3764,19 @@ export interface operations {
     createCodingChatCompletion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Coding-agent product whose plan allowance is billed; never `guarded` or `grounded`.
@@ -3684,7 +3803,19 @@ export interface operations {
     createChatCompletionAlias: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3705,7 +3836,19 @@ export interface operations {
     createGroundedChatCompletionAlias: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3726,7 +3869,19 @@ export interface operations {
     createEmbeddings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3801,7 +3956,19 @@ export interface operations {
     createGroundedChatCompletion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3822,7 +3989,19 @@ export interface operations {
     createGuardedChatCompletion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3948,7 +4127,19 @@ export interface operations {
     createResponse: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4046,7 +4237,19 @@ export interface operations {
     createAgent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4324,7 +4527,19 @@ export interface operations {
     createKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4857,7 +5072,19 @@ export interface operations {
     getItemsByProducer: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Publisher identifier.
@@ -4923,7 +5150,19 @@ export interface operations {
                  */
                 update?: string;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4966,7 +5205,19 @@ export interface operations {
     createOAuthToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };

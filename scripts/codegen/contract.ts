@@ -47,6 +47,8 @@ export interface OperationModel {
   auth: { scheme: 'bearer' | 'basic' | 'none'; scopes: string[] };
   pathParams: string[];
   hasQuery: boolean;
+  /** Whether the operation takes an `Idempotency-Key` header. */
+  idempotent: boolean;
   requestMediaType: string | null;
   requestRequired: boolean;
   responses: ResponseModel[];
@@ -106,6 +108,7 @@ function toOperation(doc: Json, path: string, method: HttpMethod, api: ApiName, 
     auth: authOf(doc, op),
     pathParams: parameters.filter((p) => p.in === 'path').map((p) => p.name),
     hasQuery: parameters.some((p) => p.in === 'query'),
+    idempotent: parameters.some((p) => p.in === 'header' && String(p.name).toLowerCase() === 'idempotency-key'),
     requestMediaType: body ? Object.keys(body.content ?? {})[0] ?? null : null,
     requestRequired: body?.required === true,
     responses,

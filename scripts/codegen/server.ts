@@ -82,6 +82,7 @@ function routesModule(contract: ContractModel): string {
     requestMediaType: ${literal(op.requestMediaType)},
     uploads: ${literal(uploadFields(contract, op))},
     successStatus: ${success?.status ?? 200},
+    idempotent: ${op.idempotent},
     sse: ${literal(op.sse)},
     errorBodies: ${literal(errorBodies)},
   },`;
@@ -111,6 +112,8 @@ export interface RouteDefinition {
   /** Multipart file fields: a single file or an array of files. */
   readonly uploads: Readonly<Record<string, 'one' | 'many'>>;
   readonly successStatus: number;
+  /** Takes an \`Idempotency-Key\` header: a repeat with the same key replays the first answer. */
+  readonly idempotent: boolean;
   /** Framing of the \`text/event-stream\` response, when the operation can stream. */
   readonly sse: 'data' | 'named' | null;
   /** Error body schema (component name) per declared error status. */

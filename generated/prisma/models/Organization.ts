@@ -174,6 +174,7 @@ export type OrganizationWhereInput = {
   chats?: Prisma.ChatListRelationFilter
   usageRecords?: Prisma.UsageRecordListRelationFilter
   creditLedger?: Prisma.CreditLedgerListRelationFilter
+  idempotency?: Prisma.IdempotencyRecordListRelationFilter
 }
 
 export type OrganizationOrderByWithRelationInput = {
@@ -188,6 +189,7 @@ export type OrganizationOrderByWithRelationInput = {
   chats?: Prisma.ChatOrderByRelationAggregateInput
   usageRecords?: Prisma.UsageRecordOrderByRelationAggregateInput
   creditLedger?: Prisma.CreditLedgerOrderByRelationAggregateInput
+  idempotency?: Prisma.IdempotencyRecordOrderByRelationAggregateInput
 }
 
 export type OrganizationWhereUniqueInput = Prisma.AtLeast<{
@@ -205,6 +207,7 @@ export type OrganizationWhereUniqueInput = Prisma.AtLeast<{
   chats?: Prisma.ChatListRelationFilter
   usageRecords?: Prisma.UsageRecordListRelationFilter
   creditLedger?: Prisma.CreditLedgerListRelationFilter
+  idempotency?: Prisma.IdempotencyRecordListRelationFilter
 }, "id" | "name">
 
 export type OrganizationOrderByWithAggregationInput = {
@@ -237,6 +240,7 @@ export type OrganizationCreateInput = {
   chats?: Prisma.ChatCreateNestedManyWithoutOrganizationInput
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateInput = {
@@ -251,6 +255,7 @@ export type OrganizationUncheckedCreateInput = {
   chats?: Prisma.ChatUncheckedCreateNestedManyWithoutOrganizationInput
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUpdateInput = {
@@ -265,6 +270,7 @@ export type OrganizationUpdateInput = {
   chats?: Prisma.ChatUpdateManyWithoutOrganizationNestedInput
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateInput = {
@@ -279,6 +285,7 @@ export type OrganizationUncheckedUpdateInput = {
   chats?: Prisma.ChatUncheckedUpdateManyWithoutOrganizationNestedInput
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateManyInput = {
@@ -442,6 +449,20 @@ export type OrganizationUpdateOneRequiredWithoutCreditLedgerNestedInput = {
   update?: Prisma.XOR<Prisma.XOR<Prisma.OrganizationUpdateToOneWithWhereWithoutCreditLedgerInput, Prisma.OrganizationUpdateWithoutCreditLedgerInput>, Prisma.OrganizationUncheckedUpdateWithoutCreditLedgerInput>
 }
 
+export type OrganizationCreateNestedOneWithoutIdempotencyInput = {
+  create?: Prisma.XOR<Prisma.OrganizationCreateWithoutIdempotencyInput, Prisma.OrganizationUncheckedCreateWithoutIdempotencyInput>
+  connectOrCreate?: Prisma.OrganizationCreateOrConnectWithoutIdempotencyInput
+  connect?: Prisma.OrganizationWhereUniqueInput
+}
+
+export type OrganizationUpdateOneRequiredWithoutIdempotencyNestedInput = {
+  create?: Prisma.XOR<Prisma.OrganizationCreateWithoutIdempotencyInput, Prisma.OrganizationUncheckedCreateWithoutIdempotencyInput>
+  connectOrCreate?: Prisma.OrganizationCreateOrConnectWithoutIdempotencyInput
+  upsert?: Prisma.OrganizationUpsertWithoutIdempotencyInput
+  connect?: Prisma.OrganizationWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.OrganizationUpdateToOneWithWhereWithoutIdempotencyInput, Prisma.OrganizationUpdateWithoutIdempotencyInput>, Prisma.OrganizationUncheckedUpdateWithoutIdempotencyInput>
+}
+
 export type OrganizationCreateWithoutPublishersInput = {
   id?: string
   name: string
@@ -453,6 +474,7 @@ export type OrganizationCreateWithoutPublishersInput = {
   chats?: Prisma.ChatCreateNestedManyWithoutOrganizationInput
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutPublishersInput = {
@@ -466,6 +488,7 @@ export type OrganizationUncheckedCreateWithoutPublishersInput = {
   chats?: Prisma.ChatUncheckedCreateNestedManyWithoutOrganizationInput
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutPublishersInput = {
@@ -495,6 +518,7 @@ export type OrganizationUpdateWithoutPublishersInput = {
   chats?: Prisma.ChatUpdateManyWithoutOrganizationNestedInput
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutPublishersInput = {
@@ -508,6 +532,7 @@ export type OrganizationUncheckedUpdateWithoutPublishersInput = {
   chats?: Prisma.ChatUncheckedUpdateManyWithoutOrganizationNestedInput
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutApiKeysInput = {
@@ -521,6 +546,7 @@ export type OrganizationCreateWithoutApiKeysInput = {
   chats?: Prisma.ChatCreateNestedManyWithoutOrganizationInput
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutApiKeysInput = {
@@ -534,6 +560,7 @@ export type OrganizationUncheckedCreateWithoutApiKeysInput = {
   chats?: Prisma.ChatUncheckedCreateNestedManyWithoutOrganizationInput
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutApiKeysInput = {
@@ -563,6 +590,7 @@ export type OrganizationUpdateWithoutApiKeysInput = {
   chats?: Prisma.ChatUpdateManyWithoutOrganizationNestedInput
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutApiKeysInput = {
@@ -576,6 +604,7 @@ export type OrganizationUncheckedUpdateWithoutApiKeysInput = {
   chats?: Prisma.ChatUncheckedUpdateManyWithoutOrganizationNestedInput
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutOauthClientsInput = {
@@ -589,6 +618,7 @@ export type OrganizationCreateWithoutOauthClientsInput = {
   chats?: Prisma.ChatCreateNestedManyWithoutOrganizationInput
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutOauthClientsInput = {
@@ -602,6 +632,7 @@ export type OrganizationUncheckedCreateWithoutOauthClientsInput = {
   chats?: Prisma.ChatUncheckedCreateNestedManyWithoutOrganizationInput
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutOauthClientsInput = {
@@ -631,6 +662,7 @@ export type OrganizationUpdateWithoutOauthClientsInput = {
   chats?: Prisma.ChatUpdateManyWithoutOrganizationNestedInput
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutOauthClientsInput = {
@@ -644,6 +676,7 @@ export type OrganizationUncheckedUpdateWithoutOauthClientsInput = {
   chats?: Prisma.ChatUncheckedUpdateManyWithoutOrganizationNestedInput
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutCollectionsInput = {
@@ -657,6 +690,7 @@ export type OrganizationCreateWithoutCollectionsInput = {
   chats?: Prisma.ChatCreateNestedManyWithoutOrganizationInput
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutCollectionsInput = {
@@ -670,6 +704,7 @@ export type OrganizationUncheckedCreateWithoutCollectionsInput = {
   chats?: Prisma.ChatUncheckedCreateNestedManyWithoutOrganizationInput
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutCollectionsInput = {
@@ -699,6 +734,7 @@ export type OrganizationUpdateWithoutCollectionsInput = {
   chats?: Prisma.ChatUpdateManyWithoutOrganizationNestedInput
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutCollectionsInput = {
@@ -712,6 +748,7 @@ export type OrganizationUncheckedUpdateWithoutCollectionsInput = {
   chats?: Prisma.ChatUncheckedUpdateManyWithoutOrganizationNestedInput
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutAgentsInput = {
@@ -725,6 +762,7 @@ export type OrganizationCreateWithoutAgentsInput = {
   chats?: Prisma.ChatCreateNestedManyWithoutOrganizationInput
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutAgentsInput = {
@@ -738,6 +776,7 @@ export type OrganizationUncheckedCreateWithoutAgentsInput = {
   chats?: Prisma.ChatUncheckedCreateNestedManyWithoutOrganizationInput
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutAgentsInput = {
@@ -767,6 +806,7 @@ export type OrganizationUpdateWithoutAgentsInput = {
   chats?: Prisma.ChatUpdateManyWithoutOrganizationNestedInput
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutAgentsInput = {
@@ -780,6 +820,7 @@ export type OrganizationUncheckedUpdateWithoutAgentsInput = {
   chats?: Prisma.ChatUncheckedUpdateManyWithoutOrganizationNestedInput
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutChatsInput = {
@@ -793,6 +834,7 @@ export type OrganizationCreateWithoutChatsInput = {
   agents?: Prisma.AgentCreateNestedManyWithoutOrganizationInput
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutChatsInput = {
@@ -806,6 +848,7 @@ export type OrganizationUncheckedCreateWithoutChatsInput = {
   agents?: Prisma.AgentUncheckedCreateNestedManyWithoutOrganizationInput
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutChatsInput = {
@@ -835,6 +878,7 @@ export type OrganizationUpdateWithoutChatsInput = {
   agents?: Prisma.AgentUpdateManyWithoutOrganizationNestedInput
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutChatsInput = {
@@ -848,6 +892,7 @@ export type OrganizationUncheckedUpdateWithoutChatsInput = {
   agents?: Prisma.AgentUncheckedUpdateManyWithoutOrganizationNestedInput
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutUsageRecordsInput = {
@@ -861,6 +906,7 @@ export type OrganizationCreateWithoutUsageRecordsInput = {
   agents?: Prisma.AgentCreateNestedManyWithoutOrganizationInput
   chats?: Prisma.ChatCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutUsageRecordsInput = {
@@ -874,6 +920,7 @@ export type OrganizationUncheckedCreateWithoutUsageRecordsInput = {
   agents?: Prisma.AgentUncheckedCreateNestedManyWithoutOrganizationInput
   chats?: Prisma.ChatUncheckedCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutUsageRecordsInput = {
@@ -903,6 +950,7 @@ export type OrganizationUpdateWithoutUsageRecordsInput = {
   agents?: Prisma.AgentUpdateManyWithoutOrganizationNestedInput
   chats?: Prisma.ChatUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutUsageRecordsInput = {
@@ -916,6 +964,7 @@ export type OrganizationUncheckedUpdateWithoutUsageRecordsInput = {
   agents?: Prisma.AgentUncheckedUpdateManyWithoutOrganizationNestedInput
   chats?: Prisma.ChatUncheckedUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutCreditLedgerInput = {
@@ -929,6 +978,7 @@ export type OrganizationCreateWithoutCreditLedgerInput = {
   agents?: Prisma.AgentCreateNestedManyWithoutOrganizationInput
   chats?: Prisma.ChatCreateNestedManyWithoutOrganizationInput
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutCreditLedgerInput = {
@@ -942,6 +992,7 @@ export type OrganizationUncheckedCreateWithoutCreditLedgerInput = {
   agents?: Prisma.AgentUncheckedCreateNestedManyWithoutOrganizationInput
   chats?: Prisma.ChatUncheckedCreateNestedManyWithoutOrganizationInput
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutCreditLedgerInput = {
@@ -971,6 +1022,7 @@ export type OrganizationUpdateWithoutCreditLedgerInput = {
   agents?: Prisma.AgentUpdateManyWithoutOrganizationNestedInput
   chats?: Prisma.ChatUpdateManyWithoutOrganizationNestedInput
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutCreditLedgerInput = {
@@ -984,6 +1036,79 @@ export type OrganizationUncheckedUpdateWithoutCreditLedgerInput = {
   agents?: Prisma.AgentUncheckedUpdateManyWithoutOrganizationNestedInput
   chats?: Prisma.ChatUncheckedUpdateManyWithoutOrganizationNestedInput
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+}
+
+export type OrganizationCreateWithoutIdempotencyInput = {
+  id?: string
+  name: string
+  createdAt?: Date | string
+  publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
+  apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
+  oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
+  collections?: Prisma.CollectionCreateNestedManyWithoutOrganizationInput
+  agents?: Prisma.AgentCreateNestedManyWithoutOrganizationInput
+  chats?: Prisma.ChatCreateNestedManyWithoutOrganizationInput
+  usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
+  creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
+}
+
+export type OrganizationUncheckedCreateWithoutIdempotencyInput = {
+  id?: string
+  name: string
+  createdAt?: Date | string
+  publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
+  apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
+  oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
+  collections?: Prisma.CollectionUncheckedCreateNestedManyWithoutOrganizationInput
+  agents?: Prisma.AgentUncheckedCreateNestedManyWithoutOrganizationInput
+  chats?: Prisma.ChatUncheckedCreateNestedManyWithoutOrganizationInput
+  usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
+}
+
+export type OrganizationCreateOrConnectWithoutIdempotencyInput = {
+  where: Prisma.OrganizationWhereUniqueInput
+  create: Prisma.XOR<Prisma.OrganizationCreateWithoutIdempotencyInput, Prisma.OrganizationUncheckedCreateWithoutIdempotencyInput>
+}
+
+export type OrganizationUpsertWithoutIdempotencyInput = {
+  update: Prisma.XOR<Prisma.OrganizationUpdateWithoutIdempotencyInput, Prisma.OrganizationUncheckedUpdateWithoutIdempotencyInput>
+  create: Prisma.XOR<Prisma.OrganizationCreateWithoutIdempotencyInput, Prisma.OrganizationUncheckedCreateWithoutIdempotencyInput>
+  where?: Prisma.OrganizationWhereInput
+}
+
+export type OrganizationUpdateToOneWithWhereWithoutIdempotencyInput = {
+  where?: Prisma.OrganizationWhereInput
+  data: Prisma.XOR<Prisma.OrganizationUpdateWithoutIdempotencyInput, Prisma.OrganizationUncheckedUpdateWithoutIdempotencyInput>
+}
+
+export type OrganizationUpdateWithoutIdempotencyInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
+  apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
+  oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
+  collections?: Prisma.CollectionUpdateManyWithoutOrganizationNestedInput
+  agents?: Prisma.AgentUpdateManyWithoutOrganizationNestedInput
+  chats?: Prisma.ChatUpdateManyWithoutOrganizationNestedInput
+  usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
+  creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
+}
+
+export type OrganizationUncheckedUpdateWithoutIdempotencyInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
+  apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
+  oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
+  collections?: Prisma.CollectionUncheckedUpdateManyWithoutOrganizationNestedInput
+  agents?: Prisma.AgentUncheckedUpdateManyWithoutOrganizationNestedInput
+  chats?: Prisma.ChatUncheckedUpdateManyWithoutOrganizationNestedInput
+  usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+  creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 
@@ -1000,6 +1125,7 @@ export type OrganizationCountOutputType = {
   chats: number
   usageRecords: number
   creditLedger: number
+  idempotency: number
 }
 
 export type OrganizationCountOutputTypeSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
@@ -1011,6 +1137,7 @@ export type OrganizationCountOutputTypeSelect<ExtArgs extends runtime.Types.Exte
   chats?: boolean | OrganizationCountOutputTypeCountChatsArgs
   usageRecords?: boolean | OrganizationCountOutputTypeCountUsageRecordsArgs
   creditLedger?: boolean | OrganizationCountOutputTypeCountCreditLedgerArgs
+  idempotency?: boolean | OrganizationCountOutputTypeCountIdempotencyArgs
 }
 
 /**
@@ -1079,6 +1206,13 @@ export type OrganizationCountOutputTypeCountCreditLedgerArgs<ExtArgs extends run
   where?: Prisma.CreditLedgerWhereInput
 }
 
+/**
+ * OrganizationCountOutputType without action
+ */
+export type OrganizationCountOutputTypeCountIdempotencyArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.IdempotencyRecordWhereInput
+}
+
 
 export type OrganizationSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   id?: boolean
@@ -1092,6 +1226,7 @@ export type OrganizationSelect<ExtArgs extends runtime.Types.Extensions.Internal
   chats?: boolean | Prisma.Organization$chatsArgs<ExtArgs>
   usageRecords?: boolean | Prisma.Organization$usageRecordsArgs<ExtArgs>
   creditLedger?: boolean | Prisma.Organization$creditLedgerArgs<ExtArgs>
+  idempotency?: boolean | Prisma.Organization$idempotencyArgs<ExtArgs>
   _count?: boolean | Prisma.OrganizationCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["organization"]>
 
@@ -1123,6 +1258,7 @@ export type OrganizationInclude<ExtArgs extends runtime.Types.Extensions.Interna
   chats?: boolean | Prisma.Organization$chatsArgs<ExtArgs>
   usageRecords?: boolean | Prisma.Organization$usageRecordsArgs<ExtArgs>
   creditLedger?: boolean | Prisma.Organization$creditLedgerArgs<ExtArgs>
+  idempotency?: boolean | Prisma.Organization$idempotencyArgs<ExtArgs>
   _count?: boolean | Prisma.OrganizationCountOutputTypeDefaultArgs<ExtArgs>
 }
 export type OrganizationIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {}
@@ -1139,6 +1275,7 @@ export type $OrganizationPayload<ExtArgs extends runtime.Types.Extensions.Intern
     chats: Prisma.$ChatPayload<ExtArgs>[]
     usageRecords: Prisma.$UsageRecordPayload<ExtArgs>[]
     creditLedger: Prisma.$CreditLedgerPayload<ExtArgs>[]
+    idempotency: Prisma.$IdempotencyRecordPayload<ExtArgs>[]
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     id: string
@@ -1546,6 +1683,7 @@ export interface Prisma__OrganizationClient<T, Null = never, ExtArgs extends run
   chats<T extends Prisma.Organization$chatsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Organization$chatsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$ChatPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   usageRecords<T extends Prisma.Organization$usageRecordsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Organization$usageRecordsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$UsageRecordPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   creditLedger<T extends Prisma.Organization$creditLedgerArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Organization$creditLedgerArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$CreditLedgerPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  idempotency<T extends Prisma.Organization$idempotencyArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Organization$idempotencyArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$IdempotencyRecordPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -2160,6 +2298,30 @@ export type Organization$creditLedgerArgs<ExtArgs extends runtime.Types.Extensio
   take?: number
   skip?: number
   distinct?: Prisma.CreditLedgerScalarFieldEnum | Prisma.CreditLedgerScalarFieldEnum[]
+}
+
+/**
+ * Organization.idempotency
+ */
+export type Organization$idempotencyArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the IdempotencyRecord
+   */
+  select?: Prisma.IdempotencyRecordSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the IdempotencyRecord
+   */
+  omit?: Prisma.IdempotencyRecordOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.IdempotencyRecordInclude<ExtArgs> | null
+  where?: Prisma.IdempotencyRecordWhereInput
+  orderBy?: Prisma.IdempotencyRecordOrderByWithRelationInput | Prisma.IdempotencyRecordOrderByWithRelationInput[]
+  cursor?: Prisma.IdempotencyRecordWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.IdempotencyRecordScalarFieldEnum | Prisma.IdempotencyRecordScalarFieldEnum[]
 }
 
 /**

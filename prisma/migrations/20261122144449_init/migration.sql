@@ -61,6 +61,21 @@ CREATE TABLE "oauth_access_tokens" (
 );
 
 -- CreateTable
+CREATE TABLE "idempotency_records" (
+    "id" UUID NOT NULL DEFAULT gen_random_uuid(),
+    "organization_id" UUID NOT NULL,
+    "key" TEXT NOT NULL,
+    "operation_id" TEXT NOT NULL,
+    "request_hash" TEXT NOT NULL,
+    "response_status" INTEGER,
+    "response_body" JSONB,
+    "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "expires_at" TIMESTAMPTZ(3) NOT NULL,
+
+    CONSTRAINT "idempotency_records_pkey" PRIMARY KEY ("id")
+);
+
+-- CreateTable
 CREATE TABLE "collections" (
     "id" UUID NOT NULL DEFAULT gen_random_uuid(),
     "organization_id" UUID NOT NULL,
@@ -234,6 +249,12 @@ CREATE UNIQUE INDEX "oauth_access_tokens_token_hash_key" ON "oauth_access_tokens
 CREATE INDEX "oauth_access_tokens_client_id_idx" ON "oauth_access_tokens"("client_id");
 
 -- CreateIndex
+CREATE UNIQUE INDEX "idempotency_records_organization_id_key_key" ON "idempotency_records"("organization_id", "key");
+
+-- CreateIndex
+CREATE INDEX "idempotency_records_expires_at_idx" ON "idempotency_records"("expires_at");
+
+-- CreateIndex
 CREATE UNIQUE INDEX "collections_organization_id_name_key" ON "collections"("organization_id", "name");
 
 -- CreateIndex
@@ -289,6 +310,9 @@ ALTER TABLE "oauth_clients" ADD CONSTRAINT "oauth_clients_organization_id_fkey" 
 
 -- AddForeignKey
 ALTER TABLE "oauth_access_tokens" ADD CONSTRAINT "oauth_access_tokens_client_id_fkey" FOREIGN KEY ("client_id") REFERENCES "oauth_clients"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- AddForeignKey
+ALTER TABLE "idempotency_records" ADD CONSTRAINT "idempotency_records_organization_id_fkey" FOREIGN KEY ("organization_id") REFERENCES "organizations"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 
 -- AddForeignKey
 ALTER TABLE "collections" ADD CONSTRAINT "collections_organization_id_fkey" FOREIGN KEY ("organization_id") REFERENCES "organizations"("id") ON DELETE CASCADE ON UPDATE CASCADE;

@@ -1,0 +1,73 @@
+// The Idempotency-Key admission stage: a repeated POST (same caller, key and request) gets
+// the first answer back instead of running twice, which is what makes client retries safe.
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Request, RequestHandler } from 'express';
+import { ApiError } from '../errors.js';
+import type { Principal } from '../identity/principal.js';
+import type { IdempotencyStore } from '../storage/idempotency-store.js';
+import type { AdmissionStage } from './router.js';
+
+export const REPLAYED_HEADER = 'Idempotent-Replayed';
+
+function requestHash(req: Request): string {
+  const hash = createHash('sha256').update(`${req.method} ${req.originalUrl}\n`).update(JSON.stringify(req.body ?? null));
+  for (const file of (req.files as Express.Multer.File[] | undefined) ?? []) {
+    hash.update(`\n${file.fieldname}:${file.originalname}:`).update(file.buffer);
+  }
+  return hash.digest('hex');
+}
+
+export function idempotencyStage(store: IdempotencyStore, options: { waitMs: number; pollMs: number }): AdmissionStage {
+  return (route) => {
+    if (!route.idempotent) return (_req, _res, next) => next();
+    const handler: RequestHandler = async (req, res, next) => {
+      const key = req.header('idempotency-key');
+      const principal = res.locals.principal as Principal | undefined;
+      // A stream cannot be replayed, and without a caller there is no one to scope the key to.
+      if (!key || !principal || (req.body as { stream?: unknown } | undefined)?.stream === true) return next();
+
+      const claimRequest = { organizationId: principal.organizationId, key, operationId: route.operationId, requestHash: requestHash(req) };
+      const deadline = Date.now() + options.waitMs;
+      let claim = await store.claim(claimRequest);
+      while (claim.kind === 'in_progress' && Date.now() < deadline) {
+        await sleep(options.pollMs);
+        claim = await store.claim(claimRequest);
+      }
+      switch (claim.kind) {
+        case 'mismatch':
+          throw new ApiError('INVALID_REQUEST', 'This Idempotency-Key was already used for a different request', {
+            status: 400,
+            gatewayCode: 'idempotency_key_reused',
+          });
+        case 'in_progress':
+          throw new ApiError('IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still running');
+        case 'replay':
+          res.setHeader(REPLAYED_HEADER, 'true');
+          res.status(claim.status).json(claim.body);
+          return;
+        case 'new':
+          remember(res, claim.recordId, store, req);
+          next();
+      }
+    };
+    return handler;
+  };
+}
+
+/** Keeps the JSON answer actually sent; a failure (5xx), a stream or a cut connection is forgotten. */
+function remember(res: Parameters<RequestHandler>[1], recordId: string, store: IdempotencyStore, req: Request): void {
+  let body: unknown;
+  let sentJson = false;
+  const json = res.json.bind(res);
+  res.json = (value: unknown) => {
+    body = value;
+    sentJson = true;
+    return json(value);
+  };
+  res.once('close', () => {
+    const keep = res.writableFinished && sentJson && res.statusCode < 500;
+    const settle = keep ? store.complete(recordId, res.statusCode, body) : store.release(recordId);
+    settle.catch((error) => req.log.error({ err: error }, 'could not settle an idempotency record'));
+  });
+}

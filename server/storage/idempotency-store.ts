@@ -1,0 +1,80 @@
+// Remembers the answer to the first POST made with an Idempotency-Key so that its repeats
+// get the same answer instead of running again.
+import type { Prisma, PrismaClient } from '../../generated/prisma/client.js';
+
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+export type Claim =
+  /** First use of the key: run the request, then complete or release the record. */
+  | { kind: 'new'; recordId: string }
+  | { kind: 'replay'; status: number; body: unknown }
+  /** The key was used for a different request. */
+  | { kind: 'mismatch' }
+  /** The first request with this key is still running. */
+  | { kind: 'in_progress' };
+
+export interface ClaimRequest {
+  organizationId: string;
+  key: string;
+  operationId: string;
+  requestHash: string;
+}
+
+const isUniqueViolation = (error: unknown) => (error as { code?: string }).code === 'P2002';
+
+export class IdempotencyStore {
+  private sweeper: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly ttlMs = IDEMPOTENCY_TTL_MS,
+  ) {}
+
+  async claim(request: ClaimRequest, attempt = 0): Promise<Claim> {
+    const now = Date.now();
+    try {
+      const record = await this.prisma.idempotencyRecord.create({
+        data: { ...request, expiresAt: new Date(now + this.ttlMs) },
+        select: { id: true },
+      });
+      return { kind: 'new', recordId: record.id };
+    } catch (error) {
+      if (!isUniqueViolation(error) || attempt > 2) throw error;
+    }
+    const existing = await this.prisma.idempotencyRecord.findUnique({
+      where: { organizationId_key: { organizationId: request.organizationId, key: request.key } },
+    });
+    // Gone (released) or expired meanwhile: the key is free again.
+    if (!existing || existing.expiresAt.getTime() <= now) {
+      if (existing) await this.prisma.idempotencyRecord.deleteMany({ where: { id: existing.id, expiresAt: existing.expiresAt } });
+      return this.claim(request, attempt + 1);
+    }
+    if (existing.requestHash !== request.requestHash || existing.operationId !== request.operationId) return { kind: 'mismatch' };
+    if (existing.responseStatus === null) return { kind: 'in_progress' };
+    return { kind: 'replay', status: existing.responseStatus, body: existing.responseBody };
+  }
+
+  async complete(recordId: string, status: number, body: unknown): Promise<void> {
+    await this.prisma.idempotencyRecord.update({
+      where: { id: recordId },
+      data: { responseStatus: status, responseBody: body as Prisma.InputJsonValue },
+    });
+  }
+
+  /** The first request failed in a way a retry may fix: forget it so the retry runs. */
+  async release(recordId: string): Promise<void> {
+    await this.prisma.idempotencyRecord.deleteMany({ where: { id: recordId } });
+  }
+
+  /** Deletes expired records every `intervalMs`, so the table holds about one day of keys. */
+  startSweeping(intervalMs = 10 * 60 * 1000): void {
+    this.sweeper = setInterval(() => {
+      this.prisma.idempotencyRecord.deleteMany({ where: { expiresAt: { lt: new Date() } } }).catch(() => undefined);
+    }, intervalMs);
+    this.sweeper.unref();
+  }
+
+  stopSweeping(): void {
+    clearInterval(this.sweeper);
+  }
+}
