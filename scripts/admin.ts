@@ -3,6 +3,7 @@
 // one owner). Secrets it creates are printed once.
 import { parseArgs } from 'node:util';
 import { scopes as allScopes, type Scope } from '../generated/contract/routes.js';
+import { CreditService, formatUsd, usdToMicros } from '../server/billing/credit.js';
 import { loadConfig } from '../server/config.js';
 import { createIdentity } from '../server/identity/index.js';
 import { createLogger } from '../server/logging.js';
@@ -21,6 +22,17 @@ const USAGE = `Usage: npm run admin -- <command> [options]
   list-orgs                                organizations with their publishers
 
 Scopes: ${Object.keys(allScopes).join(', ')}`;
+
+/** Arguments each command needs. */
+const ARITY: Record<string, number> = {
+  'create-org': 1,
+  'create-publisher': 2,
+  'create-key': 1,
+  'create-oauth-client': 1,
+  'revoke-oauth-client': 1,
+  'add-credit': 2,
+  'list-orgs': 0,
+};
 
 function parseScopes(value: string | undefined): Scope[] {
   if (!value) return Object.keys(allScopes) as Scope[];
@@ -46,36 +58,37 @@ async function main(): Promise<void> {
     console.log(USAGE);
     return;
   }
+  if (!(command in ARITY)) throw new Error(`unknown command "${command}"\n\n${USAGE}`);
+  if (args.length < ARITY[command]) throw new Error(`${command} needs ${ARITY[command]} argument(s)\n\n${USAGE}`);
+  // Checked before the database is opened, so a typo costs nothing.
+  const scopes = parseScopes(values.scopes);
+  const credit = command === 'add-credit' ? usdToMicros(args[1]) : null;
+  if (command === 'add-credit' && (credit === null || credit <= 0n)) throw new Error('the amount must be a positive number of US dollars, e.g. 25.00');
+  const days = values['expires-in-days'] ? Number(values['expires-in-days']) : undefined;
+  if (days !== undefined && !(days > 0)) throw new Error('--expires-in-days must be a positive number');
+
   const config = loadConfig();
   const logger = createLogger('warn');
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, logger });
   const redis = config.redisUrl ? await connectRedis(config.redisUrl, logger) : null;
   const identity = await createIdentity({ database, redis, logger, credentialCacheTtlMs: config.credentialCacheTtlMs });
   const { prisma } = database;
-  const need = (count: number) => {
-    if (args.length < count) throw new Error(`${command} needs ${count} argument(s)\n\n${USAGE}`);
-  };
   try {
     switch (command) {
       case 'create-org': {
-        need(1);
         const org = await identity.organizations.createOrganization(args[0]);
         console.log(`organization ${org.name} (${org.id})`);
         break;
       }
       case 'create-publisher': {
-        need(2);
         const publisher = await identity.organizations.createPublisher(args[0], args[1]);
         console.log(`publisher ${publisher.name} (${publisher.id})`);
         break;
       }
       case 'create-key': {
-        need(1);
         const org = await identity.organizations.findOrganization(args[0]);
-        const days = values['expires-in-days'] ? Number(values['expires-in-days']) : undefined;
-        if (days !== undefined && !(days > 0)) throw new Error('--expires-in-days must be a positive number');
         const { key, plaintext } = await identity.keys.issue(org.id, {
-          scopes: parseScopes(values.scopes),
+          scopes,
           label: values.label ?? null,
           expiresAt: days ? Date.now() + days * 86_400_000 : null,
         });
@@ -83,27 +96,20 @@ async function main(): Promise<void> {
         break;
       }
       case 'create-oauth-client': {
-        need(1);
         const org = await identity.organizations.findOrganization(args[0]);
-        const client = await identity.oauth.createClient(org.id, parseScopes(values.scopes));
+        const client = await identity.oauth.createClient(org.id, scopes);
         console.log(`client_id:     ${client.clientId}\nclient_secret: ${client.clientSecret}\n\nThe secret will not be shown again. OAuth client credentials are deprecated: prefer create-key.`);
         break;
       }
       case 'revoke-oauth-client': {
-        need(1);
         if (!(await identity.oauth.revokeClient(args[0]))) throw new Error(`no OAuth client ${args[0]}`);
         console.log(`revoked ${args[0]} and its tokens`);
         break;
       }
       case 'add-credit': {
-        need(2);
         const org = await identity.organizations.findOrganization(args[0]);
-        const usd = Number(args[1]);
-        if (!Number.isFinite(usd) || usd <= 0) throw new Error('the amount must be a positive number of US dollars');
-        const amountMicros = BigInt(Math.round(usd * 1_000_000));
-        await prisma.creditLedger.create({ data: { organizationId: org.id, amountMicros, reason: values.reason ?? 'operator top-up' } });
-        const total = await prisma.creditLedger.aggregate({ where: { organizationId: org.id }, _sum: { amountMicros: true } });
-        console.log(`added $${usd.toFixed(2)} to ${org.name}; ledger balance $${(Number(total._sum.amountMicros ?? 0n) / 1e6).toFixed(2)}`);
+        const balance = await new CreditService(prisma).add(org.id, credit!, values.reason ?? 'operator top-up');
+        console.log(`added ${formatUsd(credit!)} to ${org.name}; ledger balance ${formatUsd(balance)}`);
         break;
       }
       case 'list-orgs': {
@@ -114,8 +120,6 @@ async function main(): Promise<void> {
         }
         break;
       }
-      default:
-        throw new Error(`unknown command "${command}"\n\n${USAGE}`);
     }
   } finally {
     await identity.close();

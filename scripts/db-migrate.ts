@@ -4,7 +4,14 @@ import { loadConfig } from '../server/config.js';
 import { createLogger } from '../server/logging.js';
 import { MigrationError, openDatabase } from '../server/storage/index.js';
 
-const { databaseUrl, dataDir } = loadConfig();
+let config;
+try {
+  config = loadConfig();
+} catch (error) {
+  console.error((error as Error).message);
+  process.exit(1);
+}
+const { databaseUrl, dataDir } = config;
 const logger = createLogger(process.env.LOG_LEVEL ?? 'warn');
 const target = databaseUrl ? 'PostgreSQL' : `PGlite at ${dataDir}`;
 

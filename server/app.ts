@@ -5,7 +5,7 @@ import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import { handlers } from '../generated/server/bindings.js';
-import type { Authenticator } from './http/auth.js';
+import type { Authenticator } from './identity/authenticator.js';
 import { errorHandler, routeNotFound } from './http/error-handler.js';
 import type { UntypedHandler } from './http/invoke.js';
 import { buildRouter, type AdmissionStage } from './http/router.js';
@@ -39,7 +39,8 @@ function createApp(api: 'api' | 'management', parts: AppParts): Express {
       customLogLevel: (_req, res) => (res.statusCode >= 500 ? 'warn' : 'info'),
       customErrorObject: (_req, _res, _error, value) => ({ ...value, err: undefined }),
       serializers: {
-        req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url }),
+        // The path only: a query string may carry what a client should not have put there.
+        req: (req: { method: string; url: string }) => ({ method: req.method, path: req.url.split('?')[0] }),
         res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
       },
     }),

@@ -1,6 +1,7 @@
 // Environment → validated configuration. Every bad value is reported at once, by name,
 // before anything starts listening.
 import { z } from 'zod';
+import { redactUrl } from './logging.js';
 
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 const bool = (fallback: boolean) =>
@@ -39,6 +40,7 @@ const schema = z.object({
   JSON_BODY_LIMIT: bytes('10mb'),
   UPLOAD_FILE_LIMIT: bytes('50mb'),
   UPLOAD_MAX_FILES: z.coerce.number().int().min(1).max(1000).default(20),
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(60_000),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
   VALIDATE_RESPONSES: bool(false),
   // Spec 5.2: revocation takes effect within 60 s, so a cached credential may live no longer.
@@ -58,6 +60,8 @@ export type Config = {
   jsonBodyLimit: number;
   uploadFileLimit: number;
   uploadMaxFiles: number;
+  /** A request (headers and body, not the answer) must arrive within this. */
+  requestTimeoutMs: number;
   shutdownTimeoutMs: number;
   /** Check every JSON response against openapi.yaml (on in tests; costs time in production). */
   validateResponses: boolean;
@@ -84,7 +88,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(
       parsed.error.issues.map((issue) => {
         const name = String(issue.path[0]);
-        return `${name}=${JSON.stringify(env[name])}: ${issue.message}`;
+        const value = env[name] ?? '';
+        // URLs may carry passwords: never echo them whole.
+        return `${name}=${JSON.stringify(name.endsWith('_URL') ? redactUrl(value) : value)}: ${issue.message}`;
       }),
     );
   }
@@ -100,6 +106,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jsonBodyLimit: c.JSON_BODY_LIMIT,
     uploadFileLimit: c.UPLOAD_FILE_LIMIT,
     uploadMaxFiles: c.UPLOAD_MAX_FILES,
+    requestTimeoutMs: c.REQUEST_TIMEOUT_MS,
     shutdownTimeoutMs: c.SHUTDOWN_TIMEOUT_MS,
     validateResponses: c.VALIDATE_RESPONSES,
     credentialCacheTtlMs: c.CREDENTIAL_CACHE_TTL_MS,

@@ -15,3 +15,14 @@ export const REDACTED_PATHS = [
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino({ level, redact: { paths: REDACTED_PATHS, remove: true } }, destination);
 }
+
+/** A URL fit for a log line or an error message: its password masked. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '<unparseable URL>';
+  }
+}

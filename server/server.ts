@@ -7,6 +7,7 @@ import { createApps } from './app.js';
 import type { Config } from './config.js';
 import type { AdmissionStage } from './http/router.js';
 import { HealthService } from './health/health-service.js';
+import { answerClientErrors } from './http/client-error.js';
 import { closeGracefully } from './http/shutdown.js';
 import { stubbedOperations } from './http/not-implemented.js';
 import { bootstrapIdentity, type BootstrapResult } from './identity/bootstrap.js';
@@ -65,8 +66,12 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     const admission = [idempotencyStage(idempotency, { waitMs: config.idempotencyWaitMs, pollMs: 100 }), ...(options.admission ?? [])];
     const apps = createApps({ services, logger, authenticator: identity.authenticator, admission });
 
-    const apiServer = createServer(apps.api);
-    const mgmtServer = createServer(apps.management);
+    // A client that sends its request slowly, or never finishes it, cannot hold a connection.
+    const limits = { requestTimeout: config.requestTimeoutMs, headersTimeout: Math.min(config.requestTimeoutMs, 30_000) };
+    const apiServer = createServer(limits, apps.api);
+    const mgmtServer = createServer(limits, apps.management);
+    answerClientErrors(apiServer, logger);
+    answerClientErrors(mgmtServer, logger);
     cleanup.push(() =>
       Promise.all([closeGracefully(apiServer, config.shutdownTimeoutMs), closeGracefully(mgmtServer, config.shutdownTimeoutMs)]),
     );

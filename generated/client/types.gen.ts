@@ -949,11 +949,15 @@ export type EmbeddingsRequest = {
      */
     model: string;
     /**
-     * Text or texts to embed; must not be empty.
+     * Text or texts to embed. An empty string, an empty array or an empty element is
+     * refused by the server with 400 `EMPTY_INPUT` (spec 7.1), not by the schema.
+     *
      */
     input: string | Array<string>;
     /**
-     * Output dimensions (only for models that support shortening).
+     * Output dimensions, for models that support shortening. A value the model does not
+     * support (including zero or less) is refused with 400 `UNSUPPORTED_DIMENSIONS`.
+     *
      */
     dimensions?: number;
     encoding_format?: 'float' | 'base64';
@@ -1447,11 +1451,10 @@ export type DeleteMessageResult = {
     message_id: string;
 };
 
+/**
+ * On every management response; outside lists `hasMore` is false and `nextCursor` null.
+ */
 export type ManagementMeta = {
-    requestId: string;
-};
-
-export type ManagementListMeta = {
     requestId: string;
     hasMore: boolean;
     /**
@@ -1475,7 +1478,7 @@ export type HealthResponse = {
             lastHealthCheck: number;
         }>;
     };
-    meta: ManagementListMeta;
+    meta: ManagementMeta;
 };
 
 /**
@@ -1542,7 +1545,7 @@ export type AgentResponse = {
 
 export type AgentListResponse = {
     data: Array<Agent>;
-    meta: ManagementListMeta;
+    meta: ManagementMeta;
 };
 
 export type AgentDeletedResponse = {
@@ -1602,7 +1605,10 @@ export type CreateKeyRequest = {
     scopes: Array<Scope>;
     label?: string | null;
     /**
-     * Expiry in Unix milliseconds; null or absent for no expiry.
+     * Expiry in Unix milliseconds (at most the end of year 9999); null or absent for no
+     * expiry. A key that itself expires cannot create a key that outlives it: absent,
+     * the new key gets the creating key's expiry.
+     *
      */
     expiresAt?: number | null;
 };
@@ -1619,7 +1625,7 @@ export type KeyResponse = {
 
 export type KeyListResponse = {
     data: Array<ApiKey>;
-    meta: ManagementListMeta;
+    meta: ManagementMeta;
 };
 
 export type OAuthTokenRequest = {

@@ -796,7 +796,7 @@ export interface components {
         };
         AgentListResponse: {
             data: components["schemas"]["Agent"][];
-            meta: components["schemas"]["ManagementListMeta"];
+            meta: components["schemas"]["ManagementMeta"];
         };
         /** @description How the agent picks its model; `model` with mode `model`, `model_family` with mode `model_family`. */
         AgentModel: {
@@ -1143,7 +1143,11 @@ export interface components {
             meta: components["schemas"]["ManagementMeta"];
         };
         CreateKeyRequest: {
-            /** @description Expiry in Unix milliseconds; null or absent for no expiry. */
+            /**
+             * @description Expiry in Unix milliseconds (at most the end of year 9999); null or absent for no
+             *     expiry. A key that itself expires cannot create a key that outlives it: absent,
+             *     the new key gets the creating key's expiry.
+             */
             expiresAt?: number | null;
             label?: string | null;
             scopes: components["schemas"]["Scope"][];
@@ -1228,14 +1232,20 @@ export interface components {
         };
         /** @description OpenAI embeddings request (unknown fields are ignored). */
         EmbeddingsRequest: {
-            /** @description Output dimensions (only for models that support shortening). */
+            /**
+             * @description Output dimensions, for models that support shortening. A value the model does not
+             *     support (including zero or less) is refused with 400 `UNSUPPORTED_DIMENSIONS`.
+             */
             dimensions?: number;
             /**
              * @default float
              * @enum {string}
              */
             encoding_format: "float" | "base64";
-            /** @description Text or texts to embed; must not be empty. */
+            /**
+             * @description Text or texts to embed. An empty string, an empty array or an empty element is
+             *     refused by the server with 400 `EMPTY_INPUT` (spec 7.1), not by the schema.
+             */
             input: string | string[];
             /** @description Catalog id of an embedding model. */
             model: string;
@@ -1414,7 +1424,7 @@ export interface components {
                 }[];
                 status: components["schemas"]["GatewayStatus"];
             };
-            meta: components["schemas"]["ManagementListMeta"];
+            meta: components["schemas"]["ManagementMeta"];
         };
         IngestFilesRequest: {
             /**
@@ -1495,7 +1505,7 @@ export interface components {
         ItemStatus: "STARTED" | "QUEUED" | "FETCHING" | "TRANSCRIBING" | "NORMALIZING" | "CHUNKING" | "EMBEDDING" | "SYNCED" | "ENRICHED" | "COMPLETED" | "FAILED";
         KeyListResponse: {
             data: components["schemas"]["ApiKey"][];
-            meta: components["schemas"]["ManagementListMeta"];
+            meta: components["schemas"]["ManagementMeta"];
         };
         KeyResponse: {
             data: components["schemas"]["ApiKey"];
@@ -1513,13 +1523,11 @@ export interface components {
             meta: components["schemas"]["ManagementMeta"];
             trace_id: components["schemas"]["TraceId"];
         };
-        ManagementListMeta: {
+        /** @description On every management response; outside lists `hasMore` is false and `nextCursor` null. */
+        ManagementMeta: {
             hasMore: boolean;
             /** @description Cursor of the next page; null on the last page. */
             nextCursor: string | null;
-            requestId: string;
-        };
-        ManagementMeta: {
             requestId: string;
         };
         /** @enum {string} */
@@ -2136,7 +2144,9 @@ export interface components {
                  *         "updatedAt": 1737000000000
                  *       },
                  *       "meta": {
-                 *         "requestId": "req_01JDQ9A1B2C3D4E5F6G7H8J9K4"
+                 *         "requestId": "req_01JDQ9A1B2C3D4E5F6G7H8J9K4",
+                 *         "hasMore": false,
+                 *         "nextCursor": null
                  *       }
                  *     }
                  */
@@ -2797,7 +2807,9 @@ export interface components {
                  *         "message": "The API key lacks the scope keys:manage."
                  *       },
                  *       "meta": {
-                 *         "requestId": "req_01JDQH8K9L0M1N2P3Q4R5S6T7W"
+                 *         "requestId": "req_01JDQH8K9L0M1N2P3Q4R5S6T7W",
+                 *         "hasMore": false,
+                 *         "nextCursor": null
                  *       },
                  *       "trace_id": "trc_01JDQH8K9L0M1N2P3Q4R5S6T7W"
                  *     }
@@ -2818,7 +2830,9 @@ export interface components {
                  *         "message": "An unexpected error occurred."
                  *       },
                  *       "meta": {
-                 *         "requestId": "req_01JDQH8K9L0M1N2P3Q4R5S6T7Z"
+                 *         "requestId": "req_01JDQH8K9L0M1N2P3Q4R5S6T7Z",
+                 *         "hasMore": false,
+                 *         "nextCursor": null
                  *       },
                  *       "trace_id": "trc_01JDQH8K9L0M1N2P3Q4R5S6T7Z"
                  *     }
@@ -2839,7 +2853,9 @@ export interface components {
                  *         "message": "Agent 5f0c2a9e-7b1d-4c3e-9a8f-1d2e3f4a5b6c not found."
                  *       },
                  *       "meta": {
-                 *         "requestId": "req_01JDQH8K9L0M1N2P3Q4R5S6T7X"
+                 *         "requestId": "req_01JDQH8K9L0M1N2P3Q4R5S6T7X",
+                 *         "hasMore": false,
+                 *         "nextCursor": null
                  *       },
                  *       "trace_id": "trc_01JDQH8K9L0M1N2P3Q4R5S6T7X"
                  *     }
@@ -2860,7 +2876,9 @@ export interface components {
                  *         "message": "Missing or invalid API key."
                  *       },
                  *       "meta": {
-                 *         "requestId": "req_01JDQH8K9L0M1N2P3Q4R5S6T7V"
+                 *         "requestId": "req_01JDQH8K9L0M1N2P3Q4R5S6T7V",
+                 *         "hasMore": false,
+                 *         "nextCursor": null
                  *       },
                  *       "trace_id": "trc_01JDQH8K9L0M1N2P3Q4R5S6T7V"
                  *     }
@@ -2892,7 +2910,9 @@ export interface components {
                  *         ]
                  *       },
                  *       "meta": {
-                 *         "requestId": "req_01JDQH8K9L0M1N2P3Q4R5S6T7Y"
+                 *         "requestId": "req_01JDQH8K9L0M1N2P3Q4R5S6T7Y",
+                 *         "hasMore": false,
+                 *         "nextCursor": null
                  *       },
                  *       "trace_id": "trc_01JDQH8K9L0M1N2P3Q4R5S6T7Y"
                  *     }
@@ -4301,7 +4321,9 @@ export interface operations {
                      *         "updatedAt": 1735689600000
                      *       },
                      *       "meta": {
-                     *         "requestId": "req_01JDQ9A1B2C3D4E5F6G7H8J9K2"
+                     *         "requestId": "req_01JDQ9A1B2C3D4E5F6G7H8J9K2",
+                     *         "hasMore": false,
+                     *         "nextCursor": null
                      *       }
                      *     }
                      */
@@ -4365,7 +4387,9 @@ export interface operations {
                      *         "deleted": true
                      *       },
                      *       "meta": {
-                     *         "requestId": "req_01JDQ9A1B2C3D4E5F6G7H8J9K3"
+                     *         "requestId": "req_01JDQ9A1B2C3D4E5F6G7H8J9K3",
+                     *         "hasMore": false,
+                     *         "nextCursor": null
                      *       }
                      *     }
                      */
@@ -4581,7 +4605,9 @@ export interface operations {
                      *         "expiresAt": 1893456000000
                      *       },
                      *       "meta": {
-                     *         "requestId": "req_01JDQB7X8Y9Z0A1B2C3D4E5F6H"
+                     *         "requestId": "req_01JDQB7X8Y9Z0A1B2C3D4E5F6H",
+                     *         "hasMore": false,
+                     *         "nextCursor": null
                      *       }
                      *     }
                      */
@@ -4632,7 +4658,9 @@ export interface operations {
                      *         "lastUsedAt": 1736899200000
                      *       },
                      *       "meta": {
-                     *         "requestId": "req_01JDQB7X8Y9Z0A1B2C3D4E5F6K"
+                     *         "requestId": "req_01JDQB7X8Y9Z0A1B2C3D4E5F6K",
+                     *         "hasMore": false,
+                     *         "nextCursor": null
                      *       }
                      *     }
                      */
@@ -4684,7 +4712,9 @@ export interface operations {
                      *         "lastUsedAt": 1736899200000
                      *       },
                      *       "meta": {
-                     *         "requestId": "req_01JDQB7X8Y9Z0A1B2C3D4E5F6M"
+                     *         "requestId": "req_01JDQB7X8Y9Z0A1B2C3D4E5F6M",
+                     *         "hasMore": false,
+                     *         "nextCursor": null
                      *       }
                      *     }
                      */

@@ -92,6 +92,9 @@ function toOperation(doc: Json, path: string, method: HttpMethod, api: ApiName, 
   if (!Array.isArray(op.tags) || op.tags.length !== 1) throw new Error(`${where}: exactly one tag expected`);
   const parameters = [...(item.parameters ?? []), ...(op.parameters ?? [])].map((p: Json) => deref(doc, p));
   const body = op.requestBody ? deref(doc, op.requestBody) : null;
+  if (body && Object.keys(body.content ?? {}).length !== 1) {
+    throw new Error(`${where}: exactly one request media type expected (the server parses one)`);
+  }
   const responses = Object.entries<Json>(op.responses ?? {}).map(([status, raw]) => toResponse(doc, Number(status), deref(doc, raw)));
   const streamResponse = responses.find((r) => r.status === 200 && r.mediaTypes.includes('text/event-stream'));
   return {
@@ -140,6 +143,7 @@ function authOf(doc: Json, op: Json): OperationModel['auth'] {
   const requirements: Json[] = op.security ?? doc.security ?? [];
   const anonymous = requirements.length === 0 || requirements.some((r) => Object.keys(r).length === 0);
   const bearer = requirements.find((r) => 'bearerAuth' in r);
+  if (bearer && anonymous) throw new Error(`${op.operationId}: optional bearer credentials are not supported; require them or drop them`);
   if (bearer && !anonymous) return { scheme: 'bearer', scopes: [...bearer.bearerAuth].sort() };
   if (requirements.some((r) => 'basicAuth' in r)) return { scheme: 'basic', scopes: [] };
   return { scheme: 'none', scopes: [] };

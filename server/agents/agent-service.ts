@@ -79,30 +79,37 @@ export class AgentService {
   async update(organizationId: string, id: string, changes: AgentChanges): Promise<AgentView> {
     checkModel(changes.model, ['body', 'model']);
     await this.find(organizationId, id);
-    const agent = await this.prisma.agent.update({
-      where: { id },
-      data: {
-        ...(changes.name !== undefined && { name: changes.name }),
-        ...(changes.description !== undefined && { description: changes.description }),
-        ...(changes.status !== undefined && { status: changes.status }),
-        ...(changes.tags !== undefined && { tags: changes.tags }),
-        ...(changes.model !== undefined && { model: changes.model }),
-        ...(changes.instructions !== undefined && { instructions: changes.instructions }),
-        ...(changes.tradition !== undefined && { tradition: changes.tradition }),
-        version: { increment: 1 },
-      },
-    });
+    const data = {
+      ...(changes.name !== undefined && { name: changes.name }),
+      ...(changes.description !== undefined && { description: changes.description }),
+      ...(changes.status !== undefined && { status: changes.status }),
+      ...(changes.tags !== undefined && { tags: changes.tags }),
+      ...(changes.model !== undefined && { model: changes.model }),
+      ...(changes.instructions !== undefined && { instructions: changes.instructions }),
+      ...(changes.tradition !== undefined && { tradition: changes.tradition }),
+      version: { increment: 1 },
+    };
+    const agent = await this.prisma.agent.update({ where: { id }, data }).catch(notFoundIfGone(id));
     return viewAgent(agent);
   }
 
   async delete(organizationId: string, id: string): Promise<void> {
     await this.find(organizationId, id);
-    await this.prisma.agent.delete({ where: { id } });
+    await this.prisma.agent.delete({ where: { id } }).catch(notFoundIfGone(id));
   }
 
   private async find(organizationId: string, id: string): Promise<Agent> {
     const agent = await this.prisma.agent.findFirst({ where: { id, organizationId } });
-    if (!agent) throw new ApiError('NOT_FOUND', `No agent ${id}`, { gatewayCode: 'not_found' });
+    if (!agent) throw agentNotFound(id);
     return agent;
   }
+}
+
+const agentNotFound = (id: string) => new ApiError('NOT_FOUND', `No agent ${id}`, { gatewayCode: 'not_found' });
+
+/** Deleted by a concurrent request between the ownership check and the write (Prisma P2025). */
+function notFoundIfGone(id: string) {
+  return (error: unknown): never => {
+    throw (error as { code?: string }).code === 'P2025' ? agentNotFound(id) : error;
+  };
 }

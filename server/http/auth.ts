@@ -1,16 +1,14 @@
 // Authentication and scope checks, run before validation so an anonymous caller learns
 // nothing about a body's shape.
 import type { RequestHandler } from 'express';
-import type { RouteDefinition } from '../../generated/contract/routes.js';
-import type { Principal } from '../identity/principal.js';
+import { routesById, type RouteDefinition } from '../../generated/contract/routes.js';
 import { ApiError } from '../errors.js';
-
-export interface Authenticator {
-  /** The principal for a bearer credential, or null when it is unknown, revoked or expired. */
-  authenticate(token: string): Promise<Principal | null>;
-}
+import type { Authenticator } from '../identity/authenticator.js';
+import { deprecationHeaders } from './deprecation.js';
 
 const BEARER = /^Bearer\s+([A-Za-z0-9._~+/=-]+)\s*$/i;
+
+const OAUTH_DEPRECATION = deprecationHeaders(routesById.createOAuthToken);
 
 export function authenticate(route: RouteDefinition, authenticator: Authenticator): RequestHandler {
   if (route.auth.scheme !== 'bearer') return (_req, _res, next) => next();
@@ -37,6 +35,8 @@ export function authenticate(route: RouteDefinition, authenticator: Authenticato
       });
     }
     res.locals.principal = principal;
+    // Callers still on OAuth tokens hear about the sunset on every request, not only at /oauth2/token.
+    if (principal.kind === 'oauth_token') for (const [name, value] of OAUTH_DEPRECATION) res.setHeader(name, value);
     next();
   };
 }

@@ -12,7 +12,9 @@ type Api = 'api' | 'management';
 function classify(error: unknown, req: Request): ApiError {
   if (error instanceof ApiError) return error;
   const e = error as { type?: string; status?: number; code?: string; message?: string };
-  if (e?.type === 'entity.parse.failed') return new ApiError('INVALID_REQUEST', 'Malformed JSON body', { status: 400 });
+  if (e?.type === 'entity.parse.failed') {
+    return new ApiError('INVALID_REQUEST', `Malformed JSON body${e.message?.startsWith('Strings') ? `: ${e.message}` : ''}`, { status: 400 });
+  }
   if (e?.type === 'entity.too.large' || e?.code === 'LIMIT_FILE_SIZE' || e?.status === 413) {
     return new ApiError('PAYLOAD_TOO_LARGE', 'Request body or file is too large');
   }
@@ -28,7 +30,18 @@ function classify(error: unknown, req: Request): ApiError {
   if (isValidatorError(error) && error.status === 405) {
     return new ApiError('INVALID_REQUEST', error.message, { status: 405 });
   }
+  // Other client errors raised by Express and its parsers (a bad %-escape in a path, a body
+  // that is not the gzip it claims to be): their status, in the operation's error shape.
+  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) {
+    return new ApiError('INVALID_REQUEST', e.message ?? 'Bad request', { status: e.status });
+  }
   return toApiError(error);
+}
+
+/** What a 5xx cause may put in the log: a Prisma error only by kind, never its query arguments. */
+function loggable(cause: unknown): unknown {
+  const name = (cause as { name?: string })?.name ?? '';
+  return name.startsWith('PrismaClient') ? { type: name, code: (cause as { code?: string }).code } : cause;
 }
 
 /** Operations that declare no 422 report field validation failures as their 400 (e.g. OAuth). */
@@ -45,8 +58,8 @@ export function errorHandler(api: Api): ErrorRequestHandler {
     const apiError = asDeclared(classify(error, req), route);
     const traceId = traceIdOf(res);
     const log = req.log;
-    if (apiError.status >= 500) log.error({ err: apiError.cause ?? apiError, traceId }, apiError.message);
-    else log.info({ traceId, error: apiError.errorName, status: apiError.status }, apiError.message);
+    if (apiError.status >= 500) log.error({ err: loggable(apiError.cause ?? apiError) }, apiError.message);
+    else log.info({ error: apiError.errorName, status: apiError.status }, apiError.message);
 
     if (res.headersSent) {
       // A stream already has its 200: the SSE writer reports in-band; anything else can only be cut.

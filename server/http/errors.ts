@@ -82,8 +82,12 @@ export function renderError(error: ApiError, schema: ErrorSchemaName, traceId: s
       return { detail: error.message, trace_id: traceId };
     case 'ManagementError':
       return {
-        error: { code: error.options.gatewayCode ?? error.errorName.toLowerCase(), message: error.message },
-        meta: { requestId: traceId },
+        error: {
+          code: error.options.gatewayCode ?? error.errorName.toLowerCase(),
+          message: error.message,
+          ...(issues.length > 0 ? { details: issues } : {}),
+        },
+        meta: { requestId: traceId, hasMore: false, nextCursor: null },
         trace_id: traceId,
       };
     case 'OAuthError':

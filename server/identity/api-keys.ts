@@ -43,6 +43,24 @@ export function viewKey(key: ApiKey, now = Date.now()): KeyView {
   };
 }
 
+/** The row for a new key, and the plaintext to show once. */
+export function newKeyRecord(organizationId: string, input: NewKey, createdByKeyId: string | null = null) {
+  const secret = newApiKey();
+  return {
+    plaintext: secret.plaintext,
+    data: {
+      organizationId,
+      label: input.label ?? null,
+      lookupId: secret.lookupId,
+      keyHash: secret.hash,
+      keyPrefix: secret.display,
+      scopes: [...new Set(input.scopes)],
+      expiresAt: input.expiresAt != null ? new Date(input.expiresAt) : null,
+      createdByKeyId,
+    },
+  };
+}
+
 export class ApiKeyService {
   constructor(
     private readonly prisma: PrismaClient,
@@ -54,7 +72,12 @@ export class ApiKeyService {
     if (beyond.length > 0) {
       throw new ApiError('FORBIDDEN', `A key cannot grant scopes beyond its own: ${beyond.join(', ')}`, { gatewayCode: 'forbidden' });
     }
-    return this.issue(creator.organizationId, input, creator.kind === 'api_key' ? creator.credentialId : null);
+    // Nor outlive its creator: an expiring key cannot mint a longer-lived one.
+    const expiresAt = input.expiresAt ?? creator.expiresAt;
+    if (creator.expiresAt !== null && expiresAt !== null && expiresAt > creator.expiresAt) {
+      throw new ApiError('FORBIDDEN', 'A key cannot create a key that expires after itself', { gatewayCode: 'forbidden' });
+    }
+    return this.issue(creator.organizationId, { ...input, expiresAt }, creator.kind === 'api_key' ? creator.credentialId : null);
   }
 
   /** Creates a key without a creator's limits: for the operator CLI and the first start. */
@@ -65,19 +88,9 @@ export class ApiKeyService {
         issues: [{ loc: ['body', 'expiresAt'], msg: 'Must be in the future', type: 'value_error', input: input.expiresAt }],
       });
     }
-    const secret = newApiKey();
-    const key = await this.prisma.apiKey.create({
-      data: {
-        organizationId,
-        label: input.label ?? null,
-        keyHash: secret.hash,
-        keyPrefix: secret.display,
-        scopes: [...new Set(input.scopes)],
-        expiresAt: input.expiresAt != null ? new Date(input.expiresAt) : null,
-        createdByKeyId,
-      },
-    });
-    return { key: viewKey(key), plaintext: secret.plaintext };
+    const { data, plaintext } = newKeyRecord(organizationId, input, createdByKeyId);
+    const key = await this.prisma.apiKey.create({ data });
+    return { key: viewKey(key), plaintext };
   }
 
   async list(organizationId: string, page: PageRequest): Promise<Page<KeyView>> {

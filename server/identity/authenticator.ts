@@ -4,28 +4,35 @@
 import { LRUCache } from 'lru-cache';
 import type { PrismaClient } from '../../generated/prisma/client.js';
 import type { Scope } from '../../generated/contract/routes.js';
-import type { Authenticator } from '../http/auth.js';
-import { hashSecret, KEY_PREFIX, sameDigest } from './credentials.js';
+import { hashSecret, lookupIdOf, sameDigest } from './credentials.js';
 import { OAUTH_TOKEN_PREFIX } from './oauth.js';
 import type { Principal } from './principal.js';
 import type { RevocationBus } from './revocation.js';
 
+export interface Authenticator {
+  /** The principal for a bearer credential, or null when it is unknown, revoked or expired. */
+  authenticate(token: string): Promise<Principal | null>;
+}
+
 /** How stale `lastUsedAt` may get: writing it on every request would double the database load. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
-interface Resolved {
-  principal: Principal;
-  /** ms epoch after which the credential stops working, if it expires. */
-  expiresAt: number | null;
-}
-
 export function createAuthenticator(prisma: PrismaClient, bus: RevocationBus, cacheTtlMs: number): Authenticator {
   // ttl 0 would mean "never expires" to lru-cache; a zero TTL means no caching here.
-  const cache = new LRUCache<string, Resolved>({ max: 50_000, ttl: Math.max(cacheTtlMs, 1) });
-  bus.subscribe((hashes) => (hashes ? hashes.forEach((h) => cache.delete(h)) : cache.clear()));
+  const cache = new LRUCache<string, Principal>({ max: 50_000, ttl: Math.max(cacheTtlMs, 1) });
+  // Bumped by every revocation: a lookup that started before one must not cache its result,
+  // or a credential revoked meanwhile would come back to life until the TTL ran out.
+  let epoch = 0;
+  bus.subscribe((hashes) => {
+    epoch++;
+    if (hashes) hashes.forEach((h) => cache.delete(h));
+    else cache.clear();
+  });
 
-  async function resolveKey(hash: string): Promise<Resolved | null> {
-    const key = await prisma.apiKey.findUnique({ where: { keyHash: hash } });
+  async function resolveKey(token: string, hash: string): Promise<Principal | null> {
+    const lookupId = lookupIdOf(token);
+    if (!lookupId) return null;
+    const key = await prisma.apiKey.findUnique({ where: { lookupId } });
     if (!key || !sameDigest(key.keyHash, hash) || key.status !== 'active') return null;
     const now = Date.now();
     if (!key.lastUsedAt || now - key.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
@@ -33,17 +40,24 @@ export function createAuthenticator(prisma: PrismaClient, bus: RevocationBus, ca
       prisma.apiKey.update({ where: { id: key.id }, data: { lastUsedAt: new Date(now) } }).catch(() => undefined);
     }
     return {
-      principal: { kind: 'api_key', credentialId: key.id, organizationId: key.organizationId, scopes: key.scopes as Scope[] },
+      kind: 'api_key',
+      credentialId: key.id,
+      organizationId: key.organizationId,
+      scopes: key.scopes as Scope[],
       expiresAt: key.expiresAt?.getTime() ?? null,
     };
   }
 
-  async function resolveOAuthToken(hash: string): Promise<Resolved | null> {
+  /** Deprecated tokens are 256-bit random values looked up by hash (there is no lookup id to split off). */
+  async function resolveOAuthToken(hash: string): Promise<Principal | null> {
     const token = await prisma.oAuthAccessToken.findUnique({ where: { tokenHash: hash }, include: { client: true } });
-    if (!token || !sameDigest(token.tokenHash, hash) || token.client.status !== 'active') return null;
+    if (!token || token.client.status !== 'active') return null;
     const { client } = token;
     return {
-      principal: { kind: 'oauth_token', credentialId: client.id, organizationId: client.organizationId, scopes: client.scopes as Scope[] },
+      kind: 'oauth_token',
+      credentialId: client.id,
+      organizationId: client.organizationId,
+      scopes: client.scopes as Scope[],
       expiresAt: token.expiresAt.getTime(),
     };
   }
@@ -51,22 +65,19 @@ export function createAuthenticator(prisma: PrismaClient, bus: RevocationBus, ca
   return {
     async authenticate(token) {
       const hash = hashSecret(token);
-      let resolved = cache.get(hash);
-      if (!resolved) {
-        const found = token.startsWith(KEY_PREFIX)
-          ? await resolveKey(hash)
-          : token.startsWith(OAUTH_TOKEN_PREFIX)
-            ? await resolveOAuthToken(hash)
-            : null;
+      let principal = cache.get(hash);
+      if (!principal) {
+        const startedAt = epoch;
+        const found = token.startsWith(OAUTH_TOKEN_PREFIX) ? await resolveOAuthToken(hash) : await resolveKey(token, hash);
         if (!found) return null;
-        cache.set(hash, found);
-        resolved = found;
+        if (epoch === startedAt) cache.set(hash, found);
+        principal = found;
       }
-      if (resolved.expiresAt !== null && resolved.expiresAt <= Date.now()) {
+      if (principal.expiresAt !== null && principal.expiresAt <= Date.now()) {
         cache.delete(hash);
         return null;
       }
-      return resolved.principal;
+      return principal;
     },
   };
 }

@@ -2,8 +2,8 @@
 // key printed once so an operator can reach the management API.
 import type { Logger } from 'pino';
 import type { PrismaClient } from '../../generated/prisma/client.js';
-import { scopes } from '../../generated/contract/routes.js';
-import { newApiKey } from './credentials.js';
+import { scopes, type Scope } from '../../generated/contract/routes.js';
+import { newKeyRecord } from './api-keys.js';
 
 export const DEFAULT_ORGANIZATION = 'default';
 export const DEFAULT_PUBLISHER = 'default';
@@ -34,16 +34,8 @@ function createDefaults(prisma: PrismaClient, logger: Logger, printKey: boolean)
       if ((await tx.organization.count()) > 0) return null;
       const organization = await tx.organization.create({ data: { name: DEFAULT_ORGANIZATION } });
       const publisher = await tx.publisher.create({ data: { name: DEFAULT_PUBLISHER, organizationId: organization.id } });
-      const key = newApiKey();
-      await tx.apiKey.create({
-        data: {
-          organizationId: organization.id,
-          label: 'bootstrap admin',
-          keyHash: key.hash,
-          keyPrefix: key.display,
-          scopes: Object.keys(scopes),
-        },
-      });
+      const key = newKeyRecord(organization.id, { scopes: Object.keys(scopes) as Scope[], label: 'bootstrap admin' });
+      await tx.apiKey.create({ data: key.data });
       logger.info({ organizationId: organization.id, publisherId: publisher.id }, 'created the default organization and publisher');
       if (printKey) {
         process.stdout.write(

@@ -1,20 +1,31 @@
-// API key material: generated with 256 bits of randomness, stored only as a SHA-256 hash,
-// displayed only in obfuscated form.
+// API key material. A key is `sk_` + a 16-character lookup id + 256 random bits. Only the
+// lookup id (not secret) is used to find the record; the SHA-256 of the whole key is then
+// compared in constant time, so response timing reveals nothing about the secret part.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const KEY_PREFIX = 'sk_';
+const LOOKUP_ID_LENGTH = 16; // 12 bytes, base64url
+const SECRET_LENGTH = 43; // 32 bytes, base64url
+const KEY_SHAPE = new RegExp(`^${KEY_PREFIX}[A-Za-z0-9_-]{${LOOKUP_ID_LENGTH + SECRET_LENGTH}}$`);
 
-export interface NewSecret {
+export interface NewApiKey {
   /** Shown to the caller once, never stored. */
   plaintext: string;
+  lookupId: string;
   hash: string;
   /** Safe to display: prefix and the last four characters. */
   display: string;
 }
 
-export function newApiKey(): NewSecret {
-  const plaintext = `${KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
-  return { plaintext, hash: hashSecret(plaintext), display: obfuscate(plaintext) };
+export function newApiKey(): NewApiKey {
+  const lookupId = randomBytes(12).toString('base64url');
+  const plaintext = `${KEY_PREFIX}${lookupId}${randomBytes(32).toString('base64url')}`;
+  return { plaintext, lookupId, hash: hashSecret(plaintext), display: obfuscate(plaintext) };
+}
+
+/** The lookup id of something shaped like an API key, else null. */
+export function lookupIdOf(token: string): string | null {
+  return KEY_SHAPE.test(token) ? token.slice(KEY_PREFIX.length, KEY_PREFIX.length + LOOKUP_ID_LENGTH) : null;
 }
 
 export function hashSecret(secret: string): string {

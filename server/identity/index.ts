@@ -1,7 +1,7 @@
 // The identity area: who callers are (authenticator), their keys, OAuth clients and
 // organizations, and the first-start bootstrap.
 import type { Logger } from 'pino';
-import type { Authenticator } from '../http/auth.js';
+import type { Authenticator } from './authenticator.js';
 import type { Database } from '../storage/database.js';
 import type { RedisConnections } from '../storage/redis.js';
 import { ApiKeyService } from './api-keys.js';

@@ -7,4 +7,6 @@ export interface Principal {
   credentialId: string;
   organizationId: string;
   scopes: readonly Scope[];
+  /** When the credential stops working (ms since the epoch), if it expires. */
+  expiresAt: number | null;
 }

@@ -44,7 +44,12 @@ export async function redisRevocationBus(redis: RedisConnections, logger: Logger
   return {
     async publish(hashes) {
       notify(hashes);
-      await redis.client.publish(REVOCATION_CHANNEL, hashes.join(','));
+      try {
+        await redis.client.publish(REVOCATION_CHANNEL, hashes.join(','));
+      } catch (error) {
+        // The revocation is committed; other instances drop it when their cache TTL runs out.
+        logger.warn({ err: (error as Error).message }, 'could not publish a revocation: other instances catch up within the cache TTL');
+      }
     },
     subscribe: add,
     close: async () => {

@@ -10,6 +10,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../../generated/prisma/client.js';
+import { redactUrl } from '../logging.js';
 import { detectCapabilities, reportCapabilities, type DatabaseCapabilities } from './capabilities.js';
 import { applyMigrations } from './migrate.js';
 import { pgClientExecutor, pgliteExecutor, type SqlExecutor } from './sql-executor.js';
@@ -64,7 +65,7 @@ async function openPglite(dataDir: string, migrationsDir: string, logger: Logger
   const pglite = await PGlite.create(dataDir, { extensions: { vector } });
   try {
     const { applied, capabilities } = await migrateAndInspect(pgliteExecutor(pglite), migrationsDir, logger);
-    const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });
+    const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite), errorFormat: 'minimal' });
     logger.info({ kind: 'pglite', dataDir, applied, capabilities }, 'database ready');
     reportCapabilities(capabilities, logger);
     return makeDatabase('pglite', prisma, { capabilities, applied }, async () => {
@@ -102,7 +103,8 @@ async function openPostgres(url: string, migrationsDir: string, logger: Logger):
       onConnectionError: (err) => logger.warn({ err }, 'PostgreSQL connection failed during a transaction'),
     },
   );
-  const prisma = new PrismaClient({ adapter });
+  // 'minimal': Prisma's default error text quotes the query's arguments (hashes included) into logs.
+  const prisma = new PrismaClient({ adapter, errorFormat: 'minimal' });
   const { applied, capabilities } = migrated;
   logger.info({ kind: 'postgres', url: redactUrl(url), applied, capabilities }, 'database ready');
   reportCapabilities(capabilities, logger);
@@ -132,12 +134,3 @@ function makeDatabase(
 }
 
 /** The URL without its password, for logs and error messages. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return '<unparseable database URL>';
-  }
-}

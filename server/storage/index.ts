@@ -1,5 +1,5 @@
-// Public surface of the storage layer; the rest of the server imports from here.
-export { openDatabase, redactUrl, DEFAULT_MIGRATIONS_DIR, MEMORY_DATA_DIR } from './database.js';
+// Public surface of the storage layer, for scripts and tests.
+export { openDatabase, DEFAULT_MIGRATIONS_DIR, MEMORY_DATA_DIR } from './database.js';
 export type { Database, OpenDatabaseOptions } from './database.js';
 export { detectCapabilities, FEATURES_NEEDING_VECTOR } from './capabilities.js';
 export type { DatabaseCapabilities } from './capabilities.js';

@@ -23,10 +23,12 @@ export function encodeCursor(position: Position): string {
   return Buffer.from(`${position.createdAt.toISOString()}|${position.id}`, 'utf8').toString('base64url');
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 function decodeCursor(cursor: string): Position {
   const [iso, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
   const createdAt = new Date(iso ?? '');
-  if (!id || Number.isNaN(createdAt.getTime())) {
+  if (!id || !UUID.test(id) || Number.isNaN(createdAt.getTime())) {
     throw new ApiError('VALIDATION_ERROR', 'Invalid cursor: pass meta.nextCursor of the previous page', {
       gatewayCode: 'invalid_cursor',
       issues: [{ loc: ['query', 'cursor'], msg: 'Invalid cursor', type: 'value_error', input: cursor }],

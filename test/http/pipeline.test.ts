@@ -2,6 +2,7 @@
 // bodies, unknown routes, size limits, and credentials kept out of logs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stubbedOperations } from '../../server/http/not-implemented.js';
+import type { Scope } from '../../generated/contract/routes.js';
 import { hashSecret, newApiKey } from '../../server/identity/credentials.js';
 import { contractProblems } from '../support/contract.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
@@ -15,12 +16,9 @@ afterAll(() => platform?.close());
 const chat = { model: 'gloo-openai-gpt-5-mini', messages: [{ role: 'user', content: 'Hello' }] };
 const TRACE = /^trc_[0-9a-f]{32}$/;
 
-async function keyWithScopes(scopes: string[]): Promise<string> {
-  const { prisma } = platform.services.database;
-  const org = await prisma.organization.findFirstOrThrow();
-  const key = newApiKey();
-  await prisma.apiKey.create({ data: { organizationId: org.id, keyHash: key.hash, keyPrefix: key.display, scopes } });
-  return key.plaintext;
+async function keyWithScopes(scopes: Scope[]): Promise<string> {
+  const org = await platform.services.identity.organizations.findOrganization('default');
+  return (await platform.services.identity.keys.issue(org.id, { scopes })).plaintext;
 }
 
 describe('authentication', () => {
@@ -127,6 +125,60 @@ describe('bodies', () => {
   });
 });
 
+describe('hostile input', () => {
+  it('refuses strings with NUL as malformed JSON (400), not a database error', async () => {
+    const res = await platform.mgmt('/api/v1/agents', { method: 'POST', body: JSON.stringify({ name: 'a\u0000b' }) });
+    expect(res.status).toBe(400);
+    const body = await res.json();
+    expect(body.error.message).toContain('NUL');
+    expect(body.trace_id).toMatch(TRACE);
+  });
+
+  it('answers a broken %-escape in the path with 400, not 500', async () => {
+    const res = await platform.mgmt('/api/v1/agents/%E0%A4%A');
+    expect(res.status).toBe(400);
+    expect((await res.json()).trace_id).toMatch(TRACE);
+  });
+
+  it('answers a malformed multipart body with 400', async () => {
+    const res = await platform.api('/ingestion/v2/files', {
+      method: 'POST',
+      headers: { 'content-type': 'multipart/form-data; boundary=xyz' },
+      body: '--xyz\r\nContent-Disposition: form-data; name="publisher_id"\r\n\r\nabc',
+    });
+    expect(res.status).toBe(400);
+    expect((await res.json()).trace_id).toMatch(TRACE);
+  });
+
+  it('answers another method on a known path, OPTIONS included, with 405 and Allow', async () => {
+    for (const method of ['PUT', 'OPTIONS']) {
+      const res = await platform.mgmt('/api/v1/health', { method });
+      expect(res.status, method).toBe(405);
+      expect(res.headers.get('allow')).toBe('GET');
+      expect((await res.json()).trace_id).toMatch(TRACE);
+    }
+  });
+
+  it('matches paths case-sensitively', async () => {
+    expect((await platform.mgmt('/API/V1/HEALTH')).status).toBe(404);
+  });
+
+  it('answers a request Node cannot parse with a JSON 400 and a trace id', async () => {
+    const { connect } = await import('node:net');
+    const url = new URL(platform.apiUrl);
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(url.port), url.hostname, () => socket.write('GARBAGE\r\n\r\n'));
+      let data = '';
+      socket.on('data', (chunk) => (data += chunk));
+      socket.on('end', () => resolve(data));
+      socket.on('error', reject);
+    });
+    expect(raw).toMatch(/^HTTP\/1.1 400/);
+    expect(raw).toMatch(/X-Trace-Id: trc_[0-9a-f]{32}/);
+    expect(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)).trace_id).toMatch(TRACE);
+  });
+});
+
 describe('unknown routes', () => {
   it.each([
     ['api', '/no/such/route'],
@@ -154,6 +206,33 @@ describe('deprecation', () => {
 });
 
 describe('logs', () => {
+  it('leave out query strings', async () => {
+    await platform.mgmt('/api/v1/health?client_secret=do-not-log-me');
+    expect(platform.logs.join('\n')).not.toContain('do-not-log-me');
+  });
+
+  it('name a database error by kind only, never with its query arguments', async () => {
+    const leaky = await startTestPlatform({}, {
+      admission: [
+        () => () => {
+          throw Object.assign(new Error('Invalid `prisma.apiKey.create()` invocation: { keyHash: "0123abcd-secret-hash" }'), {
+            name: 'PrismaClientValidationError',
+            code: 'P2000',
+          });
+        },
+      ],
+    });
+    try {
+      const res = await leaky.mgmt('/api/v1/health');
+      expect(res.status).toBe(500);
+      const text = leaky.logs.join('\n');
+      expect(text).toContain('PrismaClientValidationError');
+      expect(text).not.toContain('0123abcd-secret-hash');
+    } finally {
+      await leaky.close();
+    }
+  });
+
   it('name the operations still answered by stubs at boot', () => {
     const stubs = stubbedOperations();
     const line = platform.logs.find((l) => l.includes('operations are still stubs'));

@@ -31,7 +31,7 @@ describe('npm run admin', () => {
     expect((await admin('create-org', 'acme')).out).toMatch(/^organization acme \(/);
     expect((await admin('create-publisher', 'acme', 'acme-press')).out).toMatch(/^publisher acme-press \(/);
     const key = await admin('create-key', 'acme', '--scopes', 'agents:read', '--label', 'ops');
-    const plaintext = /(sk_[A-Za-z0-9_-]{43})/.exec(key.out)?.[1];
+    const plaintext = /(sk_[A-Za-z0-9_-]{59})/.exec(key.out)?.[1];
     expect(plaintext).toBeDefined();
     const client = await admin('create-oauth-client', 'acme', '--scopes', 'agents:read');
     const clientId = /client_id:\s+(\S+)/.exec(client.out)?.[1];

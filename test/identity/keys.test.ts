@@ -21,7 +21,7 @@ describe('creating a key', () => {
     const { res, body } = await createKey({ scopes: ['inference'], label: 'ci' });
     expect(res.status).toBe(201);
     const { key, keyPrefix, id, scopes, status, label } = body.data;
-    expect(key).toMatch(/^sk_[A-Za-z0-9_-]{43}$/); // 32 random bytes, base64url
+    expect(key).toMatch(/^sk_[A-Za-z0-9_-]{59}$/); // a 12-byte lookup id and 32 random bytes, base64url
     expect(keyPrefix).toBe(`sk_…${key.slice(-4)}`);
     expect({ scopes, status, label }).toEqual({ scopes: ['inference'], status: 'active', label: 'ci' });
     expect(body.meta.requestId).toBe(res.headers.get('x-trace-id'));
@@ -54,6 +54,22 @@ describe('creating a key', () => {
     const past = await createKey({ scopes: ['inference'], expiresAt: Date.now() - 1000 });
     expect(past.res.status).toBe(422);
     expect(past.body.trace_id).toBeTruthy();
+  });
+
+  it('never creates a key that outlives an expiring creator', async () => {
+    const soon = Date.now() + 3_600_000;
+    const { body: creator } = await createKey({ scopes: ['keys:manage'], expiresAt: soon });
+    const later = await createKey({ scopes: ['keys:manage'], expiresAt: soon + 1000 }, creator.data.key);
+    expect(later.res.status).toBe(403);
+    const inherited = await createKey({ scopes: ['keys:manage'] }, creator.data.key);
+    expect(inherited.res.status).toBe(201);
+    expect(inherited.body.data.expiresAt).toBe(soon);
+  });
+
+  it('refuses an expiry beyond the year 9999 with 422, not a database error', async () => {
+    const { res, body } = await createKey({ scopes: ['inference'], expiresAt: 9e15 });
+    expect(res.status).toBe(422);
+    expect(body.error.details[0].loc).toEqual(['body', 'expiresAt']);
   });
 
   it('needs keys:manage', async () => {

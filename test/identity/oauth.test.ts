@@ -36,6 +36,7 @@ describe('POST /oauth2/token', () => {
     expect(body).toEqual({ access_token: expect.stringMatching(/^oat_/), expires_in: 3600, token_type: 'Bearer' });
     const health = await platform.mgmt('/api/v1/health', { key: body.access_token });
     expect(health.status).toBe(200);
+    expectDeprecationHeaders(health); // every request made with a token hears about the sunset
     expect((await platform.mgmt('/api/v1/keys', { key: body.access_token })).status).toBe(403); // no keys:manage
   });
 
@@ -55,6 +56,15 @@ describe('POST /oauth2/token', () => {
     const grant = await requestToken({ grant_type: 'password' }, client);
     expect(grant.status).toBe(400);
     expect((await grant.json()).error).toBe('unsupported_grant_type');
+
+    const garbled = await platform.api('/oauth2/token', {
+      method: 'POST',
+      key: null,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('a%:b').toString('base64')}` },
+      body: 'grant_type=client_credentials',
+    });
+    expect(garbled.status).toBe(401);
+    expect((await garbled.json()).error).toBe('invalid_client');
 
     const missing = await requestToken({ grant_type: 'client_credentials' });
     expect(missing.status).toBe(400);

@@ -54,10 +54,14 @@ describe('agents', () => {
     expect(res.status).toBe(422);
     const body = await res.json();
     expect(body.error.message).toContain('needs `model`');
+    expect(body.error.details).toEqual([expect.objectContaining({ loc: ['body', 'model'], type: 'value_error' })]);
+    expect(body.meta).toEqual({ requestId: body.trace_id, hasMore: false, nextCursor: null });
     expect(contractProblems('createAgent', 422, body)).toEqual([]);
     const missingName = await send('/api/v1/agents', 'POST', { description: 'no name' });
     expect(missingName.status).toBe(422);
-    expect(contractProblems('createAgent', 422, await missingName.json())).toEqual([]);
+    const missing = await missingName.json();
+    expect(missing.error.details).toEqual([{ loc: ['body', 'name'], msg: 'Field required', type: 'missing', input: null }]);
+    expect(contractProblems('createAgent', 422, missing)).toEqual([]);
   });
 
   it('are listed with limit and cursor, stable while new agents are added', async () => {
@@ -80,13 +84,26 @@ describe('agents', () => {
     for (const id of originals) expect(seen).toContain(id);
   });
 
+  it('answer concurrent updates and deletes of one agent with 200 or 404, never 500', async () => {
+    const agent = await create('contended');
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        i % 2 ? send(`/api/v1/agents/${agent.id}`, 'DELETE') : send(`/api/v1/agents/${agent.id}`, 'PATCH', { name: `n${i}` }),
+      ),
+    );
+    for (const res of answers) expect([200, 404]).toContain(res.status);
+  });
+
   it('validate limit and cursor', async () => {
     for (const query of ['limit=0', 'limit=101', 'limit=ten']) {
       const res = await send(`/api/v1/agents?${query}`, 'GET');
       expect(res.status, query).toBe(422);
     }
-    const bad = await send('/api/v1/agents?cursor=not-a-cursor', 'GET');
-    expect(bad.status).toBe(422);
-    expect(contractProblems('listAgents', 422, await bad.json())).toEqual([]);
+    const forged = Buffer.from('2020-01-01T00:00:00Z|x').toString('base64url');
+    for (const cursor of ['not-a-cursor', forged]) {
+      const bad = await send(`/api/v1/agents?cursor=${cursor}`, 'GET');
+      expect(bad.status, cursor).toBe(422);
+      expect(contractProblems('listAgents', 422, await bad.json())).toEqual([]);
+    }
   });
 });

@@ -31,4 +31,9 @@ describe('loadConfig', () => {
     expect(problems).toContain('expected a postgres:// or postgresql:// URL');
     expect(problems).toContain('expected a size like 512kb or 10mb');
   });
+
+  it('never echoes a password from a bad URL', () => {
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://admin:S3cretPass@db/x' })).toThrow(/admin:\*\*\*@db/);
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://admin:S3cretPass@db/x' })).not.toThrow(/S3cretPass/);
+  });
 });

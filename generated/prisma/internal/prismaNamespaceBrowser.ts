@@ -107,6 +107,7 @@ export const ApiKeyScalarFieldEnum = {
   id: 'id',
   organizationId: 'organizationId',
   label: 'label',
+  lookupId: 'lookupId',
   keyHash: 'keyHash',
   keyPrefix: 'keyPrefix',
   scopes: 'scopes',

@@ -28,6 +28,7 @@ export type ApiKeyMinAggregateOutputType = {
   id: string | null
   organizationId: string | null
   label: string | null
+  lookupId: string | null
   keyHash: string | null
   keyPrefix: string | null
   status: string | null
@@ -42,6 +43,7 @@ export type ApiKeyMaxAggregateOutputType = {
   id: string | null
   organizationId: string | null
   label: string | null
+  lookupId: string | null
   keyHash: string | null
   keyPrefix: string | null
   status: string | null
@@ -56,6 +58,7 @@ export type ApiKeyCountAggregateOutputType = {
   id: number
   organizationId: number
   label: number
+  lookupId: number
   keyHash: number
   keyPrefix: number
   scopes: number
@@ -73,6 +76,7 @@ export type ApiKeyMinAggregateInputType = {
   id?: true
   organizationId?: true
   label?: true
+  lookupId?: true
   keyHash?: true
   keyPrefix?: true
   status?: true
@@ -87,6 +91,7 @@ export type ApiKeyMaxAggregateInputType = {
   id?: true
   organizationId?: true
   label?: true
+  lookupId?: true
   keyHash?: true
   keyPrefix?: true
   status?: true
@@ -101,6 +106,7 @@ export type ApiKeyCountAggregateInputType = {
   id?: true
   organizationId?: true
   label?: true
+  lookupId?: true
   keyHash?: true
   keyPrefix?: true
   scopes?: true
@@ -189,6 +195,7 @@ export type ApiKeyGroupByOutputType = {
   id: string
   organizationId: string
   label: string | null
+  lookupId: string
   keyHash: string
   keyPrefix: string
   scopes: string[]
@@ -225,6 +232,7 @@ export type ApiKeyWhereInput = {
   id?: Prisma.UuidFilter<"ApiKey"> | string
   organizationId?: Prisma.UuidFilter<"ApiKey"> | string
   label?: Prisma.StringNullableFilter<"ApiKey"> | string | null
+  lookupId?: Prisma.StringFilter<"ApiKey"> | string
   keyHash?: Prisma.StringFilter<"ApiKey"> | string
   keyPrefix?: Prisma.StringFilter<"ApiKey"> | string
   scopes?: Prisma.StringNullableListFilter<"ApiKey">
@@ -245,6 +253,7 @@ export type ApiKeyOrderByWithRelationInput = {
   id?: Prisma.SortOrder
   organizationId?: Prisma.SortOrder
   label?: Prisma.SortOrderInput | Prisma.SortOrder
+  lookupId?: Prisma.SortOrder
   keyHash?: Prisma.SortOrder
   keyPrefix?: Prisma.SortOrder
   scopes?: Prisma.SortOrder
@@ -263,6 +272,7 @@ export type ApiKeyOrderByWithRelationInput = {
 
 export type ApiKeyWhereUniqueInput = Prisma.AtLeast<{
   id?: string
+  lookupId?: string
   keyHash?: string
   AND?: Prisma.ApiKeyWhereInput | Prisma.ApiKeyWhereInput[]
   OR?: Prisma.ApiKeyWhereInput[]
@@ -282,12 +292,13 @@ export type ApiKeyWhereUniqueInput = Prisma.AtLeast<{
   createdKeys?: Prisma.ApiKeyListRelationFilter
   chats?: Prisma.ChatListRelationFilter
   usageRecords?: Prisma.UsageRecordListRelationFilter
-}, "id" | "keyHash">
+}, "id" | "lookupId" | "keyHash">
 
 export type ApiKeyOrderByWithAggregationInput = {
   id?: Prisma.SortOrder
   organizationId?: Prisma.SortOrder
   label?: Prisma.SortOrderInput | Prisma.SortOrder
+  lookupId?: Prisma.SortOrder
   keyHash?: Prisma.SortOrder
   keyPrefix?: Prisma.SortOrder
   scopes?: Prisma.SortOrder
@@ -309,6 +320,7 @@ export type ApiKeyScalarWhereWithAggregatesInput = {
   id?: Prisma.UuidWithAggregatesFilter<"ApiKey"> | string
   organizationId?: Prisma.UuidWithAggregatesFilter<"ApiKey"> | string
   label?: Prisma.StringNullableWithAggregatesFilter<"ApiKey"> | string | null
+  lookupId?: Prisma.StringWithAggregatesFilter<"ApiKey"> | string
   keyHash?: Prisma.StringWithAggregatesFilter<"ApiKey"> | string
   keyPrefix?: Prisma.StringWithAggregatesFilter<"ApiKey"> | string
   scopes?: Prisma.StringNullableListFilter<"ApiKey">
@@ -323,6 +335,7 @@ export type ApiKeyScalarWhereWithAggregatesInput = {
 export type ApiKeyCreateInput = {
   id?: string
   label?: string | null
+  lookupId: string
   keyHash: string
   keyPrefix: string
   scopes?: Prisma.ApiKeyCreatescopesInput | string[]
@@ -342,6 +355,7 @@ export type ApiKeyUncheckedCreateInput = {
   id?: string
   organizationId: string
   label?: string | null
+  lookupId: string
   keyHash: string
   keyPrefix: string
   scopes?: Prisma.ApiKeyCreatescopesInput | string[]
@@ -359,6 +373,7 @@ export type ApiKeyUncheckedCreateInput = {
 export type ApiKeyUpdateInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   label?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  lookupId?: Prisma.StringFieldUpdateOperationsInput | string
   keyHash?: Prisma.StringFieldUpdateOperationsInput | string
   keyPrefix?: Prisma.StringFieldUpdateOperationsInput | string
   scopes?: Prisma.ApiKeyUpdatescopesInput | string[]
@@ -378,6 +393,7 @@ export type ApiKeyUncheckedUpdateInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   organizationId?: Prisma.StringFieldUpdateOperationsInput | string
   label?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  lookupId?: Prisma.StringFieldUpdateOperationsInput | string
   keyHash?: Prisma.StringFieldUpdateOperationsInput | string
   keyPrefix?: Prisma.StringFieldUpdateOperationsInput | string
   scopes?: Prisma.ApiKeyUpdatescopesInput | string[]
@@ -396,6 +412,7 @@ export type ApiKeyCreateManyInput = {
   id?: string
   organizationId: string
   label?: string | null
+  lookupId: string
   keyHash: string
   keyPrefix: string
   scopes?: Prisma.ApiKeyCreatescopesInput | string[]
@@ -410,6 +427,7 @@ export type ApiKeyCreateManyInput = {
 export type ApiKeyUpdateManyMutationInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   label?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  lookupId?: Prisma.StringFieldUpdateOperationsInput | string
   keyHash?: Prisma.StringFieldUpdateOperationsInput | string
   keyPrefix?: Prisma.StringFieldUpdateOperationsInput | string
   scopes?: Prisma.ApiKeyUpdatescopesInput | string[]
@@ -424,6 +442,7 @@ export type ApiKeyUncheckedUpdateManyInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   organizationId?: Prisma.StringFieldUpdateOperationsInput | string
   label?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  lookupId?: Prisma.StringFieldUpdateOperationsInput | string
   keyHash?: Prisma.StringFieldUpdateOperationsInput | string
   keyPrefix?: Prisma.StringFieldUpdateOperationsInput | string
   scopes?: Prisma.ApiKeyUpdatescopesInput | string[]
@@ -462,6 +481,7 @@ export type ApiKeyCountOrderByAggregateInput = {
   id?: Prisma.SortOrder
   organizationId?: Prisma.SortOrder
   label?: Prisma.SortOrder
+  lookupId?: Prisma.SortOrder
   keyHash?: Prisma.SortOrder
   keyPrefix?: Prisma.SortOrder
   scopes?: Prisma.SortOrder
@@ -477,6 +497,7 @@ export type ApiKeyMaxOrderByAggregateInput = {
   id?: Prisma.SortOrder
   organizationId?: Prisma.SortOrder
   label?: Prisma.SortOrder
+  lookupId?: Prisma.SortOrder
   keyHash?: Prisma.SortOrder
   keyPrefix?: Prisma.SortOrder
   status?: Prisma.SortOrder
@@ -491,6 +512,7 @@ export type ApiKeyMinOrderByAggregateInput = {
   id?: Prisma.SortOrder
   organizationId?: Prisma.SortOrder
   label?: Prisma.SortOrder
+  lookupId?: Prisma.SortOrder
   keyHash?: Prisma.SortOrder
   keyPrefix?: Prisma.SortOrder
   status?: Prisma.SortOrder
@@ -653,6 +675,7 @@ export type ApiKeyUpdateOneWithoutUsageRecordsNestedInput = {
 export type ApiKeyCreateWithoutOrganizationInput = {
   id?: string
   label?: string | null
+  lookupId: string
   keyHash: string
   keyPrefix: string
   scopes?: Prisma.ApiKeyCreatescopesInput | string[]
@@ -670,6 +693,7 @@ export type ApiKeyCreateWithoutOrganizationInput = {
 export type ApiKeyUncheckedCreateWithoutOrganizationInput = {
   id?: string
   label?: string | null
+  lookupId: string
   keyHash: string
   keyPrefix: string
   scopes?: Prisma.ApiKeyCreatescopesInput | string[]
@@ -717,6 +741,7 @@ export type ApiKeyScalarWhereInput = {
   id?: Prisma.UuidFilter<"ApiKey"> | string
   organizationId?: Prisma.UuidFilter<"ApiKey"> | string
   label?: Prisma.StringNullableFilter<"ApiKey"> | string | null
+  lookupId?: Prisma.StringFilter<"ApiKey"> | string
   keyHash?: Prisma.StringFilter<"ApiKey"> | string
   keyPrefix?: Prisma.StringFilter<"ApiKey"> | string
   scopes?: Prisma.StringNullableListFilter<"ApiKey">
@@ -731,6 +756,7 @@ export type ApiKeyScalarWhereInput = {
 export type ApiKeyCreateWithoutCreatedKeysInput = {
   id?: string
   label?: string | null
+  lookupId: string
   keyHash: string
   keyPrefix: string
   scopes?: Prisma.ApiKeyCreatescopesInput | string[]
@@ -749,6 +775,7 @@ export type ApiKeyUncheckedCreateWithoutCreatedKeysInput = {
   id?: string
   organizationId: string
   label?: string | null
+  lookupId: string
   keyHash: string
   keyPrefix: string
   scopes?: Prisma.ApiKeyCreatescopesInput | string[]
@@ -770,6 +797,7 @@ export type ApiKeyCreateOrConnectWithoutCreatedKeysInput = {
 export type ApiKeyCreateWithoutCreatedByInput = {
   id?: string
   label?: string | null
+  lookupId: string
   keyHash: string
   keyPrefix: string
   scopes?: Prisma.ApiKeyCreatescopesInput | string[]
@@ -788,6 +816,7 @@ export type ApiKeyUncheckedCreateWithoutCreatedByInput = {
   id?: string
   organizationId: string
   label?: string | null
+  lookupId: string
   keyHash: string
   keyPrefix: string
   scopes?: Prisma.ApiKeyCreatescopesInput | string[]
@@ -825,6 +854,7 @@ export type ApiKeyUpdateToOneWithWhereWithoutCreatedKeysInput = {
 export type ApiKeyUpdateWithoutCreatedKeysInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   label?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  lookupId?: Prisma.StringFieldUpdateOperationsInput | string
   keyHash?: Prisma.StringFieldUpdateOperationsInput | string
   keyPrefix?: Prisma.StringFieldUpdateOperationsInput | string
   scopes?: Prisma.ApiKeyUpdatescopesInput | string[]
@@ -843,6 +873,7 @@ export type ApiKeyUncheckedUpdateWithoutCreatedKeysInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   organizationId?: Prisma.StringFieldUpdateOperationsInput | string
   label?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  lookupId?: Prisma.StringFieldUpdateOperationsInput | string
   keyHash?: Prisma.StringFieldUpdateOperationsInput | string
   keyPrefix?: Prisma.StringFieldUpdateOperationsInput | string
   scopes?: Prisma.ApiKeyUpdatescopesInput | string[]
@@ -875,6 +906,7 @@ export type ApiKeyUpdateManyWithWhereWithoutCreatedByInput = {
 export type ApiKeyCreateWithoutChatsInput = {
   id?: string
   label?: string | null
+  lookupId: string
   keyHash: string
   keyPrefix: string
   scopes?: Prisma.ApiKeyCreatescopesInput | string[]
@@ -893,6 +925,7 @@ export type ApiKeyUncheckedCreateWithoutChatsInput = {
   id?: string
   organizationId: string
   label?: string | null
+  lookupId: string
   keyHash: string
   keyPrefix: string
   scopes?: Prisma.ApiKeyCreatescopesInput | string[]
@@ -925,6 +958,7 @@ export type ApiKeyUpdateToOneWithWhereWithoutChatsInput = {
 export type ApiKeyUpdateWithoutChatsInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   label?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  lookupId?: Prisma.StringFieldUpdateOperationsInput | string
   keyHash?: Prisma.StringFieldUpdateOperationsInput | string
   keyPrefix?: Prisma.StringFieldUpdateOperationsInput | string
   scopes?: Prisma.ApiKeyUpdatescopesInput | string[]
@@ -943,6 +977,7 @@ export type ApiKeyUncheckedUpdateWithoutChatsInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   organizationId?: Prisma.StringFieldUpdateOperationsInput | string
   label?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  lookupId?: Prisma.StringFieldUpdateOperationsInput | string
   keyHash?: Prisma.StringFieldUpdateOperationsInput | string
   keyPrefix?: Prisma.StringFieldUpdateOperationsInput | string
   scopes?: Prisma.ApiKeyUpdatescopesInput | string[]
@@ -959,6 +994,7 @@ export type ApiKeyUncheckedUpdateWithoutChatsInput = {
 export type ApiKeyCreateWithoutUsageRecordsInput = {
   id?: string
   label?: string | null
+  lookupId: string
   keyHash: string
   keyPrefix: string
   scopes?: Prisma.ApiKeyCreatescopesInput | string[]
@@ -977,6 +1013,7 @@ export type ApiKeyUncheckedCreateWithoutUsageRecordsInput = {
   id?: string
   organizationId: string
   label?: string | null
+  lookupId: string
   keyHash: string
   keyPrefix: string
   scopes?: Prisma.ApiKeyCreatescopesInput | string[]
@@ -1009,6 +1046,7 @@ export type ApiKeyUpdateToOneWithWhereWithoutUsageRecordsInput = {
 export type ApiKeyUpdateWithoutUsageRecordsInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   label?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  lookupId?: Prisma.StringFieldUpdateOperationsInput | string
   keyHash?: Prisma.StringFieldUpdateOperationsInput | string
   keyPrefix?: Prisma.StringFieldUpdateOperationsInput | string
   scopes?: Prisma.ApiKeyUpdatescopesInput | string[]
@@ -1027,6 +1065,7 @@ export type ApiKeyUncheckedUpdateWithoutUsageRecordsInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   organizationId?: Prisma.StringFieldUpdateOperationsInput | string
   label?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  lookupId?: Prisma.StringFieldUpdateOperationsInput | string
   keyHash?: Prisma.StringFieldUpdateOperationsInput | string
   keyPrefix?: Prisma.StringFieldUpdateOperationsInput | string
   scopes?: Prisma.ApiKeyUpdatescopesInput | string[]
@@ -1043,6 +1082,7 @@ export type ApiKeyUncheckedUpdateWithoutUsageRecordsInput = {
 export type ApiKeyCreateManyOrganizationInput = {
   id?: string
   label?: string | null
+  lookupId: string
   keyHash: string
   keyPrefix: string
   scopes?: Prisma.ApiKeyCreatescopesInput | string[]
@@ -1057,6 +1097,7 @@ export type ApiKeyCreateManyOrganizationInput = {
 export type ApiKeyUpdateWithoutOrganizationInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   label?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  lookupId?: Prisma.StringFieldUpdateOperationsInput | string
   keyHash?: Prisma.StringFieldUpdateOperationsInput | string
   keyPrefix?: Prisma.StringFieldUpdateOperationsInput | string
   scopes?: Prisma.ApiKeyUpdatescopesInput | string[]
@@ -1074,6 +1115,7 @@ export type ApiKeyUpdateWithoutOrganizationInput = {
 export type ApiKeyUncheckedUpdateWithoutOrganizationInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   label?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  lookupId?: Prisma.StringFieldUpdateOperationsInput | string
   keyHash?: Prisma.StringFieldUpdateOperationsInput | string
   keyPrefix?: Prisma.StringFieldUpdateOperationsInput | string
   scopes?: Prisma.ApiKeyUpdatescopesInput | string[]
@@ -1091,6 +1133,7 @@ export type ApiKeyUncheckedUpdateWithoutOrganizationInput = {
 export type ApiKeyUncheckedUpdateManyWithoutOrganizationInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   label?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  lookupId?: Prisma.StringFieldUpdateOperationsInput | string
   keyHash?: Prisma.StringFieldUpdateOperationsInput | string
   keyPrefix?: Prisma.StringFieldUpdateOperationsInput | string
   scopes?: Prisma.ApiKeyUpdatescopesInput | string[]
@@ -1106,6 +1149,7 @@ export type ApiKeyCreateManyCreatedByInput = {
   id?: string
   organizationId: string
   label?: string | null
+  lookupId: string
   keyHash: string
   keyPrefix: string
   scopes?: Prisma.ApiKeyCreatescopesInput | string[]
@@ -1119,6 +1163,7 @@ export type ApiKeyCreateManyCreatedByInput = {
 export type ApiKeyUpdateWithoutCreatedByInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   label?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  lookupId?: Prisma.StringFieldUpdateOperationsInput | string
   keyHash?: Prisma.StringFieldUpdateOperationsInput | string
   keyPrefix?: Prisma.StringFieldUpdateOperationsInput | string
   scopes?: Prisma.ApiKeyUpdatescopesInput | string[]
@@ -1137,6 +1182,7 @@ export type ApiKeyUncheckedUpdateWithoutCreatedByInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   organizationId?: Prisma.StringFieldUpdateOperationsInput | string
   label?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  lookupId?: Prisma.StringFieldUpdateOperationsInput | string
   keyHash?: Prisma.StringFieldUpdateOperationsInput | string
   keyPrefix?: Prisma.StringFieldUpdateOperationsInput | string
   scopes?: Prisma.ApiKeyUpdatescopesInput | string[]
@@ -1154,6 +1200,7 @@ export type ApiKeyUncheckedUpdateManyWithoutCreatedByInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   organizationId?: Prisma.StringFieldUpdateOperationsInput | string
   label?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  lookupId?: Prisma.StringFieldUpdateOperationsInput | string
   keyHash?: Prisma.StringFieldUpdateOperationsInput | string
   keyPrefix?: Prisma.StringFieldUpdateOperationsInput | string
   scopes?: Prisma.ApiKeyUpdatescopesInput | string[]
@@ -1217,6 +1264,7 @@ export type ApiKeySelect<ExtArgs extends runtime.Types.Extensions.InternalArgs =
   id?: boolean
   organizationId?: boolean
   label?: boolean
+  lookupId?: boolean
   keyHash?: boolean
   keyPrefix?: boolean
   scopes?: boolean
@@ -1238,6 +1286,7 @@ export type ApiKeySelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extens
   id?: boolean
   organizationId?: boolean
   label?: boolean
+  lookupId?: boolean
   keyHash?: boolean
   keyPrefix?: boolean
   scopes?: boolean
@@ -1255,6 +1304,7 @@ export type ApiKeySelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extens
   id?: boolean
   organizationId?: boolean
   label?: boolean
+  lookupId?: boolean
   keyHash?: boolean
   keyPrefix?: boolean
   scopes?: boolean
@@ -1272,6 +1322,7 @@ export type ApiKeySelectScalar = {
   id?: boolean
   organizationId?: boolean
   label?: boolean
+  lookupId?: boolean
   keyHash?: boolean
   keyPrefix?: boolean
   scopes?: boolean
@@ -1283,7 +1334,7 @@ export type ApiKeySelectScalar = {
   createdByKeyId?: boolean
 }
 
-export type ApiKeyOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "label" | "keyHash" | "keyPrefix" | "scopes" | "status" | "createdAt" | "expiresAt" | "revokedAt" | "lastUsedAt" | "createdByKeyId", ExtArgs["result"]["apiKey"]>
+export type ApiKeyOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "label" | "lookupId" | "keyHash" | "keyPrefix" | "scopes" | "status" | "createdAt" | "expiresAt" | "revokedAt" | "lastUsedAt" | "createdByKeyId", ExtArgs["result"]["apiKey"]>
 export type ApiKeyInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
   createdBy?: boolean | Prisma.ApiKey$createdByArgs<ExtArgs>
@@ -1315,7 +1366,11 @@ export type $ApiKeyPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs
     organizationId: string
     label: string | null
     /**
-     * sha256 hex of the full key
+     * the non-secret part of the key that finds this record
+     */
+    lookupId: string
+    /**
+     * sha256 hex of the full key, compared in constant time
      */
     keyHash: string
     /**
@@ -1324,7 +1379,7 @@ export type $ApiKeyPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs
     keyPrefix: string
     scopes: string[]
     /**
-     * active | revoked | expired
+     * active | revoked (expired is derived from expiresAt)
      */
     status: string
     createdAt: Date
@@ -1763,6 +1818,7 @@ export interface ApiKeyFieldRefs {
   readonly id: Prisma.FieldRef<"ApiKey", 'String'>
   readonly organizationId: Prisma.FieldRef<"ApiKey", 'String'>
   readonly label: Prisma.FieldRef<"ApiKey", 'String'>
+  readonly lookupId: Prisma.FieldRef<"ApiKey", 'String'>
   readonly keyHash: Prisma.FieldRef<"ApiKey", 'String'>
   readonly keyPrefix: Prisma.FieldRef<"ApiKey", 'String'>
   readonly scopes: Prisma.FieldRef<"ApiKey", 'String[]'>

@@ -22,6 +22,7 @@ CREATE TABLE "api_keys" (
     "id" UUID NOT NULL DEFAULT gen_random_uuid(),
     "organization_id" UUID NOT NULL,
     "label" TEXT,
+    "lookup_id" TEXT NOT NULL,
     "key_hash" TEXT NOT NULL,
     "key_prefix" TEXT NOT NULL,
     "scopes" TEXT[] DEFAULT ARRAY[]::TEXT[],
@@ -229,6 +230,9 @@ CREATE INDEX "publishers_organization_id_idx" ON "publishers"("organization_id")
 
 -- CreateIndex
 CREATE UNIQUE INDEX "publishers_name_key" ON "publishers"("name");
+
+-- CreateIndex
+CREATE UNIQUE INDEX "api_keys_lookup_id_key" ON "api_keys"("lookup_id");
 
 -- CreateIndex
 CREATE UNIQUE INDEX "api_keys_key_hash_key" ON "api_keys"("key_hash");

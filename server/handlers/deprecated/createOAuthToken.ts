@@ -10,7 +10,11 @@ function basicCredentials(header: string | undefined): { clientId: string; clien
   const colon = decoded.indexOf(':');
   if (colon < 0) return null;
   // RFC 6749 2.3.1: both parts are form-urlencoded before encoding.
-  return { clientId: decodeURIComponent(decoded.slice(0, colon)), clientSecret: decodeURIComponent(decoded.slice(colon + 1)) };
+  try {
+    return { clientId: decodeURIComponent(decoded.slice(0, colon)), clientSecret: decodeURIComponent(decoded.slice(colon + 1)) };
+  } catch {
+    throw new ApiError('UNAUTHORIZED', 'Malformed client credentials', { gatewayCode: 'invalid_client' });
+  }
 }
 
 export const createOAuthToken = (async ({ body, headers }, ctx) => {
