@@ -30,12 +30,16 @@ export interface RetrievalSync {
 }
 
 /**
- * The chunk store: chunks carry the item's publisher (the tenant retrieval filters on);
- * visibility and metadata are read from the item row, updated in the same transaction.
+ * The chunk store: chunks carry copies of what retrieval filters on (the publisher, i.e.
+ * the tenant, and the item's visibility), so filtered vector and text search need no join.
+ * Keeping the copies right is this sync's job; its failure is the spec's 502.
  */
 export const chunkStoreSync: RetrievalSync = {
   async itemChanged(tx, item) {
-    await tx.chunk.updateMany({ where: { itemId: item.id }, data: { publisherId: item.publisherId } });
+    await tx.chunk.updateMany({
+      where: { itemId: item.id },
+      data: { publisherId: item.publisherId, visibleInSearch: item.visibleInSearch, visibleInChat: item.visibleInChat },
+    });
   },
 };
 

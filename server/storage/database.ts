@@ -12,6 +12,7 @@ import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../../generated/prisma/client.js';
 import { redactUrl } from '../logging.js';
 import { detectCapabilities, reportCapabilities, type DatabaseCapabilities } from './capabilities.js';
+import { lockDataDir } from './data-dir-lock.js';
 import { applyMigrations } from './migrate.js';
 import { pgClientExecutor, pgliteExecutor, type SqlExecutor } from './sql-executor.js';
 
@@ -59,10 +60,20 @@ async function migrateAndInspect(executor: SqlExecutor, migrationsDir: string, l
 }
 
 async function openPglite(dataDir: string, migrationsDir: string, logger: Logger): Promise<Database> {
-  if (dataDir !== MEMORY_DATA_DIR) await mkdir(dataDir, { recursive: true });
+  let unlock = () => {};
+  if (dataDir !== MEMORY_DATA_DIR) {
+    await mkdir(dataDir, { recursive: true });
+    unlock = lockDataDir(dataDir);
+  }
   // One PGlite instance serves both migrations and Prisma: it is a single
   // in-process connection, and a data directory must have only one owner.
-  const pglite = await PGlite.create(dataDir, { extensions: { vector } });
+  let pglite: PGlite;
+  try {
+    pglite = await PGlite.create(dataDir, { extensions: { vector } });
+  } catch (error) {
+    unlock();
+    throw error;
+  }
   try {
     const { applied, capabilities } = await migrateAndInspect(pgliteExecutor(pglite), migrationsDir, logger);
     const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite), errorFormat: 'minimal' });
@@ -71,9 +82,11 @@ async function openPglite(dataDir: string, migrationsDir: string, logger: Logger
     return makeDatabase('pglite', prisma, { capabilities, applied }, async () => {
       await prisma.$disconnect();
       await pglite.close();
+      unlock();
     });
   } catch (error) {
     await pglite.close().catch(() => {});
+    unlock();
     throw error;
   }
 }

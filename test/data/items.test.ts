@@ -294,12 +294,16 @@ describe('PATCH /engine/v2/item (patchItem)', () => {
     expect(contractProblems('patchItem', 403, answer.body)).toEqual([]);
   });
 
-  it('updates an item with chunks, keeping its chunks in retrieval', async () => {
+  it('updates an item with chunks, and the visibility its chunks carry for retrieval', async () => {
     const item = await seedItem(orgA.publisherId);
     await seedChunks(item, 2);
     expect((await patchItem({ publisher_id: orgA.publisherId, item_id: item.id, visible_in_chat: false })).status).toBe(200);
     expect((await reload(item.id)).visibleInChat).toBe(false);
-    expect(await prisma().chunk.count({ where: { itemId: item.id, publisherId: orgA.publisherId } })).toBe(2);
+    const chunks = await prisma().chunk.findMany({ where: { itemId: item.id } });
+    expect(chunks.map((c) => [c.publisherId, c.visibleInChat, c.visibleInSearch])).toEqual([
+      [orgA.publisherId, false, true],
+      [orgA.publisherId, false, true],
+    ]);
   });
 
   describe('when the vector-store (chunk) update fails', () => {

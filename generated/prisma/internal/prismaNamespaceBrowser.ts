@@ -201,6 +201,8 @@ export const ChunkScalarFieldEnum = {
   content: 'content',
   tokenCount: 'tokenCount',
   embeddingModel: 'embeddingModel',
+  visibleInSearch: 'visibleInSearch',
+  visibleInChat: 'visibleInChat',
   createdAt: 'createdAt'
 } as const
 

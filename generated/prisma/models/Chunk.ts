@@ -45,6 +45,8 @@ export type ChunkMinAggregateOutputType = {
   content: string | null
   tokenCount: number | null
   embeddingModel: string | null
+  visibleInSearch: boolean | null
+  visibleInChat: boolean | null
   createdAt: Date | null
 }
 
@@ -56,6 +58,8 @@ export type ChunkMaxAggregateOutputType = {
   content: string | null
   tokenCount: number | null
   embeddingModel: string | null
+  visibleInSearch: boolean | null
+  visibleInChat: boolean | null
   createdAt: Date | null
 }
 
@@ -67,6 +71,8 @@ export type ChunkCountAggregateOutputType = {
   content: number
   tokenCount: number
   embeddingModel: number
+  visibleInSearch: number
+  visibleInChat: number
   createdAt: number
   _all: number
 }
@@ -90,6 +96,8 @@ export type ChunkMinAggregateInputType = {
   content?: true
   tokenCount?: true
   embeddingModel?: true
+  visibleInSearch?: true
+  visibleInChat?: true
   createdAt?: true
 }
 
@@ -101,6 +109,8 @@ export type ChunkMaxAggregateInputType = {
   content?: true
   tokenCount?: true
   embeddingModel?: true
+  visibleInSearch?: true
+  visibleInChat?: true
   createdAt?: true
 }
 
@@ -112,6 +122,8 @@ export type ChunkCountAggregateInputType = {
   content?: true
   tokenCount?: true
   embeddingModel?: true
+  visibleInSearch?: true
+  visibleInChat?: true
   createdAt?: true
   _all?: true
 }
@@ -210,6 +222,8 @@ export type ChunkGroupByOutputType = {
   content: string
   tokenCount: number
   embeddingModel: string | null
+  visibleInSearch: boolean
+  visibleInChat: boolean
   createdAt: Date
   _count: ChunkCountAggregateOutputType | null
   _avg: ChunkAvgAggregateOutputType | null
@@ -244,6 +258,8 @@ export type ChunkWhereInput = {
   content?: Prisma.StringFilter<"Chunk"> | string
   tokenCount?: Prisma.IntFilter<"Chunk"> | number
   embeddingModel?: Prisma.StringNullableFilter<"Chunk"> | string | null
+  visibleInSearch?: Prisma.BoolFilter<"Chunk"> | boolean
+  visibleInChat?: Prisma.BoolFilter<"Chunk"> | boolean
   createdAt?: Prisma.DateTimeFilter<"Chunk"> | Date | string
   item?: Prisma.XOR<Prisma.ItemScalarRelationFilter, Prisma.ItemWhereInput>
   publisher?: Prisma.XOR<Prisma.PublisherScalarRelationFilter, Prisma.PublisherWhereInput>
@@ -257,6 +273,8 @@ export type ChunkOrderByWithRelationInput = {
   content?: Prisma.SortOrder
   tokenCount?: Prisma.SortOrder
   embeddingModel?: Prisma.SortOrderInput | Prisma.SortOrder
+  visibleInSearch?: Prisma.SortOrder
+  visibleInChat?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   item?: Prisma.ItemOrderByWithRelationInput
   publisher?: Prisma.PublisherOrderByWithRelationInput
@@ -274,6 +292,8 @@ export type ChunkWhereUniqueInput = Prisma.AtLeast<{
   content?: Prisma.StringFilter<"Chunk"> | string
   tokenCount?: Prisma.IntFilter<"Chunk"> | number
   embeddingModel?: Prisma.StringNullableFilter<"Chunk"> | string | null
+  visibleInSearch?: Prisma.BoolFilter<"Chunk"> | boolean
+  visibleInChat?: Prisma.BoolFilter<"Chunk"> | boolean
   createdAt?: Prisma.DateTimeFilter<"Chunk"> | Date | string
   item?: Prisma.XOR<Prisma.ItemScalarRelationFilter, Prisma.ItemWhereInput>
   publisher?: Prisma.XOR<Prisma.PublisherScalarRelationFilter, Prisma.PublisherWhereInput>
@@ -287,6 +307,8 @@ export type ChunkOrderByWithAggregationInput = {
   content?: Prisma.SortOrder
   tokenCount?: Prisma.SortOrder
   embeddingModel?: Prisma.SortOrderInput | Prisma.SortOrder
+  visibleInSearch?: Prisma.SortOrder
+  visibleInChat?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   _count?: Prisma.ChunkCountOrderByAggregateInput
   _avg?: Prisma.ChunkAvgOrderByAggregateInput
@@ -306,6 +328,8 @@ export type ChunkScalarWhereWithAggregatesInput = {
   content?: Prisma.StringWithAggregatesFilter<"Chunk"> | string
   tokenCount?: Prisma.IntWithAggregatesFilter<"Chunk"> | number
   embeddingModel?: Prisma.StringNullableWithAggregatesFilter<"Chunk"> | string | null
+  visibleInSearch?: Prisma.BoolWithAggregatesFilter<"Chunk"> | boolean
+  visibleInChat?: Prisma.BoolWithAggregatesFilter<"Chunk"> | boolean
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Chunk"> | Date | string
 }
 
@@ -315,6 +339,8 @@ export type ChunkCreateInput = {
   content: string
   tokenCount?: number
   embeddingModel?: string | null
+  visibleInSearch?: boolean
+  visibleInChat?: boolean
   createdAt?: Date | string
   item: Prisma.ItemCreateNestedOneWithoutChunksInput
   publisher: Prisma.PublisherCreateNestedOneWithoutChunksInput
@@ -328,6 +354,8 @@ export type ChunkUncheckedCreateInput = {
   content: string
   tokenCount?: number
   embeddingModel?: string | null
+  visibleInSearch?: boolean
+  visibleInChat?: boolean
   createdAt?: Date | string
 }
 
@@ -337,6 +365,8 @@ export type ChunkUpdateInput = {
   content?: Prisma.StringFieldUpdateOperationsInput | string
   tokenCount?: Prisma.IntFieldUpdateOperationsInput | number
   embeddingModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  visibleInSearch?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  visibleInChat?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   item?: Prisma.ItemUpdateOneRequiredWithoutChunksNestedInput
   publisher?: Prisma.PublisherUpdateOneRequiredWithoutChunksNestedInput
@@ -350,6 +380,8 @@ export type ChunkUncheckedUpdateInput = {
   content?: Prisma.StringFieldUpdateOperationsInput | string
   tokenCount?: Prisma.IntFieldUpdateOperationsInput | number
   embeddingModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  visibleInSearch?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  visibleInChat?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -361,6 +393,8 @@ export type ChunkCreateManyInput = {
   content: string
   tokenCount?: number
   embeddingModel?: string | null
+  visibleInSearch?: boolean
+  visibleInChat?: boolean
   createdAt?: Date | string
 }
 
@@ -370,6 +404,8 @@ export type ChunkUpdateManyMutationInput = {
   content?: Prisma.StringFieldUpdateOperationsInput | string
   tokenCount?: Prisma.IntFieldUpdateOperationsInput | number
   embeddingModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  visibleInSearch?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  visibleInChat?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -381,6 +417,8 @@ export type ChunkUncheckedUpdateManyInput = {
   content?: Prisma.StringFieldUpdateOperationsInput | string
   tokenCount?: Prisma.IntFieldUpdateOperationsInput | number
   embeddingModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  visibleInSearch?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  visibleInChat?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -407,6 +445,8 @@ export type ChunkCountOrderByAggregateInput = {
   content?: Prisma.SortOrder
   tokenCount?: Prisma.SortOrder
   embeddingModel?: Prisma.SortOrder
+  visibleInSearch?: Prisma.SortOrder
+  visibleInChat?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
@@ -423,6 +463,8 @@ export type ChunkMaxOrderByAggregateInput = {
   content?: Prisma.SortOrder
   tokenCount?: Prisma.SortOrder
   embeddingModel?: Prisma.SortOrder
+  visibleInSearch?: Prisma.SortOrder
+  visibleInChat?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
@@ -434,6 +476,8 @@ export type ChunkMinOrderByAggregateInput = {
   content?: Prisma.SortOrder
   tokenCount?: Prisma.SortOrder
   embeddingModel?: Prisma.SortOrder
+  visibleInSearch?: Prisma.SortOrder
+  visibleInChat?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
@@ -532,6 +576,8 @@ export type ChunkCreateWithoutPublisherInput = {
   content: string
   tokenCount?: number
   embeddingModel?: string | null
+  visibleInSearch?: boolean
+  visibleInChat?: boolean
   createdAt?: Date | string
   item: Prisma.ItemCreateNestedOneWithoutChunksInput
 }
@@ -543,6 +589,8 @@ export type ChunkUncheckedCreateWithoutPublisherInput = {
   content: string
   tokenCount?: number
   embeddingModel?: string | null
+  visibleInSearch?: boolean
+  visibleInChat?: boolean
   createdAt?: Date | string
 }
 
@@ -583,6 +631,8 @@ export type ChunkScalarWhereInput = {
   content?: Prisma.StringFilter<"Chunk"> | string
   tokenCount?: Prisma.IntFilter<"Chunk"> | number
   embeddingModel?: Prisma.StringNullableFilter<"Chunk"> | string | null
+  visibleInSearch?: Prisma.BoolFilter<"Chunk"> | boolean
+  visibleInChat?: Prisma.BoolFilter<"Chunk"> | boolean
   createdAt?: Prisma.DateTimeFilter<"Chunk"> | Date | string
 }
 
@@ -592,6 +642,8 @@ export type ChunkCreateWithoutItemInput = {
   content: string
   tokenCount?: number
   embeddingModel?: string | null
+  visibleInSearch?: boolean
+  visibleInChat?: boolean
   createdAt?: Date | string
   publisher: Prisma.PublisherCreateNestedOneWithoutChunksInput
 }
@@ -603,6 +655,8 @@ export type ChunkUncheckedCreateWithoutItemInput = {
   content: string
   tokenCount?: number
   embeddingModel?: string | null
+  visibleInSearch?: boolean
+  visibleInChat?: boolean
   createdAt?: Date | string
 }
 
@@ -639,6 +693,8 @@ export type ChunkCreateManyPublisherInput = {
   content: string
   tokenCount?: number
   embeddingModel?: string | null
+  visibleInSearch?: boolean
+  visibleInChat?: boolean
   createdAt?: Date | string
 }
 
@@ -648,6 +704,8 @@ export type ChunkUpdateWithoutPublisherInput = {
   content?: Prisma.StringFieldUpdateOperationsInput | string
   tokenCount?: Prisma.IntFieldUpdateOperationsInput | number
   embeddingModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  visibleInSearch?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  visibleInChat?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   item?: Prisma.ItemUpdateOneRequiredWithoutChunksNestedInput
 }
@@ -659,6 +717,8 @@ export type ChunkUncheckedUpdateWithoutPublisherInput = {
   content?: Prisma.StringFieldUpdateOperationsInput | string
   tokenCount?: Prisma.IntFieldUpdateOperationsInput | number
   embeddingModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  visibleInSearch?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  visibleInChat?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -669,6 +729,8 @@ export type ChunkUncheckedUpdateManyWithoutPublisherInput = {
   content?: Prisma.StringFieldUpdateOperationsInput | string
   tokenCount?: Prisma.IntFieldUpdateOperationsInput | number
   embeddingModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  visibleInSearch?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  visibleInChat?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -679,6 +741,8 @@ export type ChunkCreateManyItemInput = {
   content: string
   tokenCount?: number
   embeddingModel?: string | null
+  visibleInSearch?: boolean
+  visibleInChat?: boolean
   createdAt?: Date | string
 }
 
@@ -688,6 +752,8 @@ export type ChunkUpdateWithoutItemInput = {
   content?: Prisma.StringFieldUpdateOperationsInput | string
   tokenCount?: Prisma.IntFieldUpdateOperationsInput | number
   embeddingModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  visibleInSearch?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  visibleInChat?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   publisher?: Prisma.PublisherUpdateOneRequiredWithoutChunksNestedInput
 }
@@ -699,6 +765,8 @@ export type ChunkUncheckedUpdateWithoutItemInput = {
   content?: Prisma.StringFieldUpdateOperationsInput | string
   tokenCount?: Prisma.IntFieldUpdateOperationsInput | number
   embeddingModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  visibleInSearch?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  visibleInChat?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -709,6 +777,8 @@ export type ChunkUncheckedUpdateManyWithoutItemInput = {
   content?: Prisma.StringFieldUpdateOperationsInput | string
   tokenCount?: Prisma.IntFieldUpdateOperationsInput | number
   embeddingModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  visibleInSearch?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  visibleInChat?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -722,6 +792,8 @@ export type ChunkSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = 
   content?: boolean
   tokenCount?: boolean
   embeddingModel?: boolean
+  visibleInSearch?: boolean
+  visibleInChat?: boolean
   createdAt?: boolean
   item?: boolean | Prisma.ItemDefaultArgs<ExtArgs>
   publisher?: boolean | Prisma.PublisherDefaultArgs<ExtArgs>
@@ -735,6 +807,8 @@ export type ChunkSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensi
   content?: boolean
   tokenCount?: boolean
   embeddingModel?: boolean
+  visibleInSearch?: boolean
+  visibleInChat?: boolean
   createdAt?: boolean
   item?: boolean | Prisma.ItemDefaultArgs<ExtArgs>
   publisher?: boolean | Prisma.PublisherDefaultArgs<ExtArgs>
@@ -748,6 +822,8 @@ export type ChunkSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensi
   content?: boolean
   tokenCount?: boolean
   embeddingModel?: boolean
+  visibleInSearch?: boolean
+  visibleInChat?: boolean
   createdAt?: boolean
   item?: boolean | Prisma.ItemDefaultArgs<ExtArgs>
   publisher?: boolean | Prisma.PublisherDefaultArgs<ExtArgs>
@@ -761,10 +837,12 @@ export type ChunkSelectScalar = {
   content?: boolean
   tokenCount?: boolean
   embeddingModel?: boolean
+  visibleInSearch?: boolean
+  visibleInChat?: boolean
   createdAt?: boolean
 }
 
-export type ChunkOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "itemId" | "publisherId" | "ordinal" | "content" | "tokenCount" | "embeddingModel" | "createdAt", ExtArgs["result"]["chunk"]>
+export type ChunkOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "itemId" | "publisherId" | "ordinal" | "content" | "tokenCount" | "embeddingModel" | "visibleInSearch" | "visibleInChat" | "createdAt", ExtArgs["result"]["chunk"]>
 export type ChunkInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   item?: boolean | Prisma.ItemDefaultArgs<ExtArgs>
   publisher?: boolean | Prisma.PublisherDefaultArgs<ExtArgs>
@@ -792,6 +870,11 @@ export type $ChunkPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs 
     content: string
     tokenCount: number
     embeddingModel: string | null
+    /**
+     * copies of the item's visibility, so filtered vector and text search need no join
+     */
+    visibleInSearch: boolean
+    visibleInChat: boolean
     createdAt: Date
   }, ExtArgs["result"]["chunk"]>
   composites: {}
@@ -1225,6 +1308,8 @@ export interface ChunkFieldRefs {
   readonly content: Prisma.FieldRef<"Chunk", 'String'>
   readonly tokenCount: Prisma.FieldRef<"Chunk", 'Int'>
   readonly embeddingModel: Prisma.FieldRef<"Chunk", 'String'>
+  readonly visibleInSearch: Prisma.FieldRef<"Chunk", 'Boolean'>
+  readonly visibleInChat: Prisma.FieldRef<"Chunk", 'Boolean'>
   readonly createdAt: Prisma.FieldRef<"Chunk", 'DateTime'>
 }
     

@@ -134,6 +134,8 @@ CREATE TABLE "chunks" (
     "content" TEXT NOT NULL,
     "token_count" INTEGER NOT NULL DEFAULT 0,
     "embedding_model" TEXT,
+    "visible_in_search" BOOLEAN NOT NULL DEFAULT true,
+    "visible_in_chat" BOOLEAN NOT NULL DEFAULT true,
     "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
     "content_tsv" tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, "content")) STORED,
 
