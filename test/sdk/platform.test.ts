@@ -135,4 +135,40 @@ describe('against the real server', () => {
     for await (const key of sdk.listKeys({ query: { limit: 1 } })) ids.push(key.id);
     expect(ids).toContain(created.data.id);
   });
+
+  it('authenticates with deprecated OAuth client credentials against the real token endpoint', async () => {
+    const org = await platform.services.identity.organizations.findOrganization('default');
+    const credentials = await platform.services.identity.oauth.createClient(org.id, ['agents:read']);
+    const warnings: string[] = [];
+    const oauth = new Platform({
+      clientCredentials: credentials,
+      baseUrl: platform.apiUrl,
+      managementBaseUrl: platform.mgmtUrl,
+      logger: { warn: (message) => warnings.push(message) },
+    });
+    const page = await oauth.listAgents({ query: { limit: 1 } });
+    expect(page.meta.requestId).toMatch(TRACE);
+    expect(warnings.join('\n')).toMatch(/deprecated/i);
+  });
+
+  it('retries a POST whose answer was lost without running it twice (Idempotency-Key)', async () => {
+    let calls = 0;
+    const lossy = sdk.withOptions({
+      fetch: async (input: RequestInfo | URL, init?: RequestInit) => {
+        const response = await fetch(input, init);
+        // The first answer reaches the server's side of the wire, then the connection "drops".
+        if (++calls === 1) {
+          await response.arrayBuffer();
+          throw new TypeError('fetch failed: socket hang up');
+        }
+        return response;
+      },
+    });
+    const name = `idempotent-${Date.now()}`;
+    const created = await lossy.createAgent({ body: { name } }).withResponse();
+    expect(calls).toBe(2);
+    expect(created.response.headers.get('idempotent-replayed')).toBe('true');
+    expect(await platform.services.database.prisma.agent.count({ where: { name } })).toBe(1);
+  });
 });
+
