@@ -10,7 +10,7 @@ import { errorHandler, routeNotFound } from './http/error-handler.js';
 import type { UntypedHandler } from './http/invoke.js';
 import { buildRouter, type AdmissionStage } from './http/router.js';
 import { assignTraceId, traceIdOf } from './http/trace.js';
-import { createValidator } from './http/validation.js';
+import { createValidator, warmUpValidator } from './http/validation.js';
 import type { Services } from './services.js';
 
 export const CONTRACT_PATH = fileURLToPath(new URL('../openapi.yaml', import.meta.url));
@@ -22,11 +22,12 @@ export interface AppParts {
   admission?: AdmissionStage[];
 }
 
-export function createApps(parts: AppParts): { api: Express; management: Express } {
-  return { api: createApp('api', parts), management: createApp('management', parts) };
+export async function createApps(parts: AppParts): Promise<{ api: Express; management: Express }> {
+  const [api, management] = await Promise.all([createApp('api', parts), createApp('management', parts)]);
+  return { api, management };
 }
 
-function createApp(api: 'api' | 'management', parts: AppParts): Express {
+async function createApp(api: 'api' | 'management', parts: AppParts): Promise<Express> {
   const { config } = parts.services;
   const app = express();
   app.disable('x-powered-by');
@@ -45,16 +46,15 @@ function createApp(api: 'api' | 'management', parts: AppParts): Express {
       },
     }),
   );
+  const validator = createValidator({ apiSpec: CONTRACT_PATH, validateResponses: config.validateResponses });
+  await warmUpValidator(validator, app);
   app.use(
     buildRouter({
       api,
       handlers: handlers as unknown as Record<keyof typeof handlers, UntypedHandler>,
       services: parts.services,
       authenticator: parts.authenticator,
-      validator: createValidator({
-        apiSpec: CONTRACT_PATH,
-        validateResponses: config.validateResponses,
-      }),
+      validator,
       admission: parts.admission ?? [],
       jsonBodyLimit: config.jsonBodyLimit,
       uploadLimits: { fileSize: config.uploadFileLimit, files: config.uploadMaxFiles },

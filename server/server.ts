@@ -64,7 +64,7 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     idempotency.startSweeping();
     cleanup.push(async () => idempotency.stopSweeping());
     const admission = [idempotencyStage(idempotency, { waitMs: config.idempotencyWaitMs, pollMs: 100 }), ...(options.admission ?? [])];
-    const apps = createApps({ services, logger, authenticator: identity.authenticator, admission });
+    const apps = await createApps({ services, logger, authenticator: identity.authenticator, admission });
 
     // A client that sends its request slowly, or never finishes it, cannot hold a connection.
     const limits = { requestTimeout: config.requestTimeoutMs, headersTimeout: Math.min(config.requestTimeoutMs, 30_000) };

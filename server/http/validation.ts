@@ -102,3 +102,19 @@ export function toValidationIssues(findings: ValidatorFinding[], request: Reques
 export function isValidatorError(error: unknown): error is { status: number; errors: ValidatorFinding[]; message: string } {
   return typeof error === 'object' && error !== null && Array.isArray((error as { errors?: unknown }).errors) && 'status' in error;
 }
+
+/**
+ * The validator loads and preprocesses the contract on its first request (well over a
+ * second for this document); running an undocumented request through it at start-up moves
+ * that cost out of the first caller's answer.
+ */
+export async function warmUpValidator(validator: RequestHandler[], app: unknown): Promise<void> {
+  const req = { app, method: 'GET', url: '/__warm-up', originalUrl: '/__warm-up', path: '/__warm-up', baseUrl: '', headers: {}, query: {}, params: {}, body: {} };
+  const res = { locals: {}, setHeader: () => undefined, getHeader: () => undefined };
+  for (const middleware of validator) {
+    const failed = await new Promise<unknown>((resolve) => {
+      void middleware(req as never, res as never, resolve);
+    });
+    if (failed) throw failed;
+  }
+}
