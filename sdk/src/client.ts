@@ -6,7 +6,7 @@ import { PlatformApi } from '../../generated/client/sdk.gen.js';
 import { routes, routesById, type RouteDefinition } from '../../generated/contract/routes.js';
 import { APIPromise, PagePromise, withResponse, type WithResponse } from './core/api-promise.js';
 import { TokenCache, type AccessToken, type ClientCredentials } from './core/auth.js';
-import { PlatformError } from './core/errors.js';
+import { APIResponseParseError, isObject, PlatformError } from './core/errors.js';
 import { newIdempotencyKey } from './core/idempotency.js';
 import { DEFAULT_MAX_RETRIES, DEFAULT_RETRY_POLICY, DEFAULT_STREAM_MAX_RETRIES, type RetryPolicy } from './core/retry.js';
 import { ChatCompletionStream, ResponseStream } from './core/streaming.js';
@@ -25,7 +25,7 @@ export interface PlatformOptions {
   baseUrl?: string | undefined;
   /** Platform-management API (`/api/v1/...`). Default: `PLATFORM_MANAGEMENT_BASE_URL` or `http://localhost:8081`. */
   managementBaseUrl?: string | undefined;
-  /** Milliseconds per attempt (for a stream: until the response headers). Default 120 000. */
+  /** Milliseconds per attempt (for a stream: until the response headers, then for each gap between chunks). Default 120 000. */
   timeout?: number | undefined;
   /** Retries after the first attempt of a non-streaming request. Default 4 (5 attempts). */
   maxRetries?: number | undefined;
@@ -52,7 +52,16 @@ function env(name: string): string | undefined {
 }
 
 const trimSlash = (url: string): string => url.replace(/\/+$/, '');
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+
+/** What a client derived with `withOptions()` takes over from its parent. */
+interface Inherited {
+  tokens: TokenCache | undefined;
+  credentials: ClientCredentials | undefined;
+  baseUrl: string;
+  warned: Set<string>;
+}
+/** Keyed by the options object `withOptions()` hands to the constructor (no public surface). */
+const inherited = new WeakMap<PlatformOptions, Inherited>();
 
 type GeneratedMethod = (this: PlatformApi, options: Record<string, unknown>) => Promise<{ data?: unknown; error?: unknown; response?: Response }>;
 type Params = { body?: unknown; path?: unknown; query?: Record<string, unknown> };
@@ -80,10 +89,12 @@ export class Platform {
   readonly #tokens: TokenCache | undefined;
   readonly #policy: RetryPolicy;
   readonly #api: PlatformApi;
-  readonly #warned = new Set<string>();
+  readonly #warned: Set<string>;
 
   constructor(options: PlatformOptions = {}) {
+    const parent = inherited.get(options);
     this.#options = { ...options };
+    this.#warned = parent?.warned ?? new Set();
     this.baseUrl = trimSlash(options.baseUrl ?? env('PLATFORM_BASE_URL') ?? 'http://localhost:8080');
     this.managementBaseUrl = trimSlash(options.managementBaseUrl ?? env('PLATFORM_MANAGEMENT_BASE_URL') ?? 'http://localhost:8081');
     this.#policy = { ...DEFAULT_RETRY_POLICY, ...options.retry, maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES };
@@ -91,24 +102,34 @@ export class Platform {
     const credentials = options.clientCredentials;
     this.#apiKey = options.apiKey ?? (credentials ? undefined : env('PLATFORM_API_KEY'));
     if (credentials && !options.apiKey) {
-      this.#tokens = new TokenCache(() => this.#fetchToken(credentials));
+      // A derived client with the same credentials and token endpoint shares its parent's token.
+      const shared = parent?.tokens && parent.credentials === credentials && parent.baseUrl === this.baseUrl ? parent.tokens : undefined;
+      this.#tokens = shared ?? new TokenCache(() => this.#fetchToken(credentials));
     }
   }
 
-  /** A client with the same options except `overrides`. */
+  /**
+   * A client with the same options except `overrides`. It shares this client's
+   * deprecation warnings (each logged once in all) and, with the same client credentials
+   * and base URL, its OAuth access token.
+   */
   withOptions(overrides: PlatformOptions): Platform {
-    return new Platform({ ...this.#options, ...overrides });
+    const options = { ...this.#options, ...overrides };
+    inherited.set(options, { tokens: this.#tokens, credentials: this.#options.clientCredentials, baseUrl: this.baseUrl, warned: this.#warned });
+    return new Platform(options);
   }
 
   /** Calls an operation by its operationId (what every method does). */
   call<K extends Operation>(operationId: K, ...args: RequestArgs<K>): ReturnType<PlatformOperations[K]>;
   call(operationId: Operation, params?: Params, options?: RequestOptions): APIPromise<unknown> {
-    const route = routesById[operationId];
-    if (!route) throw new PlatformError(`Unknown operation: ${String(operationId)}`);
+    const route = Object.prototype.hasOwnProperty.call(routesById, operationId) ? routesById[operationId] : undefined;
+    // Rejected, never thrown: every call returns a promise.
+    if (!route) return new APIPromise(Promise.reject(new PlatformError(`Unknown operation: ${String(operationId)}`)));
     this.#warnDeprecated(route);
     const first = this.#send(route, params ?? {}, options ?? {});
     if (route.method !== 'get') return new APIPromise(first);
-    return new PagePromise(first, (cursor) => this.#send(route, { ...params, query: { ...params?.query, cursor } }, options ?? {}));
+    const startCursor = typeof params?.query?.cursor === 'string' ? params.query.cursor : undefined;
+    return new PagePromise(first, (cursor) => this.#send(route, { ...params, query: { ...params?.query, cursor } }, options ?? {}), startCursor);
   }
 
   async #send(route: RouteDefinition, params: Params, options: RequestOptions): Promise<WithResponse<unknown>> {
@@ -127,20 +148,28 @@ export class Platform {
         idempotencyKey: options.idempotencyKey ?? (route.method === 'post' ? newIdempotencyKey() : undefined),
         stream: streaming,
         authorize: route.auth.scheme === 'bearer' ? (headers) => this.#authorize(headers) : undefined,
-        reauthorize: tokens && route.auth.scheme === 'bearer' ? () => tokens.invalidate() : undefined,
+        reauthorize: tokens && route.auth.scheme === 'bearer' ? (sent) => tokens.invalidate(sent) : undefined,
         onRetry: options.onRetry ?? this.#options.onRetry,
       },
       state,
     );
     const method = (this.#api as unknown as Record<string, GeneratedMethod>)[route.operationId];
     if (typeof method !== 'function') throw new PlatformError(`The generated client has no ${route.operationId}`);
-    const result = await method.call(this.#api, {
-      ...params,
-      baseUrl: options.baseUrl ? trimSlash(options.baseUrl) : route.api === 'management' ? this.managementBaseUrl : this.baseUrl,
-      fetch: transport,
-      parseAs: streaming ? 'stream' : 'auto',
-      headers: { ...this.#options.defaultHeaders, ...options.headers },
-    });
+    let result: Awaited<ReturnType<GeneratedMethod>>;
+    try {
+      result = await method.call(this.#api, {
+        ...params,
+        baseUrl: options.baseUrl ? trimSlash(options.baseUrl) : route.api === 'management' ? this.managementBaseUrl : this.baseUrl,
+        fetch: transport,
+        parseAs: streaming ? 'stream' : 'auto',
+        headers: { ...this.#options.defaultHeaders, ...options.headers },
+      });
+    } catch (error) {
+      // The generated client parses a success body after the transport returned it: a body
+      // that is not what its content type says fails there (e.g. a SyntaxError).
+      if (!(error instanceof PlatformError) && state.response?.ok) throw new APIResponseParseError(state.response, { cause: error });
+      throw error;
+    }
     if (result.error !== undefined) {
       throw result.error instanceof Error ? result.error : new PlatformError(`Request failed: ${JSON.stringify(result.error)}`);
     }
@@ -158,9 +187,11 @@ export class Platform {
     return withResponse(stream, response);
   }
 
-  async #authorize(headers: Headers): Promise<void> {
+  /** Sets the credential of one attempt; returns it (a 401 then invalidates that very token). */
+  async #authorize(headers: Headers): Promise<string | undefined> {
     const token = this.#tokens ? await this.#tokens.get() : this.#apiKey;
     if (token) headers.set('Authorization', `Bearer ${token}`);
+    return token;
   }
 
   async #fetchToken(credentials: ClientCredentials): Promise<AccessToken> {

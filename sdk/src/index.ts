@@ -46,6 +46,7 @@ export {
   APIConnectionError,
   APIConnectionTimeoutError,
   APIError,
+  APIResponseParseError,
   APIUserAbortError,
   AuthenticationError,
   BadGatewayError,

@@ -1,6 +1,7 @@
 // Top-level exports of the named-code error classes (built from the contract's error
 // catalog in core/errors.ts). A code added to the catalog later is in `errorClasses` and
-// `isErrorNamed` at once; add its line here to export it by name too.
+// `isErrorNamed` at once; add its line here to export it by name too (test/sdk/errors.test.ts
+// fails while a catalog code has no top-level export).
 import { errorClasses, type NamedAPIError } from './core/errors.js';
 
 export const InvalidRequestError = errorClasses.INVALID_REQUEST;
@@ -41,6 +42,8 @@ export const ContentFilteredError = errorClasses.CONTENT_FILTERED;
 export type ContentFilteredError = NamedAPIError<'CONTENT_FILTERED'>;
 export const QuotaExceededError = errorClasses.QUOTA_EXCEEDED;
 export type QuotaExceededError = NamedAPIError<'QUOTA_EXCEEDED'>;
+export const IdempotencyKeyInUseError = errorClasses.IDEMPOTENCY_KEY_IN_USE;
+export type IdempotencyKeyInUseError = NamedAPIError<'IDEMPOTENCY_KEY_IN_USE'>;
 export const ProviderTimeoutError = errorClasses.PROVIDER_TIMEOUT;
 export type ProviderTimeoutError = NamedAPIError<'PROVIDER_TIMEOUT'>;
 export const ProviderUnavailableError = errorClasses.PROVIDER_UNAVAILABLE;

@@ -35,7 +35,7 @@ export type StreamOf<K extends Operation> =
 
 /** Per-request overrides of the client's options. */
 export interface RequestOptions {
-  /** Milliseconds per attempt (for a stream: until the response headers). */
+  /** Milliseconds per attempt (for a stream: until the response headers, then for each gap between chunks). */
   timeout?: number;
   /** Retries after the first attempt (default 4, streams 2). */
   maxRetries?: number;
@@ -43,7 +43,7 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /** Extra headers; `null` removes a default header. */
   headers?: Record<string, string | null | undefined>;
-  /** Idempotency key of a POST (default: a fresh key per call, reused by its retries). */
+  /** Idempotency key of a POST (default: a fresh key per call, reused by its retries; a streaming request is still never resent after it may have reached the server). */
   idempotencyKey?: string;
   /** fetch implementation for this request. */
   fetch?: Fetch;

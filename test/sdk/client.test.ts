@@ -1,16 +1,20 @@
 // The client object: routing between the two base URLs, credentials (API key and the
 // deprecated OAuth client credentials), per-request overrides, fetch injection, timeouts
 // merged with the caller's signal, deprecation warnings, pagination, no shared state.
+import { getEventListeners } from 'node:events';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { PlatformApi } from '../../generated/client/sdk.gen.js';
 import { routes } from '../../generated/contract/routes.js';
 import {
   APIConnectionTimeoutError,
   APIPromise,
+  APIResponseParseError,
   APIUserAbortError,
   AuthenticationError,
+  NotFoundError,
   PagePromise,
   Platform,
+  PlatformError,
   type Agent,
 } from '../../sdk/src/index.js';
 import { startFaultServer, type FaultServer } from './support/fault-server.js';
@@ -265,6 +269,48 @@ describe('OAuth client credentials (deprecated)', () => {
     expect(mgmt.requests.map((r) => r.headers.authorization)).toEqual(['Bearer tok_1', 'Bearer tok_2']);
   });
 
+  it('re-fetches a revoked token once for many concurrent requests, which all succeed', async () => {
+    api.script('POST /oauth2/token', token(1), token(2), token(3), token(4));
+    let revoked = false;
+    const unauthorized = { status: 401, body: { error: { code: 'unauthorized', message: 'revoked' }, meta: { requestId: 'r' }, trace_id: 't' } };
+    mgmt.script('GET /api/v1/health', { respond: (r) => (revoked && r.headers.authorization === 'Bearer tok_1' ? unauthorized : { status: 200, body: health }) });
+    const platform = new Platform({ clientCredentials: { clientId: 'c', clientSecret: 's' }, baseUrl: api.url, managementBaseUrl: mgmt.url, logger: logger() });
+    await platform.getHealth();
+    revoked = true;
+    const results = await Promise.allSettled(Array.from({ length: 5 }, () => platform.getHealth()));
+    expect(results.map((r) => r.status)).toEqual(Array(5).fill('fulfilled'));
+    expect(api.requestsTo('POST /oauth2/token')).toHaveLength(2);
+    const sent = mgmt.requests.slice(1).map((r) => r.headers.authorization);
+    expect(sent.filter((a) => a === 'Bearer tok_1')).toHaveLength(5);
+    expect(sent.filter((a) => a === 'Bearer tok_2')).toHaveLength(5);
+    await platform.getHealth();
+    expect(api.requestsTo('POST /oauth2/token')).toHaveLength(2);
+  });
+
+  it('shares the token and the once-per-client warnings with clients derived by withOptions', async () => {
+    api.script('POST /oauth2/token', token(1), token(2));
+    api.script('POST /ai/v1/responses', { status: 200, body: { id: 'r' } });
+    mgmt.script('GET /api/v1/health', { status: 200, body: health });
+    const log = logger();
+    const credentials = { clientId: 'c', clientSecret: 's' };
+    const parent = new Platform({ clientCredentials: credentials, baseUrl: api.url, managementBaseUrl: mgmt.url, logger: log });
+    await parent.getHealth();
+    await parent.createResponseV1({ body: { model: 'm', input: 'x' } });
+    const child = parent.withOptions({ timeout: 5000 });
+    const grandchild = child.withOptions({ defaultHeaders: { 'X-App': 'derived' } });
+    await child.getHealth();
+    await child.createResponseV1({ body: { model: 'm', input: 'y' } });
+    await grandchild.getHealth();
+    expect(api.requestsTo('POST /oauth2/token')).toHaveLength(1);
+    expect(mgmt.requests.map((r) => r.headers.authorization)).toEqual(Array(3).fill('Bearer tok_1'));
+    expect(log.warn).toHaveBeenCalledTimes(2); // OAuth deprecation + createResponseV1, once in all
+    // Other credentials: a token of their own.
+    const other = parent.withOptions({ clientCredentials: { clientId: 'c2', clientSecret: 's2' } });
+    await other.getHealth();
+    expect(api.requestsTo('POST /oauth2/token')).toHaveLength(2);
+    expect(mgmt.requests.at(-1)!.headers.authorization).toBe('Bearer tok_2');
+  });
+
   it('reports a rejected client as AuthenticationError', async () => {
     api.script('POST /oauth2/token', { status: 401, body: { error: 'invalid_client', error_description: 'Unknown client.', trace_id: 'trc_o' } });
     const platform = new Platform({ clientCredentials: { clientId: 'c', clientSecret: 'bad' }, baseUrl: api.url, managementBaseUrl: mgmt.url, logger: logger() });
@@ -306,6 +352,44 @@ describe('auto-pagination of management lists', () => {
     expect(sizes).toEqual([1, 1]);
   });
 
+  it('stops on a cursor the server repeats (the mock answers hasMore: true with one fixed cursor)', async () => {
+    mgmt.script('GET /api/v1/agents', page(['a1'], 'cur_fixed'));
+    const ids: string[] = [];
+    for await (const item of client().listAgents()) {
+      ids.push(item.id);
+      if (ids.length > 20) break; // the guard of this test only: without the fix it would never end
+    }
+    expect(ids).toEqual(['a1', 'a1']);
+    expect(mgmt.requests.map((r) => r.path)).toEqual(['/api/v1/agents', '/api/v1/agents?cursor=cur_fixed']);
+  });
+
+  it('stops on a cycle of cursors, and on the cursor the first page was asked with', async () => {
+    mgmt.script('GET /api/v1/agents', page(['a1'], 'cur_a'), page(['a2'], 'cur_b'), page(['a3'], 'cur_a'), page(['a4'], null));
+    const pages: number[] = [];
+    for await (const p of client().listAgents().pages()) {
+      pages.push(p.data.length);
+      if (pages.length > 20) break;
+    }
+    expect(pages).toEqual([1, 1, 1]);
+    mgmt.reset();
+    mgmt.script('GET /api/v1/agents', page(['a1'], 'cur_1'), page(['a2'], null));
+    const ids: string[] = [];
+    for await (const item of client().listAgents({ query: { cursor: 'cur_1' } })) {
+      ids.push(item.id);
+      if (ids.length > 20) break;
+    }
+    expect(ids).toEqual(['a1']);
+    expect(mgmt.requests).toHaveLength(1);
+  });
+
+  it('stops on an empty page, even one that claims more', async () => {
+    mgmt.script('GET /api/v1/agents', page(['a1', 'a2'], 'cur_2'), page([], 'cur_3'), page(['a9'], null));
+    const ids: string[] = [];
+    for await (const item of client().listAgents()) ids.push(item.id);
+    expect(ids).toEqual(['a1', 'a2']);
+    expect(mgmt.requests).toHaveLength(2);
+  });
+
   it('stops fetching when the loop is left early', async () => {
     mgmt.script('GET /api/v1/agents', page(['a1', 'a2'], 'cur_2'), page(['a3'], null));
     for await (const item of client().listAgents()) {
@@ -313,5 +397,122 @@ describe('auto-pagination of management lists', () => {
       break;
     }
     expect(mgmt.requests).toHaveLength(1);
+  });
+});
+
+describe('call results', () => {
+  it('rejects (never throws synchronously) for an unknown operation', async () => {
+    const platform = client();
+    let promise: Promise<unknown> | undefined;
+    expect(() => {
+      promise = (platform.call as unknown as (operationId: string) => Promise<unknown>)('noSuchOperation');
+    }).not.toThrow();
+    expect(promise).toBeInstanceOf(APIPromise);
+    await expect(promise).rejects.toBeInstanceOf(PlatformError);
+    await expect(promise).rejects.toThrow(/Unknown operation: noSuchOperation/);
+    const inherited = (platform.call as unknown as (operationId: string) => Promise<unknown>)('toString');
+    await expect(inherited).rejects.toBeInstanceOf(PlatformError);
+  });
+
+  it('throws APIResponseParseError (not a SyntaxError) for a 2xx whose JSON body is broken', async () => {
+    mgmt.script('GET /api/v1/health', { status: 200, body: '{"data": {"status": "heal', headers: { 'content-type': 'application/json' } });
+    const error = await client().getHealth().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(APIResponseParseError);
+    expect(error).toBeInstanceOf(PlatformError);
+    const parseError = error as APIResponseParseError;
+    expect(parseError.cause).toBeInstanceOf(SyntaxError);
+    expect(parseError.status).toBe(200);
+    expect(parseError.headers.get('content-type')).toBe('application/json');
+    expect(parseError.traceId).toMatch(/^trc_/);
+    expect(parseError.traceId).toBe(parseError.headers.get('x-trace-id'));
+    expect(parseError.message).toContain(parseError.traceId);
+    expect(mgmt.requests).toHaveLength(1); // the request ran: not retried
+  });
+
+  it('builds its Request without credentials, and without redirect unless set (edge runtimes reject them)', async () => {
+    const inits: RequestInit[] = [];
+    const Original = globalThis.Request;
+    vi.stubGlobal(
+      'Request',
+      class extends Original {
+        constructor(input: RequestInfo | URL, init?: RequestInit) {
+          if (init?.signal) inits.push(init); // the transport's attempts carry the linked signal
+          super(input, init);
+        }
+      },
+    );
+    try {
+      mgmt.script('GET /api/v1/health', { status: 200, body: health });
+      mgmt.script('POST /api/v1/agents', { status: 201, body: { data: { id: 'agt_1' }, meta: { requestId: 'r' } } });
+      await client().getHealth();
+      await client().createAgent({ body: { name: 'A' } });
+    } finally {
+      vi.unstubAllGlobals();
+    }
+    expect(inits).toHaveLength(2);
+    for (const init of inits) {
+      expect(init).not.toHaveProperty('credentials');
+      expect(init).not.toHaveProperty('redirect');
+    }
+    expect(mgmt.requests).toHaveLength(2);
+  });
+});
+
+describe('abort listeners on the caller signal', () => {
+  const CHAT = 'POST /ai/v2/guarded/chat/completions';
+  const sseChunk = (content: string, finish: string | null = null) => ({
+    data: { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: finish }] },
+  });
+  const listeners = (signal: AbortSignal) => getEventListeners(signal, 'abort').length;
+
+  it('are all removed once calls settle and streams end, however they end', async () => {
+    const signal = new AbortController().signal;
+    const platform = client({ retry: { initialDelayMs: 1 } });
+    mgmt.script('GET /api/v1/health', { status: 200, body: health });
+    mgmt.script('GET /api/v1/agents/missing', { status: 404, body: { error: { code: 'not_found', message: 'no' }, meta: { requestId: 'r' } } });
+    mgmt.script('GET /api/v1/agents/flaky', { status: 503, body: { detail: 'down' } }, { status: 200, body: { data: { id: 'flaky' }, meta: { requestId: 'r' } } });
+    for (let i = 0; i < 20; i++) await platform.getHealth(undefined, { signal });
+    for (let i = 0; i < 5; i++) await expect(platform.getAgent({ path: { agent_id: 'missing' } }, { signal })).rejects.toBeInstanceOf(NotFoundError);
+    await platform.getAgent({ path: { agent_id: 'flaky' } }, { signal });
+    await expect(platform.getHealth(undefined, { signal, timeout: 1, maxRetries: 0, fetch: (request) => new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason))) })).rejects.toBeInstanceOf(APIConnectionTimeoutError);
+
+    api.script(CHAT, { sse: [sseChunk('a'), sseChunk('b'), sseChunk('c', 'stop'), { data: '[DONE]' }] });
+    for (let i = 0; i < 5; i++) {
+      const stream = await platform.createGuardedChatCompletion({ body: { ...chat, stream: true } }, { signal });
+      await expect(stream.finalText()).resolves.toBe('abc');
+    }
+    for (let i = 0; i < 5; i++) {
+      const stream = await platform.createGuardedChatCompletion({ body: { ...chat, stream: true } }, { signal });
+      for await (const event of stream) {
+        void event;
+        break;
+      }
+    }
+    api.script(CHAT, { sse: [sseChunk('a'), { data: '{"broken' }] });
+    for (let i = 0; i < 3; i++) {
+      const stream = await platform.createGuardedChatCompletion({ body: { ...chat, stream: true } }, { signal });
+      await expect(stream.collect()).rejects.toBeInstanceOf(PlatformError);
+    }
+    expect(listeners(signal)).toBe(0);
+  });
+
+  it('are removed at once when a stream nobody reads is aborted', async () => {
+    const signal = new AbortController().signal;
+    api.script(CHAT, { sse: [sseChunk('a'), { pauseMs: 5000 }, sseChunk('b', 'stop')] });
+    const stream = await client({ timeout: 60_000 }).createGuardedChatCompletion({ body: { ...chat, stream: true } }, { signal });
+    expect(listeners(signal)).toBe(1);
+    stream.abort();
+    expect(listeners(signal)).toBe(0);
+    await until(() => api.requestsTo(CHAT)[0]!.wasAborted(), 2000);
+  });
+
+  it('are removed from a stream nobody reads once its idle timeout passes, and the request is aborted', async () => {
+    const signal = new AbortController().signal;
+    api.script(CHAT, { sse: [sseChunk('a'), { pauseMs: 5000 }, sseChunk('b', 'stop')] });
+    const unread = await client({ timeout: 100 }).createGuardedChatCompletion({ body: { ...chat, stream: true } }, { signal });
+    expect(unread.finished).toBe(false);
+    expect(listeners(signal)).toBe(1);
+    await until(() => listeners(signal) === 0, 2000);
+    await until(() => api.requestsTo(CHAT)[0]!.wasAborted(), 2000);
   });
 });

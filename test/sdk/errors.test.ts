@@ -13,7 +13,9 @@ import {
   NotFoundError,
   NotImplementedError,
   PermissionDeniedError,
+  ProviderTimeoutError,
   RateLimitError,
+  RequestTimeoutError,
   RoutingSelectorInvalidError,
   ServiceUnavailableError,
   SpendingLimitExceededError,
@@ -57,7 +59,7 @@ describe('error body shapes', () => {
   it('GatewayError: string error and machine code; name from the status', () => {
     const e401 = makeAPIError({ status: 401, headers: headers(), body: { error: 'Missing Authorization', code: 'unauthorized_missing_authorization', trace_id: 'trc_g' } });
     expect(e401).toBeInstanceOf(AuthenticationError);
-    expect(e401).toMatchObject({ name: 'UNAUTHORIZED', code: 'unauthorized_missing_authorization', retryable: false, category: 'client', traceId: 'trc_g' });
+    expect(e401).toMatchObject({ name: 'UNAUTHORIZED', code: 'unauthorized_missing_authorization', retryable: false, category: undefined, traceId: 'trc_g' });
     expect(e401.message).toContain('Missing Authorization');
     const e403 = makeAPIError({ status: 403, body: { error: 'Invalid API key', code: 'forbidden', trace_id: 'trc_g' } });
     expect(e403).toBeInstanceOf(sdk.ForbiddenError);
@@ -68,11 +70,11 @@ describe('error body shapes', () => {
   it('DetailError: detail string, per status', () => {
     const nf = makeAPIError({ status: 404, body: { detail: 'Item not found', trace_id: 'trc_d' } });
     expect(nf).toBeInstanceOf(NotFoundError);
-    expect(nf).toMatchObject({ name: 'NOT_FOUND', traceId: 'trc_d', retryable: false, code: 1016 });
+    expect(nf).toMatchObject({ name: 'NOT_FOUND', traceId: 'trc_d', retryable: false, code: undefined, category: undefined });
     const bg = makeAPIError({ status: 502, body: { detail: 'Failed to update the vector store for this item', trace_id: 'trc_d' } });
     expect(bg).toBeInstanceOf(BadGatewayError);
     expect(bg).toBeInstanceOf(InternalServerError);
-    expect(bg).toMatchObject({ name: 'HTTP_502', retryable: true, category: 'platform' });
+    expect(bg).toMatchObject({ name: 'HTTP_502', retryable: true, category: undefined, code: undefined });
   });
 
   it('ValidationError: detail list into details and a readable message', () => {
@@ -113,7 +115,7 @@ describe('error body shapes', () => {
     expect(text).toMatchObject({ name: 'SERVICE_UNAVAILABLE', retryable: true, traceId: 'trc_header' });
     const empty = makeAPIError({ status: 418, headers: headers() });
     expect(empty.constructor).toBe(APIError);
-    expect(empty).toMatchObject({ name: 'HTTP_418', retryable: false, category: 'client' });
+    expect(empty).toMatchObject({ name: 'HTTP_418', retryable: false, category: undefined, code: undefined });
   });
 
   it('501 stubs are NotImplementedError and not retryable', () => {
@@ -173,5 +175,59 @@ describe('classes from the generated error catalog', () => {
     const error = makeAPIError({ status: 503, body: { error: { code: 3999, name: 'SOMETHING_NEW', message: 'm', retryable: true, category: 'platform', description: 'd' }, trace_id: 't' } });
     expect(error).toBeInstanceOf(ServiceUnavailableError);
     expect(error).toMatchObject({ name: 'SOMETHING_NEW', code: 3999, retryable: true });
+  });
+});
+
+describe('nothing invented when the body names nothing', () => {
+  it('a bare 404: NotFoundError named NOT_FOUND by its status, but no catalog code, category or description', () => {
+    const error = makeAPIError({ status: 404, headers: headers() });
+    expect(error).toBeInstanceOf(NotFoundError);
+    expect(error).toMatchObject({ status: 404, name: 'NOT_FOUND', code: undefined, category: undefined, description: undefined, retryable: false, traceId: 'trc_header' });
+    expect(error.message).toBe('404 NOT_FOUND: HTTP 404 (trace_id trc_header)');
+  });
+
+  it("a proxy's 408 without a body: an HTTP-status error (class and name by status, category undefined), retried by status", () => {
+    const error = makeAPIError({ status: 408, headers: new Headers({ server: 'nginx' }) });
+    expect(error).toBeInstanceOf(RequestTimeoutError);
+    expect(error).toBeInstanceOf(ProviderTimeoutError);
+    expect(error).toMatchObject({ name: 'PROVIDER_TIMEOUT', code: undefined, category: undefined, retryable: true });
+    expect(error.message).not.toContain('upstream provider');
+  });
+
+  it('a body that names the error still gets the catalog entry, and a class a caller picks keeps its own', () => {
+    expect(makeAPIError({ status: 404, body: { error: { code: 'not_found', message: 'gone' } } })).toMatchObject({ code: 'not_found', category: 'client' });
+    expect(makeAPIError({ status: 408, body: { error: { name: 'PROVIDER_TIMEOUT', message: 'slow' } } })).toMatchObject({ code: 2001, category: 'provider' });
+    expect(new ProviderTimeoutError({ status: 408 })).toMatchObject({ code: 2001, category: 'provider', retryable: true });
+  });
+});
+
+describe('numeric-only codes', () => {
+  it('a 429 {error:{code:1005}} with no name is SPENDING_LIMIT_EXCEEDED (not retryable)', () => {
+    const error = makeAPIError({ status: 429, headers: headers({ 'retry-after': '5' }), body: { error: { code: 1005 } } });
+    expect(error).toBeInstanceOf(SpendingLimitExceededError);
+    expect(error).toMatchObject({ name: 'SPENDING_LIMIT_EXCEEDED', code: 1005, retryable: false, category: 'client' });
+  });
+
+  it('maps every numeric code of the catalog to its class', () => {
+    for (const name of Object.keys(generatedCatalog) as ErrorName[]) {
+      const { code, status } = generatedCatalog[name];
+      const error = makeAPIError({ status, body: { error: { code } } });
+      expect(error, name).toBeInstanceOf(errorClasses[name] as unknown as typeof APIError);
+      expect(error.name, String(code)).toBe(name);
+    }
+  });
+
+  it('an unknown numeric code keeps the status class', () => {
+    expect(makeAPIError({ status: 503, body: { error: { code: 3999 } } })).toMatchObject({ name: 'SERVICE_UNAVAILABLE', code: 3999 });
+  });
+});
+
+describe('top-level exports follow the catalog', () => {
+  it('exports a class for every catalog name of generated/contract/errors.ts (a new code without its export fails here)', () => {
+    const exported = sdk as unknown as Record<string, unknown>;
+    const missing = (Object.keys(generatedCatalog) as ErrorName[]).filter((name) => exported[(errorClasses[name] as unknown as { name: string }).name] !== errorClasses[name]);
+    expect(missing).toEqual([]);
+    expect(sdk.IdempotencyKeyInUseError).toBe(errorClasses.IDEMPOTENCY_KEY_IN_USE);
+    expect(new sdk.IdempotencyKeyInUseError({ status: 409 })).toBeInstanceOf(sdk.ConflictError);
   });
 });

@@ -19,6 +19,8 @@ interface RunningMock {
 // Imported by path so that this file compiles whether or not the mock is in the tree.
 const MOCK_MODULE = fileURLToPath(new URL('../../mocks/serve.ts', import.meta.url));
 const hasMock = existsSync(MOCK_MODULE);
+// By path too: compiled by sdk/examples/tsconfig.json, not by the root project.
+const PAGINATION_EXAMPLE = fileURLToPath(new URL('../../sdk/examples/pagination.ts', import.meta.url));
 
 let mock: RunningMock;
 let platform: Platform;
@@ -101,13 +103,33 @@ describe.skipIf(!hasMock)('against the mock', () => {
     expect(error).toBeInstanceOf(AuthenticationError);
   });
 
-  it('pages through agents with nextCursor (the example always has more: stop early)', async () => {
+  it('pages through agents with nextCursor and stops when the example repeats its cursor', async () => {
+    const first = await platform.listAgents({ query: { limit: 1 } });
+    expect(first.meta).toMatchObject({ hasMore: true });
     const seen: string[] = [];
-    for await (const agent of platform.listAgents({ query: { limit: 1 } })) {
-      seen.push(agent.id);
-      if (seen.length === 3) break;
+    for await (const agent of platform.listAgents({ query: { limit: 1 } })) seen.push(agent.id);
+    // Page 1, then the page of its cursor, which names the same cursor again: the walk ends.
+    expect(seen).toEqual([first.data[0]!.id, first.data[0]!.id]);
+  });
+
+  it('runs examples/pagination.ts to its end', async () => {
+    vi.stubEnv('PLATFORM_API_KEY', 'sk_mock');
+    vi.stubEnv('PLATFORM_BASE_URL', mock.url);
+    vi.stubEnv('PLATFORM_MANAGEMENT_BASE_URL', mock.url);
+    vi.doMock('@inference-platform/sdk', () => import('../../sdk/src/index.js'));
+    const log = vi.spyOn(console, 'log').mockImplementation(() => undefined);
+    try {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const stalled = new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error('examples/pagination.ts did not finish')), 10_000);
+      });
+      await Promise.race([import(PAGINATION_EXAMPLE), stalled]).finally(() => clearTimeout(timer));
+      expect(log.mock.calls.length).toBeGreaterThanOrEqual(3);
+    } finally {
+      log.mockRestore();
+      vi.doUnmock('@inference-platform/sdk');
+      vi.unstubAllEnvs();
     }
-    expect(seen).toHaveLength(3);
   });
 
   it('works with the deprecated OAuth client credentials, warning once', async () => {

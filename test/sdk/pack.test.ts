@@ -20,7 +20,8 @@ let work: string;
 let project: string;
 let tarball: string;
 let packedFiles: string[];
-let sizeReport: { gzip: number; budget: number };
+let sizeReport: { gzip: number; budget: number; reference?: unknown };
+let sizeOutput: string;
 let server: http.Server;
 let serverUrl: string;
 const seen: Array<{ path: string; auth: string | undefined }> = [];
@@ -29,6 +30,7 @@ beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'sdk-pack-'));
   await run(join(BIN, 'tsup'), [], { cwd: SDK });
   const size = await run(process.execPath, [join(SDK, 'scripts', 'size.mjs')], { cwd: SDK });
+  sizeOutput = size.stdout;
   sizeReport = JSON.parse(size.stdout.trim().split('\n').at(-1)!);
   const pack = await run('npm', ['pack', '--json', '--pack-destination', work], { cwd: SDK });
   const [info] = JSON.parse(pack.stdout) as Array<{ filename: string; files: Array<{ path: string }> }>;
@@ -74,10 +76,24 @@ describe('the packed tarball', () => {
     expect(JSON.parse(installed).dependencies['@inference-platform/sdk']).toMatch(/\.tgz$/);
   });
 
+  it('has a default export condition next to import and require, pointing at a packed file', () => {
+    const manifest = JSON.parse(readFileSync(join(project, 'node_modules/@inference-platform/sdk/package.json'), 'utf8'));
+    const root = manifest.exports['.'];
+    expect(Object.keys(root)).toEqual(['import', 'require', 'default']); // `default` last: conditions match in order
+    expect(root.default).toEqual({ types: './dist/index.d.ts', default: './dist/index.js' });
+    expect(packedFiles).toContain(root.default.default.replace('./', ''));
+    expect(packedFiles).toContain(root.default.types.replace('./', ''));
+  });
+
   it('stays within the 20 kB min+gzip budget, with no Node built-in in the runtime', () => {
     expect(sizeReport.gzip).toBeLessThanOrEqual(sizeReport.budget);
+    // The openai-node comparison is printed as a recorded reference next to our size.
+    expect(sizeOutput).toMatch(/reference \(recorded, not measured by this script\): openai 6\.49\.0 bundled the same way = 35\.1 kB min\+gzip, measured on 2026-11-22; ours: \d+\.\d kB/);
+    expect(sizeReport).toMatchObject({ budget: 20 * 1024, reference: { name: 'openai', version: '6.49.0', gzipKB: 35.1, measured: '2026-11-22' } });
     for (const file of ['dist/index.js', 'dist/index.cjs']) {
       const code = readFileSync(join(SDK, file), 'utf8');
+      // hey-api's SSE client is unused (streams go through core/streaming.ts) and left out.
+      expect(code, file).not.toMatch(/sseMaxRetryAttempts|Last-Event-ID/);
       expect(code, file).not.toMatch(/from ['"]node:|require\(['"](node:)?(fs|path|http|https|net|crypto|stream|os|url|zlib|child_process)['"]\)/);
       expect(code, file).not.toMatch(/\bprocess\.env\b(?!\?)/);
     }

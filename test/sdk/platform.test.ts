@@ -55,7 +55,9 @@ describe('against the real server', () => {
     const anonymous = sdk.withOptions({ apiKey: '' });
     const error = (await anonymous.getHealth().catch((e: unknown) => e)) as APIError;
     expect(error).toBeInstanceOf(AuthenticationError);
-    expect(error).toMatchObject({ status: 401, name: 'UNAUTHORIZED', retryable: false, category: 'client' });
+    // The body's machine code (`unauthorized_missing_authorization`) is no catalog name and it
+    // states no category: name and class come from the status, nothing else is invented.
+    expect(error).toMatchObject({ status: 401, name: 'UNAUTHORIZED', retryable: false, category: undefined, code: 'unauthorized_missing_authorization' });
     expect(error.traceId).toMatch(TRACE);
     expect(error.traceId).toBe(error.headers.get('x-trace-id'));
   });

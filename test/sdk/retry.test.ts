@@ -9,7 +9,9 @@ import {
   AuthenticationError,
   BadRequestError,
   ContentFilteredError,
+  ConflictError,
   GcAllowanceExhaustedError,
+  IdempotencyKeyInUseError,
   InsufficientCreditError,
   NotFoundError,
   PaymentRequiredError,
@@ -372,5 +374,114 @@ describe('streams: a lower ceiling, and only before the first event', () => {
     await expect(stream!.collect()).rejects.toMatchObject({ name: 'PROVIDER_SERVER_ERROR', retryable: true, inStream: true, traceId: 'trc_stream' });
     expect(retries).toHaveLength(0);
     expect(server.requestsTo(CHAT)).toHaveLength(1);
+  });
+});
+
+describe('streaming POSTs are not idempotent (the server does not store streamed answers)', () => {
+  const streamed = { sse: [{ data: { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content: 'Hi' }, finish_reason: 'stop' }] } }, { data: '[DONE]' }] };
+
+  it('sends a dropped streaming POST exactly once, although it carries an idempotency key', async () => {
+    server.script(CHAT, { drop: true }, streamed);
+    const { error, retries } = await drive((onRetry) => client({ onRetry }).createGuardedChatCompletion({ body: { ...chat, stream: true } }));
+    expect(error).toBeInstanceOf(APIConnectionError);
+    expect(retries).toHaveLength(0);
+    await settleIo();
+    expect(server.requestsTo(CHAT)).toHaveLength(1);
+    expect(server.requestsTo(CHAT)[0]!.headers['idempotency-key']).toMatch(/^idem_/);
+  });
+
+  it('does not resend a streaming POST with a caller-given key either', async () => {
+    server.script(CHAT, { drop: true }, streamed);
+    const { error } = await drive((onRetry) => client({ onRetry }).createGuardedChatCompletion({ body: { ...chat, stream: true } }, { idempotencyKey: 'stream-key' }));
+    expect(error).toBeInstanceOf(APIConnectionError);
+    expect(server.requestsTo(CHAT)).toHaveLength(1);
+  });
+
+  it('does not resend a streaming POST that timed out before its headers', async () => {
+    server.script(CHAT, { ...streamed, delayMs: 60_000 }, streamed);
+    const retries: unknown[] = [];
+    let error: unknown;
+    const call = client({ timeout: 5000, onRetry: (e) => retries.push(e) })
+      .createGuardedChatCompletion({ body: { ...chat, stream: true } })
+      .catch((e: unknown) => (error = e));
+    await until(() => server.requestsTo(CHAT).length === 1);
+    await vi.advanceTimersByTimeAsync(5000);
+    await call;
+    expect(error).toBeInstanceOf(APIConnectionTimeoutError);
+    await vi.advanceTimersByTimeAsync(60_000);
+    await settleIo();
+    expect(retries).toHaveLength(0);
+    expect(server.requestsTo(CHAT)).toHaveLength(1);
+  });
+
+  it('still retries a 429 answered before the stream started, within the stream ceiling', async () => {
+    server.script(CHAT, { status: 429, body: aiError('RATE_LIMIT', 2004, true) }, streamed);
+    const { result } = await drive((onRetry) => client({ onRetry }).createGuardedChatCompletion({ body: { ...chat, stream: true } }));
+    await expect(result!.finalText()).resolves.toBe('Hi');
+    expect(server.requestsTo(CHAT)).toHaveLength(2);
+  });
+
+  it('still retries a non-streaming POST dropped the same way (its key replays the answer)', async () => {
+    server.script(CHAT, { drop: true }, { status: 200, body: completion });
+    const { result } = await drive((onRetry) => client({ onRetry }).createGuardedChatCompletion({ body: chat }));
+    expect(result).toMatchObject({ id: 'chatcmpl-1' });
+    expect(server.requestsTo(CHAT)).toHaveLength(2);
+  });
+});
+
+describe('409 IDEMPOTENCY_KEY_IN_USE: the first request with the key is still running', () => {
+  const inUse = { status: 409, body: { error: { code: 'idempotency_key_in_use', message: 'A request with this Idempotency-Key is still running' }, meta: { requestId: 'r' }, trace_id: 'trc_m' } };
+
+  it('is retried with 2^n backoff and the same key until the stored answer comes back', async () => {
+    server.script('POST /api/v1/agents', inUse, inUse, { status: 201, headers: { 'idempotent-replayed': 'true' }, body: { data: { id: 'agt_1' }, meta: { requestId: 'r' } } });
+    const { result, retries } = await drive((onRetry) => client({ onRetry }).createAgent({ body: { name: 'A' } }));
+    expect(result).toMatchObject({ data: { id: 'agt_1' } });
+    expect(retries[0]!.error).toBeInstanceOf(IdempotencyKeyInUseError);
+    expect(retries[0]!.error).toBeInstanceOf(ConflictError);
+    expect(retries[0]!.error).toMatchObject({ status: 409, name: 'IDEMPOTENCY_KEY_IN_USE', retryable: true });
+    expect(gaps(attemptTimes('POST /api/v1/agents'))).toEqual([1000, 2000]);
+    expect(new Set(server.requestsTo('POST /api/v1/agents').map((r) => r.headers['idempotency-key'])).size).toBe(1);
+  });
+
+  it('the AI body shape (numeric code and name) is retried too, honouring Retry-After', async () => {
+    server.script(CHAT, { status: 409, headers: { 'retry-after': '3' }, body: aiError('IDEMPOTENCY_KEY_IN_USE', 1021, true, 'client') }, { status: 200, body: completion });
+    const { result } = await drive((onRetry) => client({ onRetry }).createGuardedChatCompletion({ body: chat }));
+    expect(result).toMatchObject({ id: 'chatcmpl-1' });
+    expect(gaps(attemptTimes(CHAT))).toEqual([3000]);
+  });
+
+  it('gives up with IdempotencyKeyInUseError after the usual attempts', async () => {
+    server.script('POST /api/v1/agents', inUse);
+    const { error } = await drive((onRetry) => client({ onRetry, maxRetries: 2 }).createAgent({ body: { name: 'A' } }));
+    expect(error).toBeInstanceOf(IdempotencyKeyInUseError);
+    expect(server.requestsTo('POST /api/v1/agents')).toHaveLength(3);
+  });
+
+  it('any other 409 is not retried', async () => {
+    server.script('POST /api/v1/agents', { status: 409, body: { error: { code: 'conflict', message: 'name taken' }, meta: { requestId: 'r' } } });
+    const { error } = await drive((onRetry) => client({ onRetry }).createAgent({ body: { name: 'A' } }));
+    expect(error).toBeInstanceOf(ConflictError);
+    expect(server.requestsTo('POST /api/v1/agents')).toHaveLength(1);
+  });
+});
+
+describe('numeric-only error codes', () => {
+  it('a 429 {error:{code:1005}} without a name is SPENDING_LIMIT_EXCEEDED, never retried', async () => {
+    server.script(CHAT, { status: 429, headers: { 'retry-after': '1' }, body: { error: { code: 1005 } } }, { status: 200, body: completion });
+    const { error, retries } = await drive((onRetry) => client({ onRetry }).createGuardedChatCompletion({ body: chat }));
+    expect(retries).toHaveLength(0);
+    expect(server.requestsTo(CHAT)).toHaveLength(1);
+    expect(error).toBeInstanceOf(SpendingLimitExceededError);
+    expect(error).toMatchObject({ status: 429, code: 1005, name: 'SPENDING_LIMIT_EXCEEDED', retryable: false, category: 'client' });
+  });
+});
+
+describe('backoff cap', () => {
+  it('never waits longer than maxDelayMs (plus jitter) between attempts', async () => {
+    vi.mocked(Math.random).mockReturnValue(0.5);
+    server.script(CHAT, { status: 503, body: aiError('PROVIDER_UNAVAILABLE', 2002, true) });
+    const { retries } = await drive((onRetry) => client({ onRetry, retry: { maxDelayMs: 3000 } }).createGuardedChatCompletion({ body: chat }));
+    expect(retries.map((r) => r.delayMs)).toEqual([1125, 2250, 3375, 3375]);
+    expect(gaps(attemptTimes(CHAT))).toEqual([1125, 2250, 3375, 3375]);
   });
 });

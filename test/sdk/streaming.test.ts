@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   APIConnectionError,
+  APIConnectionTimeoutError,
   APIUserAbortError,
   ChatCompletionStream,
   Platform,
@@ -109,6 +110,14 @@ describe('chat completion streams', () => {
     expect((error as Error).constructor.name).toBe(name === 'PROVIDER_TIMEOUT' ? 'ProviderTimeoutError' : 'ConnectionDroppedError');
   });
 
+  it('names an error event that only carries a numeric code through the catalog', async () => {
+    server.script(CHAT, { sse: [chunk(undefined, 'error', { error: { code: 2001, message: 'slow' }, trace_id: 'trc_n' })] });
+    const stream = await platform.createGuardedChatCompletion({ body: { ...chat, stream: true } });
+    const error = await stream.finalText().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ProviderTimeoutError);
+    expect(error).toMatchObject({ name: 'PROVIDER_TIMEOUT', code: 2001, status: 408, inStream: true, traceId: 'trc_n' });
+  });
+
   it('reports a content_filter end instead of throwing', async () => {
     server.script(CHAT, { sse: [chunk('I cannot'), chunk(' continue.'), chunk(undefined, 'content_filter'), DONE] });
     const stream = await platform.createGuardedChatCompletion({ body: { ...chat, stream: true } });
@@ -150,6 +159,34 @@ describe('chat completion streams', () => {
     expect(error).toBeInstanceOf(APIConnectionError);
     expect((error as Error).message).toMatch(/stream broke off/);
     expect(server.requestsTo(CHAT)).toHaveLength(1);
+  });
+
+  it('throws APIConnectionTimeoutError when the stream stalls longer than the timeout between chunks', async () => {
+    server.script(CHAT, { sse: [chunk('a'), { pauseMs: 50 }, chunk('b'), { pauseMs: 5000 }, chunk('c', 'stop'), DONE] });
+    const stream = await platform.createGuardedChatCompletion({ body: { ...chat, stream: true } }, { timeout: 300 });
+    const seen: string[] = [];
+    let caught: unknown;
+    const started = performance.now();
+    try {
+      for await (const event of stream) {
+        if ('choices' in event && event.choices[0] && 'delta' in event.choices[0]) seen.push(event.choices[0].delta.content ?? '');
+      }
+    } catch (error) {
+      caught = error;
+    }
+    expect(seen).toEqual(['a', 'b']); // a 50 ms gap is fine; only the stall times out
+    expect(caught).toBeInstanceOf(APIConnectionTimeoutError);
+    expect(performance.now() - started).toBeLessThan(3000);
+    expect(stream.finished).toBe(true);
+    await until(() => server.requestsTo(CHAT)[0]!.wasAborted(), 2000);
+    expect(server.requestsTo(CHAT)).toHaveLength(1);
+  });
+
+  it('times out a raw response body read through withResponse() too', async () => {
+    server.script(CHAT, { sse: [chunk('a'), { pauseMs: 5000 }, DONE] });
+    const { response } = await platform.createGuardedChatCompletion({ body: { ...chat, stream: true } }, { timeout: 200 }).withResponse();
+    const error = await response.text().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(APIConnectionTimeoutError);
   });
 
   it('reports a malformed event as APIConnectionError', async () => {

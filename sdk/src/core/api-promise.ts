@@ -1,7 +1,7 @@
 // The value every operation returns: a Promise of the parsed data that can also give the
 // raw response (`withResponse()`); for cursor-paginated lists, also an async iterable of
 // every item across pages.
-import { parseRateLimit, type RateLimitInfo } from './headers.js';
+import { parseRateLimit, traceIdOf, type RateLimitInfo } from './headers.js';
 
 export interface WithResponse<T> {
   data: T;
@@ -13,7 +13,7 @@ export interface WithResponse<T> {
 }
 
 export function withResponse<T>(data: T, response: Response): WithResponse<T> {
-  return { data, response, traceId: response.headers.get('x-trace-id') ?? undefined, rateLimit: parseRateLimit(response.headers) };
+  return { data, response, traceId: traceIdOf(response.headers), rateLimit: parseRateLimit(response.headers) };
 }
 
 export class APIPromise<T> extends Promise<T> {
@@ -71,20 +71,37 @@ function nextCursor(page: unknown): string | undefined {
   return typeof meta.nextCursor === 'string' && meta.nextCursor !== '' ? meta.nextCursor : undefined;
 }
 
-/** The first page, awaitable; `for await` walks every item of every page via `nextCursor`. */
+const isEmptyPage = (page: unknown): boolean => {
+  const items = (page as { data?: unknown } | null)?.data;
+  return Array.isArray(items) && items.length === 0;
+};
+
+/**
+ * The first page, awaitable; `for await` walks every item of every page via `nextCursor`.
+ * The walk ends on a page without a next cursor (or with `hasMore: false`), on an empty
+ * page, and on a cursor already followed (a server repeating its cursor would loop forever).
+ */
 export class PagePromise<Page, Item = PageItem<Page>> extends APIPromise<Page> implements AsyncIterable<Item> {
   readonly #fetchPage: (cursor: string) => Promise<WithResponse<Page>>;
+  readonly #startCursor: string | undefined;
 
-  constructor(first: Promise<WithResponse<Page>>, fetchPage: (cursor: string) => Promise<WithResponse<Page>>) {
+  /** `startCursor`: the cursor the first page was fetched with, if any. */
+  constructor(first: Promise<WithResponse<Page>>, fetchPage: (cursor: string) => Promise<WithResponse<Page>>, startCursor?: string) {
     super(first);
     this.#fetchPage = fetchPage;
+    this.#startCursor = startCursor;
   }
 
   /** Every page, starting with this one. */
   async *pages(): AsyncGenerator<Page> {
+    const followed = new Set<string>();
+    if (this.#startCursor !== undefined) followed.add(this.#startCursor);
     let page = (await this.withResponse()).data;
     yield page;
-    for (let cursor = nextCursor(page); cursor !== undefined; cursor = nextCursor(page)) {
+    for (;;) {
+      const cursor = nextCursor(page);
+      if (cursor === undefined || followed.has(cursor) || isEmptyPage(page)) return;
+      followed.add(cursor);
       page = (await this.#fetchPage(cursor)).data;
       yield page;
     }

@@ -41,10 +41,17 @@ export class TokenCache {
     return this.#pending;
   }
 
-  /** Forgets the cached token (after a 401). True when there was one to forget. */
-  invalidate(): boolean {
-    const had = this.#token !== undefined;
-    this.#token = undefined;
-    return had;
+  /**
+   * After a 401 of the token `sent`: forgets it if it is still the cached one (never a
+   * newer token another request fetched meanwhile). True when a retry can get a fresh
+   * token: `sent` was the cached one, a fetch is in flight, or a newer one is cached. So
+   * however many concurrent requests fail with the revoked token, it is fetched once.
+   */
+  invalidate(sent: string | undefined): boolean {
+    if (this.#pending) return true;
+    const token = this.#token;
+    if (!token) return false;
+    if (token.value === sent) this.#token = undefined;
+    return true;
   }
 }

@@ -3,7 +3,7 @@
 // subclass chosen by its symbolic name (from the contract's error catalog) or, failing
 // that, by its HTTP status. The server's several error body shapes are all parsed here.
 import { errorCatalog, type ErrorCategory, type ErrorName } from '../../../generated/contract/errors.js';
-import { parseRateLimit, parseRetryAfter, type RateLimitInfo } from './headers.js';
+import { parseRateLimit, parseRetryAfter, traceIdOf, type RateLimitInfo } from './headers.js';
 
 export type { ErrorCategory, ErrorName };
 export { errorCatalog };
@@ -29,12 +29,24 @@ export interface APIErrorInit {
   headers?: Headers;
   /** True when the error arrived as an event inside a 200 stream. */
   inStream?: boolean;
+  /**
+   * The class was chosen by the status alone (set by `makeAPIError` when the body names no
+   * error): `name` and the class follow the status, but `code` and `category` stay undefined
+   * and `retryable` follows the status, since nothing stated them.
+   */
+  nameFromStatus?: boolean;
 }
 
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** A JSON object (not null, not an array). */
+export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 const isCatalogName = (v: unknown): v is ErrorName => typeof v === 'string' && Object.prototype.hasOwnProperty.call(errorCatalog, v);
+
+/** Catalog name of each numeric code, for bodies that send `code` without `name`. */
+const NAME_BY_CODE: ReadonlyMap<number, ErrorName> = new Map(
+  (Object.keys(errorCatalog) as ErrorName[]).map((name) => [errorCatalog[name].code as number, name]),
+);
 
 /** Symbolic name assumed for a status when the body names none. */
 const NAME_BY_STATUS: Partial<Record<number, ErrorName>> = {
@@ -94,9 +106,11 @@ export function parseErrorBody(body: unknown): ParsedBody {
     // AIError / CodingAIError (numeric code + symbolic name) or ManagementError (string code).
     out.message = str(error.message);
     if (typeof error.code === 'number' || typeof error.code === 'string') out.code = error.code;
-    // A string code (management) names the error when it is a catalog name ('not_found').
+    // A string code (management) names the error when it is a catalog name ('not_found');
+    // a numeric code without a name (`{code: 1005}`) names it through the catalog.
     const upper = typeof error.code === 'string' ? error.code.toUpperCase() : undefined;
-    const named = str(error.name) ?? (isCatalogName(upper) ? upper : undefined);
+    const named =
+      str(error.name) ?? (isCatalogName(upper) ? upper : typeof error.code === 'number' ? NAME_BY_CODE.get(error.code) : undefined);
     if (named) {
       out.name = named;
       out.explicitName = true;
@@ -143,12 +157,16 @@ export function parseErrorBody(body: unknown): ParsedBody {
 export class APIError extends PlatformError {
   /** HTTP status (for an in-stream error: the status the catalog gives its name). */
   readonly status: number;
-  /** The code the server sent (numeric internal code, or a gateway / management machine code); the catalog's numeric code when the body had none. */
+  /**
+   * The code the server sent (numeric internal code, or a gateway / management machine
+   * code); the catalog's numeric code when the body named the error without a code;
+   * undefined when the body named nothing (the class then follows the status).
+   */
   readonly code: number | string | undefined;
   /** Whether the same request may succeed when retried (body first, then catalog, then status). */
   readonly retryable: boolean;
-  /** Fault attribution: `client`, `provider` or `platform`. */
-  readonly category: ErrorCategory;
+  /** Fault attribution: `client`, `provider` or `platform`; undefined when nothing names the error (e.g. a proxy's bare 408). */
+  readonly category: ErrorCategory | undefined;
   /** Trace id for support: the body's `trace_id`, else the `X-Trace-Id` header. */
   readonly traceId: string | undefined;
   /** Response headers (the stream's headers for an in-stream error). */
@@ -173,18 +191,19 @@ export class APIError extends PlatformError {
     const headers = init.headers ?? new Headers();
     const defaultName = (new.target as { errorName?: string }).errorName;
     const name = parsed.name ?? defaultName ?? NAME_BY_STATUS[init.status] ?? `HTTP_${init.status}`;
-    const entry = isCatalogName(name) ? errorCatalog[name] : undefined;
-    // A name the server stated carries its catalog verdict; an inferred one only fills gaps.
-    const retryable =
-      parsed.retryable ?? (entry && (parsed.explicitName || defaultName) ? entry.retryable : RETRYABLE_STATUSES.includes(init.status));
-    const traceId = parsed.traceId ?? headers.get('x-trace-id') ?? undefined;
+    // A name the server stated (or the class a caller chose) carries its catalog entry; a
+    // name inferred from the status only gives `name` and the class: nothing is invented.
+    const stated = parsed.explicitName || (defaultName !== undefined && !init.nameFromStatus);
+    const entry = stated && isCatalogName(name) ? errorCatalog[name] : undefined;
+    const retryable = parsed.retryable ?? entry?.retryable ?? RETRYABLE_STATUSES.includes(init.status);
+    const traceId = parsed.traceId ?? traceIdOf(headers);
     const text = parsed.message ?? entry?.description ?? `HTTP ${init.status}`;
     super(`${init.inStream ? 'stream' : init.status} ${name}: ${text}${traceId ? ` (trace_id ${traceId})` : ''}`);
     this.name = name;
     this.status = init.status;
     this.code = parsed.code ?? entry?.code;
     this.retryable = retryable;
-    this.category = parsed.category ?? entry?.category ?? (init.status >= 500 ? 'platform' : 'client');
+    this.category = parsed.category ?? entry?.category;
     this.traceId = traceId;
     this.headers = headers;
     this.body = init.body;
@@ -306,15 +325,16 @@ export const errorClasses: ErrorClasses = buildErrorClasses();
  * the body, else the generic name of the status), then the class of its status.
  */
 export function makeAPIError(init: APIErrorInit): APIError {
-  const name = parseErrorBody(init.body).name ?? NAME_BY_STATUS[init.status];
+  const stated = parseErrorBody(init.body).name;
+  const name = stated ?? NAME_BY_STATUS[init.status];
   const byName = name && isCatalogName(name) ? (errorClasses[name] as unknown as typeof APIError) : undefined;
   const byStatus = (statusErrorClasses as Record<number, typeof APIError>)[init.status] ?? (init.status >= 500 ? InternalServerError : APIError);
-  return new (byName ?? byStatus)(init);
+  return new (byName ?? byStatus)(stated === undefined ? { ...init, nameFromStatus: true } : init);
 }
 
 /** Builds the typed error of an in-stream error event (`{error: AIErrorObject, trace_id}`). */
 export function makeStreamError(error: unknown, traceId: unknown, headers: Headers): APIError {
-  const name = isObject(error) ? error.name : undefined;
+  const name = parseErrorBody({ error }).name;
   const status = isCatalogName(name) ? errorCatalog[name].status : 500;
   return makeAPIError({ status, body: { error, trace_id: traceId }, headers, inStream: true });
 }
@@ -332,6 +352,29 @@ export class APIConnectionTimeoutError extends APIConnectionError {
   override name = 'APIConnectionTimeoutError';
   constructor(message = 'Request timed out.') {
     super(message);
+  }
+}
+
+/**
+ * A success answer whose body could not be read as its content type says (e.g. a 200
+ * `application/json` that is not valid JSON). The request did run: it is not retried.
+ */
+export class APIResponseParseError extends PlatformError {
+  override name = 'APIResponseParseError';
+  /** HTTP status of the answer (2xx). */
+  readonly status: number;
+  readonly headers: Headers;
+  /** `X-Trace-Id` of the answer. */
+  readonly traceId: string | undefined;
+
+  constructor(response: Pick<Response, 'status' | 'headers'>, options?: { cause?: unknown }) {
+    const traceId = traceIdOf(response.headers);
+    const cause = options?.cause;
+    const reason = cause instanceof Error ? cause.message : cause === undefined ? 'unreadable body' : String(cause);
+    super(`Could not parse the ${response.status} answer: ${reason}${traceId ? ` (trace_id ${traceId})` : ''}`, options);
+    this.status = response.status;
+    this.headers = response.headers;
+    this.traceId = traceId;
   }
 }
 

@@ -40,3 +40,8 @@ export function parseRateLimit(headers: Headers): RateLimitInfo | undefined {
   if (reset !== undefined) info.resetSeconds = reset;
   return limit === undefined && remaining === undefined && reset === undefined ? undefined : info;
 }
+
+/** `X-Trace-Id` of an answer (the one place that reads it). */
+export function traceIdOf(headers: Headers): string | undefined {
+  return headers.get('x-trace-id') ?? undefined;
+}

@@ -1,5 +1,7 @@
 // Idempotency keys: sent on creating POSTs so that a retry after a lost answer cannot
-// create (or bill) the same thing twice. One key per call, reused by all its attempts.
+// create (or bill) the same thing twice: the server replays the stored first answer. One
+// key per call, reused by all its attempts. Streamed answers are not stored, so the
+// transport never treats a streaming request as idempotent, key or not.
 
 export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
 

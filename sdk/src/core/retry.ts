@@ -1,7 +1,7 @@
 // The one place that decides whether a failed attempt is retried, and after how long
 // (spec 7.3). The transport asks `decideRetry` after every failed attempt and does what
 // it says; nothing else in the SDK retries.
-import { APIConnectionError, APIError, APIUserAbortError } from './errors.js';
+import { APIConnectionError, APIError, APIUserAbortError, type ErrorName } from './errors.js';
 
 export interface RetryPolicy {
   /** Retries after the first attempt (4 → at most 5 attempts). */
@@ -29,14 +29,16 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   jitter: 0.25,
 };
 
-/** Named codes never retried, whatever the status or headers say. */
-export const NEVER_RETRIED: ReadonlySet<string> = new Set([
-  'SPENDING_LIMIT_EXCEEDED',
-  'INSUFFICIENT_CREDIT',
-  'GC_ALLOWANCE_EXHAUSTED',
-  'NO_PLAN',
-  'CONTENT_FILTERED',
-]);
+/**
+ * Named codes never retried, whatever the body's `retryable` or the headers say. Only
+ * codes the status rules below would otherwise retry belong here: the weekly spending cap
+ * is a 429. (`INSUFFICIENT_CREDIT`, `GC_ALLOWANCE_EXHAUSTED`, `NO_PLAN` and
+ * `CONTENT_FILTERED` are 402 / 422: never retried as 4xx.)
+ */
+export const NEVER_RETRIED: ReadonlySet<string> = new Set<ErrorName>(['SPENDING_LIMIT_EXCEEDED']);
+
+/** A 409 retried with backoff: the first request with this idempotency key is still running. */
+const KEY_IN_USE: ErrorName = 'IDEMPOTENCY_KEY_IN_USE';
 
 export type RetryDecision = { retry: true; delayMs: number; reason: string } | { retry: false; reason: string };
 
@@ -49,19 +51,22 @@ export function backoffDelay(retryIndex: number, policy: RetryPolicy, random: ()
 export interface RetryContext {
   /** Retries already made for this request. */
   retriesDone: number;
-  /** GET/HEAD/OPTIONS/PUT/DELETE, or a request that carries an idempotency key. */
+  /**
+   * Safe to send again after it may have reached the server: GET/HEAD/OPTIONS/PUT/DELETE,
+   * or a request that carries an idempotency key, except a streaming request (the server
+   * does not store streamed answers, so a key cannot replay one).
+   */
   idempotent: boolean;
   random?: (() => number) | undefined;
 }
 
 /**
- * Decides one failed attempt:
+ * Decides one failed attempt (errors inside a started stream never get here):
  * - connection errors and timeouts: retried for idempotent requests only;
- * - never: the caller's abort, in-stream errors, SPENDING_LIMIT_EXCEEDED (1005),
- *   INSUFFICIENT_CREDIT, GC_ALLOWANCE_EXHAUSTED, NO_PLAN, CONTENT_FILTERED, and any
- *   4xx other than 408 and 429;
- * - 408, 429 and 5xx: retried when `error.retryable` (the body's verdict, else the
- *   catalog's, else the status's);
+ * - never: the caller's abort, SPENDING_LIMIT_EXCEEDED (1005, a 429), and any 4xx other
+ *   than 408, 429 and a 409 IDEMPOTENCY_KEY_IN_USE of an idempotent request;
+ * - 408, 429, that 409 and 5xx: retried when `error.retryable` (the body's verdict, else
+ *   the catalog's, else the status's);
  * - delay: `Retry-After` when present (seconds or HTTP date), else on a 429 with
  *   `X-RateLimit-Remaining: 0` the `X-RateLimit-Reset` seconds, else `2^n` backoff
  *   plus jitter.
@@ -75,10 +80,11 @@ export function decideRetry(error: unknown, ctx: RetryContext, policy: RetryPoli
       : { retry: false, reason: `${error.name} on a request that is not idempotent` };
   }
   if (!(error instanceof APIError)) return { retry: false, reason: 'not an API error' };
-  if (error.inStream) return { retry: false, reason: 'error after the stream started' };
   if (NEVER_RETRIED.has(error.name)) return { retry: false, reason: `${error.name} is never retried` };
   const { status } = error;
-  if (status !== 408 && status !== 429 && status < 500) return { retry: false, reason: `${status} is not retried` };
+  // The same key is still running: wait for it, then get its stored answer replayed.
+  const keyInUse = status === 409 && error.name === KEY_IN_USE && ctx.idempotent;
+  if (status !== 408 && status !== 429 && status < 500 && !keyInUse) return { retry: false, reason: `${status} ${error.name} is not retried` };
   if (!error.retryable) return { retry: false, reason: `${status} ${error.name} is not retryable` };
 
   const hinted =

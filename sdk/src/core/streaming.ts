@@ -11,6 +11,7 @@ import type {
   ResponseUsage,
 } from '../../../generated/client/types.gen.js';
 import { APIConnectionError, APIUserAbortError, makeStreamError, PlatformError, type APIError } from './errors.js';
+import { traceIdOf } from './headers.js';
 import { readServerSentEvents, type ServerSentEvent } from './sse.js';
 
 export interface StreamControl {
@@ -41,7 +42,7 @@ export abstract class Stream<T> implements AsyncIterable<T> {
 
   /** `X-Trace-Id` of the streaming response. */
   get traceId(): string | undefined {
-    return this.response.headers.get('x-trace-id') ?? undefined;
+    return traceIdOf(this.response.headers);
   }
 
   /** Grounded streams: whether any source was retrieved (`X-Sources-Returned`), when the server says. */

@@ -12,7 +12,7 @@ import {
 } from './errors.js';
 import { IDEMPOTENCY_HEADER, isIdempotent } from './idempotency.js';
 import { decideRetry, type RetryPolicy } from './retry.js';
-import { linkSignals, sleep, TimeoutReason } from './timeouts.js';
+import { linkSignals, sleep, TimeoutReason, type LinkedSignal } from './timeouts.js';
 
 export type Fetch = (input: Request) => Promise<Response>;
 
@@ -25,19 +25,23 @@ export interface RetryEvent {
 
 export interface TransportConfig {
   fetch: Fetch;
-  /** Per attempt; for a stream, until the response headers arrive. */
+  /** Per attempt; for a stream, until the response headers arrive and then for each gap between chunks. */
   timeoutMs: number;
   policy: RetryPolicy;
   /** The caller's signal. */
   signal?: AbortSignal | undefined;
-  /** Sent on the call's every attempt (POSTs); makes the request idempotent. */
+  /** Sent on the call's every attempt (POSTs); makes a non-streaming request idempotent. */
   idempotencyKey?: string | undefined;
-  /** The answer is an SSE stream: return it unread and keep its signal alive. */
+  /**
+   * The answer is an SSE stream: return it unread and keep its signal alive. Such a request
+   * is never idempotent (the server does not store streamed answers): it is not sent again
+   * once it may have reached the server, only after a status answered before the stream.
+   */
   stream: boolean;
-  /** Sets the credential on an attempt's headers. */
-  authorize?: ((headers: Headers) => Promise<void>) | undefined;
-  /** Drops a cached credential after a 401; true when a fresh one is worth one more try. */
-  reauthorize?: (() => boolean) | undefined;
+  /** Sets the credential on an attempt's headers; returns the credential it set. */
+  authorize?: ((headers: Headers) => Promise<string | undefined>) | undefined;
+  /** After a 401 of the credential `sent`: true when a fresh one is worth one more try. */
+  reauthorize?: ((sent: string | undefined) => boolean) | undefined;
   onRetry?: ((event: RetryEvent) => void) | undefined;
   random?: (() => number) | undefined;
 }
@@ -62,6 +66,72 @@ function parseBody(text: string): unknown {
   }
 }
 
+/**
+ * The stream's body with an idle timeout: when no chunk arrives within `ms` (counted from
+ * the headers, then from each chunk handed to the reader), the body fails with
+ * `APIConnectionTimeoutError` and the request is aborted, which also releases a stream
+ * nobody reads. `release` runs once, when the body is over however it ends (read to the
+ * end, cancelled, failed, timed out, or its request aborted).
+ */
+function withIdleTimeout(response: Response, ms: number, request: LinkedSignal, release: () => void): Response {
+  const source = response.body;
+  if (!source) {
+    release();
+    return response;
+  }
+  const reader = source.getReader();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let released = false;
+  let timedOut = false;
+  const done = () => {
+    clearTimeout(timer);
+    if (released) return;
+    released = true;
+    release();
+  };
+  request.signal.addEventListener('abort', done, { once: true });
+  const arm = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    if (released) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      timedOut = true;
+      controller.error(new APIConnectionTimeoutError(`The stream sent nothing for ${ms} ms.`));
+      request.abort(new TimeoutReason(`stream idle for ${ms} ms`));
+      reader.cancel().catch(() => undefined);
+      done();
+    }, ms);
+  };
+  const body = new ReadableStream<Uint8Array>(
+    {
+      start: arm,
+      async pull(controller) {
+        try {
+          const chunk = await reader.read();
+          if (timedOut) return; // already failed with the timeout
+          if (chunk.done) {
+            done();
+            controller.close();
+          } else {
+            arm(controller);
+            controller.enqueue(chunk.value);
+          }
+        } catch (error) {
+          done();
+          if (!timedOut) controller.error(error);
+        }
+      },
+      cancel(reason) {
+        done();
+        return reader.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  const copy = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  Object.defineProperties(copy, { url: { value: response.url }, redirected: { value: response.redirected } });
+  return copy;
+}
+
 export function createTransport(config: TransportConfig, state: CallState): (input: RequestInfo | URL, init?: RequestInit) => Promise<Response> {
   return async (input, init) => {
     const original = input instanceof Request && !init ? input : new Request(input, init);
@@ -69,7 +139,9 @@ export function createTransport(config: TransportConfig, state: CallState): (inp
     const body = original.body ? await original.arrayBuffer() : undefined;
     const headers = new Headers(original.headers);
     if (config.idempotencyKey && !headers.has(IDEMPOTENCY_HEADER)) headers.set(IDEMPOTENCY_HEADER, config.idempotencyKey);
-    const idempotent = isIdempotent(original.method, headers);
+    // A streamed answer is not stored by the server: its key cannot replay it, so a
+    // streaming request is never sent again once it may have reached the server.
+    const idempotent = !config.stream && isIdempotent(original.method, headers);
     // A caller-given Authorization header wins over the client's credentials.
     const authorize = headers.has('authorization') ? undefined : config.authorize;
     let retriesDone = 0;
@@ -77,7 +149,7 @@ export function createTransport(config: TransportConfig, state: CallState): (inp
 
     for (;;) {
       if (config.signal?.aborted) throw new APIUserAbortError(undefined, { cause: config.signal.reason });
-      await authorize?.(headers);
+      const sent = await authorize?.(headers);
       const linked = linkSignals(config.signal);
       let timedOut = false;
       const timer = setTimeout(() => {
@@ -86,21 +158,22 @@ export function createTransport(config: TransportConfig, state: CallState): (inp
       }, config.timeoutMs);
       let failure: unknown;
       try {
+        // No `credentials` (edge runtimes reject it), and `redirect` only when not the default.
         const request = new Request(original.url, {
           method: original.method,
           headers,
           body: body ?? null,
-          redirect: original.redirect,
-          credentials: original.credentials,
+          ...(original.redirect !== 'follow' ? { redirect: original.redirect } : {}),
           signal: linked.signal,
         });
         const response = await config.fetch(request);
         if (response.ok && config.stream) {
           clearTimeout(timer);
-          state.response = response;
+          const streamed = withIdleTimeout(response, config.timeoutMs, linked, linked.dispose);
+          state.response = streamed;
           state.abort = linked.abort;
           state.dispose = linked.dispose;
-          return response;
+          return streamed;
         }
         // Read inside the timeout, so a body that never ends is a timeout too.
         const content = response.ok ? await response.arrayBuffer() : await response.text();
@@ -129,7 +202,7 @@ export function createTransport(config: TransportConfig, state: CallState): (inp
               : new APIConnectionError(`Connection error: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
       }
 
-      if (failure instanceof AuthenticationError && authorize && !reauthorized && config.reauthorize?.()) {
+      if (failure instanceof AuthenticationError && authorize && !reauthorized && config.reauthorize?.(sent)) {
         reauthorized = true;
         continue;
       }

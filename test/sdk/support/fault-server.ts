@@ -7,10 +7,12 @@ import type { AddressInfo } from 'node:net';
 
 export type SseItem = { event?: string; data: unknown } | { pauseMs: number } | { raw: string } | { destroy: true };
 
-export type Step =
+export type FixedStep =
   | { status: number; body?: unknown; headers?: Record<string, string>; delayMs?: number }
   | { sse: SseItem[]; headers?: Record<string, string>; delayMs?: number }
   | { drop: true; delayMs?: number };
+/** A step chosen per request (e.g. by its Authorization header). */
+export type Step = FixedStep | { respond: (request: RecordedRequest) => FixedStep };
 
 export interface RecordedRequest {
   method: string;
@@ -73,8 +75,9 @@ export async function startFaultServer(): Promise<FaultServer> {
       res.end(JSON.stringify({ detail: `no script for ${req.method} ${path}`, trace_id: traceId }));
       return;
     }
-    const step = script.steps[Math.min(script.next, script.steps.length - 1)]!;
+    const scripted = script.steps[Math.min(script.next, script.steps.length - 1)]!;
     script.next += 1;
+    const step = 'respond' in scripted ? scripted.respond(record) : scripted;
     if (step.delayMs) await wait(step.delayMs);
     if (aborted) return;
     if ('drop' in step) {
