@@ -15,6 +15,7 @@ export interface ServerCodegenPaths {
 export function generateServer(contract: ContractModel, paths: ServerCodegenPaths): { scaffolded: string[] } {
   write(join(paths.generatedDir, 'contract', 'errors.ts'), errorsModule(contract));
   write(join(paths.generatedDir, 'contract', 'routes.ts'), routesModule(contract));
+  write(join(paths.generatedDir, 'contract', 'client-routes.ts'), clientRoutesModule(contract));
   write(join(paths.generatedDir, 'server', 'operations.ts'), operationsModule(contract));
   const scaffolded = scaffoldHandlers(contract, paths.handlersDir);
   write(join(paths.generatedDir, 'server', 'bindings.ts'), bindingsModule(contract, paths));
@@ -134,6 +135,35 @@ ${rows.join('\n')}
 ];
 
 export const routesById = Object.fromEntries(routes.map((r) => [r.operationId, r])) as Readonly<Record<OperationId, RouteDefinition>>;
+`;
+}
+
+/** The route facts a client needs, without the server's (Express paths, error shapes, uploads). */
+function clientRoutesModule(contract: ContractModel): string {
+  const rows = contract.operations.map(
+    (op) =>
+      `  ${op.operationId}: { operationId: ${literal(op.operationId)}, method: ${literal(op.method)}, path: ${literal(op.path)}, api: ${literal(op.api)}, bearer: ${op.auth.scheme === 'bearer'}, deprecated: ${op.deprecated}, replacedBy: ${literal(op.replacedBy)}, sunset: ${literal(op.sunset)}, sse: ${literal(op.sse)}, idempotent: ${op.idempotent} },`,
+  );
+  return `${HEADER}
+import type { OperationId } from './routes.js';
+
+export interface ClientRoute {
+  readonly operationId: OperationId;
+  readonly method: 'get' | 'put' | 'post' | 'patch' | 'delete';
+  readonly path: string;
+  readonly api: 'api' | 'management';
+  /** Sends the API key (or OAuth token) as a bearer credential. */
+  readonly bearer: boolean;
+  readonly deprecated: boolean;
+  readonly replacedBy: OperationId | null;
+  readonly sunset: string | null;
+  readonly sse: 'data' | 'named' | null;
+  readonly idempotent: boolean;
+}
+
+export const clientRoutesById: Readonly<Record<OperationId, ClientRoute>> = {
+${rows.join('\n')}
+};
 `;
 }
 

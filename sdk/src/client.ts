@@ -3,7 +3,7 @@
 // bodies; the transport (core/transport.ts) sends, retries and types the errors.
 import { createClient, createConfig, type Client } from '../../generated/client/client/index.js';
 import { PlatformApi } from '../../generated/client/sdk.gen.js';
-import { routes, routesById, type RouteDefinition } from '../../generated/contract/routes.js';
+import { clientRoutesById as routesById, type ClientRoute } from '../../generated/contract/client-routes.js';
 import { APIPromise, PagePromise, withResponse, type WithResponse } from './core/api-promise.js';
 import { TokenCache, type AccessToken, type ClientCredentials } from './core/auth.js';
 import { APIResponseParseError, isObject, PlatformError } from './core/errors.js';
@@ -132,7 +132,7 @@ export class Platform {
     return new PagePromise(first, (cursor) => this.#send(route, { ...params, query: { ...params?.query, cursor } }, options ?? {}), startCursor);
   }
 
-  async #send(route: RouteDefinition, params: Params, options: RequestOptions): Promise<WithResponse<unknown>> {
+  async #send(route: ClientRoute, params: Params, options: RequestOptions): Promise<WithResponse<unknown>> {
     const streaming = route.sse !== null && isObject(params.body) && params.body.stream === true;
     const state: CallState = {};
     const tokens = this.#tokens;
@@ -145,10 +145,10 @@ export class Platform {
           maxRetries: options.maxRetries ?? (streaming ? (this.#options.maxStreamRetries ?? DEFAULT_STREAM_MAX_RETRIES) : this.#policy.maxRetries),
         },
         signal: options.signal,
-        idempotencyKey: options.idempotencyKey ?? (route.method === 'post' ? newIdempotencyKey() : undefined),
+        idempotencyKey: options.idempotencyKey ?? (route.idempotent ? newIdempotencyKey() : undefined),
         stream: streaming,
-        authorize: route.auth.scheme === 'bearer' ? (headers) => this.#authorize(headers) : undefined,
-        reauthorize: tokens && route.auth.scheme === 'bearer' ? (sent) => tokens.invalidate(sent) : undefined,
+        authorize: route.bearer ? (headers) => this.#authorize(headers) : undefined,
+        reauthorize: tokens && route.bearer ? (sent) => tokens.invalidate(sent) : undefined,
         onRetry: options.onRetry ?? this.#options.onRetry,
       },
       state,
@@ -208,7 +208,7 @@ export class Platform {
     return data as AccessToken;
   }
 
-  #warnDeprecated(route: RouteDefinition): void {
+  #warnDeprecated(route: ClientRoute): void {
     if (!route.deprecated) return;
     const replacement = route.replacedBy ? `; use ${route.replacedBy}() instead` : '';
     const sunset = route.sunset ? ` and stops working after ${route.sunset}` : '';
@@ -223,7 +223,7 @@ export class Platform {
 
   static {
     // One method per operationId of the contract, on the prototype.
-    for (const route of routes) {
+    for (const route of Object.values(routesById)) {
       const operationId = route.operationId as Operation;
       Object.defineProperty(Platform.prototype, operationId, {
         configurable: true,
