@@ -40,7 +40,7 @@ export function invoke(route: RouteDefinition, handler: UntypedHandler, services
         framing: route.sse ?? 'data',
         signal: controller.signal,
         log: ctx.log,
-        errorEvent: (error) => streamErrorEvent(route, error, ctx.traceId),
+        errorEvent: (error, sequence) => streamErrorEvent(route, error, ctx.traceId, sequence),
       });
     } else if (result.body === undefined) {
       res.status(result.status).end();

@@ -7,8 +7,8 @@ export interface SseOptions {
   framing: 'data' | 'named';
   signal: AbortSignal;
   log: Logger;
-  /** The in-stream event that reports a failure after the 200 has been sent (spec 6). */
-  errorEvent: (error: unknown) => object;
+  /** The in-stream event that reports a failure after the 200 has been sent (spec 6); `sequence` counts the events before it. */
+  errorEvent: (error: unknown, sequence: number) => object;
 }
 
 export async function writeSse(res: Response, events: AsyncIterable<object>, options: SseOptions): Promise<void> {
@@ -19,7 +19,9 @@ export async function writeSse(res: Response, events: AsyncIterable<object>, opt
   res.setHeader('X-Accel-Buffering', 'no');
   res.flushHeaders();
 
+  let sent = 0;
   const send = (event: object) => {
+    sent++;
     const type = (event as { type?: unknown }).type;
     const name = options.framing === 'named' && typeof type === 'string' ? `event: ${type}\n` : '';
     return res.write(`${name}data: ${JSON.stringify(event)}\n\n`);
@@ -34,7 +36,7 @@ export async function writeSse(res: Response, events: AsyncIterable<object>, opt
     if (!options.signal.aborted && options.framing === 'data') res.write('data: [DONE]\n\n');
   } catch (error) {
     options.log.error({ err: error }, 'stream failed after it started');
-    if (!options.signal.aborted) send(options.errorEvent(error));
+    if (!options.signal.aborted) send(options.errorEvent(error, sent));
   } finally {
     if (options.signal.aborted) await iterator.return?.();
     res.end();
@@ -43,13 +45,17 @@ export async function writeSse(res: Response, events: AsyncIterable<object>, opt
 
 /** Back-pressure: wait until the socket takes more, or the client leaves. */
 function drained(res: Response, signal: AbortSignal): Promise<void> {
+  // A write to a socket that is already gone returns false and never drains.
+  if (signal.aborted || res.destroyed) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {
       res.off('drain', done);
+      res.off('close', done);
       signal.removeEventListener('abort', done);
       resolve();
     };
     res.once('drain', done);
+    res.once('close', done);
     signal.addEventListener('abort', done, { once: true });
   });
 }

@@ -5,10 +5,18 @@ import { renderError, toApiError } from './errors.js';
  * The event a stream ends with when it fails after the 200 was sent (spec 6): a chat chunk
  * with `finish_reason: "error"` and the enriched error, or a named `error` event.
  */
-export function streamErrorEvent(route: RouteDefinition, error: unknown, traceId: string): object {
+export function streamErrorEvent(route: RouteDefinition, error: unknown, traceId: string, sequence: number): object {
   const body = renderError(toApiError(error), 'AIError', traceId) as { error: Record<string, unknown>; trace_id: string };
   if (route.sse === 'named') {
-    return { type: 'error', code: body.error.name, message: body.error.message, param: null, error: body.error, trace_id: traceId };
+    return {
+      type: 'error',
+      sequence_number: sequence,
+      code: body.error.name,
+      message: body.error.message,
+      param: null,
+      error: body.error,
+      trace_id: traceId,
+    };
   }
   return {
     id: `chatcmpl-${traceId}`,

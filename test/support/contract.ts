@@ -15,18 +15,31 @@ ajv.addSchema(contractDocument, 'contract');
 
 const pointer = (...segments: string[]) => segments.map((s) => s.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
 
-/** Problems of `body` against the JSON schema the contract declares for (operation, status); [] when it matches. */
-export function contractProblems(operationId: OperationId, status: number, body: unknown): string[] {
+/** AJV's reference to the schema of (operation, status, media type), through a `components/responses` $ref. */
+function schemaRef(operationId: OperationId, status: number, mediaType: string): string | string[] {
   const route = routesById[operationId];
-  const responses = contractDocument.paths[route.path][route.method].responses;
-  if (!responses[String(status)]) return [`${operationId} declares no ${status} response`];
-  let response = responses[String(status)];
-  while (response.$ref) response = contractDocument.components.responses[response.$ref.split('/').pop()];
-  if (!response.content?.['application/json']) return [`${operationId} ${status} has no JSON body`];
-  const ref = response === responses[String(status)]
-    ? `contract#/${pointer('paths', route.path, route.method, 'responses', String(status), 'content', 'application/json', 'schema')}`
-    : `contract#/${pointer('components', 'responses', responses[String(status)].$ref.split('/').pop(), 'content', 'application/json', 'schema')}`;
+  const declared = contractDocument.paths[route.path][route.method].responses[String(status)];
+  if (!declared) return [`${operationId} declares no ${status} response`];
+  const shared = typeof declared.$ref === 'string' ? declared.$ref.split('/').pop() : undefined;
+  const response = shared ? contractDocument.components.responses[shared] : declared;
+  if (!response.content?.[mediaType]) return [`${operationId} ${status} has no ${mediaType} body`];
+  const base = shared ? ['components', 'responses', shared] : ['paths', route.path, route.method, 'responses', String(status)];
+  return `contract#/${pointer(...base, 'content', mediaType, 'schema')}`;
+}
+
+function problems(ref: string | string[], value: unknown): string[] {
+  if (Array.isArray(ref)) return ref;
   const validate = ajv.getSchema(ref);
   if (!validate) return [`no schema at ${ref}`];
-  return validate(body) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath} ${e.message}`);
+  return validate(value) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath} ${e.message}`);
+}
+
+/** Problems of `body` against the JSON schema the contract declares for (operation, status); [] when it matches. */
+export function contractProblems(operationId: OperationId, status: number, body: unknown): string[] {
+  return problems(schemaRef(operationId, status, 'application/json'), body);
+}
+
+/** Problems of one SSE event against the operation's `text/event-stream` event schema; [] when it matches. */
+export function eventProblems(operationId: OperationId, event: unknown): string[] {
+  return problems(schemaRef(operationId, 200, 'text/event-stream'), event);
 }
