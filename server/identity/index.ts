@@ -8,14 +8,13 @@ import { ApiKeyService } from './api-keys.js';
 import { createAuthenticator } from './authenticator.js';
 import { OAuthService } from './oauth.js';
 import { OrganizationService } from './organizations.js';
-import { localRevocationBus, redisRevocationBus, type RevocationBus } from './revocation.js';
+import { localRevocationBus, redisRevocationBus } from './revocation.js';
 
 export interface Identity {
   authenticator: Authenticator;
   keys: ApiKeyService;
   oauth: OAuthService;
   organizations: OrganizationService;
-  revocations: RevocationBus;
   close(): Promise<void>;
 }
 
@@ -34,7 +33,6 @@ export async function createIdentity({ database, redis, logger, credentialCacheT
     keys: new ApiKeyService(prisma, revocations),
     oauth: new OAuthService(prisma, revocations),
     organizations: new OrganizationService(prisma),
-    revocations,
     close: () => revocations.close(),
   };
 }
