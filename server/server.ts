@@ -67,7 +67,12 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     const apps = await createApps({ services, logger, authenticator: identity.authenticator, admission });
 
     // A client that sends its request slowly, or never finishes it, cannot hold a connection.
-    const limits = { requestTimeout: config.requestTimeoutMs, headersTimeout: Math.min(config.requestTimeoutMs, 30_000) };
+    const limits = {
+      requestTimeout: config.requestTimeoutMs,
+      headersTimeout: Math.min(config.requestTimeoutMs, 30_000),
+      // Node checks these limits every 30 s by default, far coarser than the limits themselves.
+      connectionsCheckingInterval: Math.min(1_000, config.requestTimeoutMs),
+    };
     const apiServer = createServer(limits, apps.api);
     const mgmtServer = createServer(limits, apps.management);
     answerClientErrors(apiServer, logger);

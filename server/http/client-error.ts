@@ -9,7 +9,9 @@ import { newTraceId, TRACE_HEADER } from './trace.js';
  */
 export function answerClientErrors(server: Server, logger: Logger): void {
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
-    if (!socket.writable || (socket as Socket & { _httpMessage?: unknown })._httpMessage) {
+    // As Node itself does: answer unless a response has already begun on this socket.
+    const response = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (!socket.writable || response?.headersSent) {
       socket.destroy();
       return;
     }

@@ -163,6 +163,29 @@ describe('hostile input', () => {
     expect((await platform.mgmt('/API/V1/HEALTH')).status).toBe(404);
   });
 
+  it('answers a request whose body never finishes with 408 once REQUEST_TIMEOUT_MS has passed', async () => {
+    const slow = await startTestPlatform({ requestTimeoutMs: 1_000 });
+    try {
+      const { connect } = await import('node:net');
+      const url = new URL(slow.apiUrl);
+      const started = Date.now();
+      const raw = await new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(url.port), url.hostname, () =>
+          socket.write(`POST /oauth2/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\ngrant_type=`),
+        );
+        let data = '';
+        socket.on('data', (chunk) => (data += chunk));
+        socket.on('close', () => resolve(data));
+        socket.on('error', reject);
+      });
+      expect(raw).toMatch(/^HTTP\/1.1 408/);
+      expect(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)).trace_id).toMatch(TRACE);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('answers a request Node cannot parse with a JSON 400 and a trace id', async () => {
     const { connect } = await import('node:net');
     const url = new URL(platform.apiUrl);
