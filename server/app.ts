@@ -1,7 +1,7 @@
 // Composition root of the HTTP side: builds the inference/data app and the management app
 // from the route table, the handlers and the services.
 import { fileURLToPath } from 'node:url';
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import { handlers } from '../generated/server/bindings.js';
@@ -23,11 +23,13 @@ export interface AppParts {
 }
 
 export async function createApps(parts: AppParts): Promise<{ api: Express; management: Express }> {
-  const [api, management] = await Promise.all([createApp('api', parts), createApp('management', parts)]);
-  return { api, management };
+  // One validator serves both apps: loading and preprocessing the contract is the costly part.
+  const validator = createValidator({ apiSpec: CONTRACT_PATH, validateResponses: parts.services.config.validateResponses });
+  await warmUpValidator(validator);
+  return { api: createApp('api', parts, validator), management: createApp('management', parts, validator) };
 }
 
-async function createApp(api: 'api' | 'management', parts: AppParts): Promise<Express> {
+function createApp(api: 'api' | 'management', parts: AppParts, validator: RequestHandler[]): Express {
   const { config } = parts.services;
   const app = express();
   app.disable('x-powered-by');
@@ -46,8 +48,6 @@ async function createApp(api: 'api' | 'management', parts: AppParts): Promise<Ex
       },
     }),
   );
-  const validator = createValidator({ apiSpec: CONTRACT_PATH, validateResponses: config.validateResponses });
-  await warmUpValidator(validator, app);
   app.use(
     buildRouter({
       api,

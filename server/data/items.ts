@@ -283,23 +283,22 @@ export class ItemService {
 
   /** Spec 4.1: the caller's organization must own the item's publisher (403); missing or deleted is 404. */
   async getFile(principal: Principal, itemId: string): Promise<FileDataView> {
+    return viewFileData(await this.ownedItem(principal, itemId));
+  }
+
+  async getItem(principal: Principal, itemId: string): Promise<ItemView> {
+    return viewItem(await this.ownedItem(principal, itemId));
+  }
+
+  /** A live item with its publisher and organization, when the caller's organization owns it. */
+  private async ownedItem(principal: Principal, itemId: string) {
     const item = await this.prisma.item.findFirst({
       where: { id: itemId, deletedAt: null },
       include: { publisher: { select: { name: true, organization: { select: { id: true, name: true } } } } },
     });
     if (!item) throw notFound(itemId);
     if (item.publisher.organization.id !== principal.organizationId) throw notYours();
-    return viewFileData(item);
-  }
-
-  async getItem(principal: Principal, itemId: string): Promise<ItemView> {
-    const item = await this.prisma.item.findFirst({
-      where: { id: itemId, deletedAt: null },
-      include: { publisher: { select: { organizationId: true } } },
-    });
-    if (!item) throw notFound(itemId);
-    if (item.publisher.organizationId !== principal.organizationId) throw notYours();
-    return viewItem(item);
+    return item;
   }
 
   /** Fields present are set, null clears; `item_id` wins over `producer_id`. */

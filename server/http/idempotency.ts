@@ -30,9 +30,10 @@ export function idempotencyStage(store: IdempotencyStore, options: { waitMs: num
       const claimRequest = { organizationId: principal.organizationId, key, operationId: route.operationId, requestHash: requestHash(req) };
       const deadline = Date.now() + options.waitMs;
       let claim = await store.claim(claimRequest);
+      // Waiting reads the record; it only tries to claim again once the key is free.
       while (claim.kind === 'in_progress' && Date.now() < deadline) {
         await sleep(options.pollMs);
-        claim = await store.claim(claimRequest);
+        claim = (await store.inspect(claimRequest)) ?? (await store.claim(claimRequest));
       }
       switch (claim.kind) {
         case 'mismatch':

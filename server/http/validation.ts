@@ -1,6 +1,6 @@
 // Request validation against openapi.yaml (express-openapi-validator), and the translation
 // of its findings into the contract's 422 shape (spec 2.6).
-import type { RequestHandler } from 'express';
+import express, { type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { ValidationIssue } from '../errors.js';
 
@@ -108,8 +108,9 @@ export function isValidatorError(error: unknown): error is { status: number; err
  * second for this document); running an undocumented request through it at start-up moves
  * that cost out of the first caller's answer.
  */
-export async function warmUpValidator(validator: RequestHandler[], app: unknown): Promise<void> {
-  const req = { app, method: 'GET', url: '/__warm-up', originalUrl: '/__warm-up', path: '/__warm-up', baseUrl: '', headers: {}, query: {}, params: {}, body: {} };
+export async function warmUpValidator(validator: RequestHandler[]): Promise<void> {
+  // `app` takes the validator's path-parameter hook, which the routers' own params never use.
+  const req = { app: express(), method: 'GET', url: '/__warm-up', originalUrl: '/__warm-up', path: '/__warm-up', baseUrl: '', headers: {}, query: {}, params: {}, body: {} };
   const res = { locals: {}, setHeader: () => undefined, getHeader: () => undefined };
   for (const middleware of validator) {
     const failed = await new Promise<unknown>((resolve) => {

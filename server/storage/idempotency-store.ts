@@ -31,23 +31,27 @@ export class IdempotencyStore {
   ) {}
 
   async claim(request: ClaimRequest, attempt = 0): Promise<Claim> {
-    const now = Date.now();
     try {
       const record = await this.prisma.idempotencyRecord.create({
-        data: { ...request, expiresAt: new Date(now + this.ttlMs) },
+        data: { ...request, expiresAt: new Date(Date.now() + this.ttlMs) },
         select: { id: true },
       });
       return { kind: 'new', recordId: record.id };
     } catch (error) {
       if (!isUniqueViolation(error) || attempt > 2) throw error;
     }
+    return (await this.inspect(request)) ?? this.claim(request, attempt + 1);
+  }
+
+  /** What the key's record says about this request, read only; null when the key is free again. */
+  async inspect(request: ClaimRequest): Promise<Exclude<Claim, { kind: 'new' }> | null> {
     const existing = await this.prisma.idempotencyRecord.findUnique({
       where: { organizationId_key: { organizationId: request.organizationId, key: request.key } },
     });
     // Gone (released) or expired meanwhile: the key is free again.
-    if (!existing || existing.expiresAt.getTime() <= now) {
+    if (!existing || existing.expiresAt.getTime() <= Date.now()) {
       if (existing) await this.prisma.idempotencyRecord.deleteMany({ where: { id: existing.id, expiresAt: existing.expiresAt } });
-      return this.claim(request, attempt + 1);
+      return null;
     }
     if (existing.requestHash !== request.requestHash || existing.operationId !== request.operationId) return { kind: 'mismatch' };
     if (existing.responseStatus === null) return { kind: 'in_progress' };

@@ -15,7 +15,6 @@ function sampleValue(schema: Json): unknown {
   if (s.example !== undefined) return s.example;
   if (Array.isArray(s.enum)) return s.enum[0];
   if (s.format === 'uuid') return randomUUID();
-  if (s.pattern === '^(?!guarded$|grounded$)[a-z0-9][a-z0-9-]*$') return 'code-assist';
   return sample(s, { skipReadOnly: true, quiet: true }, contractDocument);
 }
 
