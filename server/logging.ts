@@ -16,6 +16,22 @@ export function createLogger(level: string, destination?: pino.DestinationStream
   return pino({ level, redact: { paths: REDACTED_PATHS, remove: true } }, destination);
 }
 
+/** How much of any one caller-sent value a log line carries. */
+export const LOGGED_INPUT_MAX = 64;
+
+/**
+ * Caller input fit for a log line: control characters removed and at most `max`
+ * characters, so an unauthenticated request cannot write megabytes or forge lines.
+ */
+export function logSafe(value: unknown, max = LOGGED_INPUT_MAX): string {
+  const text = String(value);
+  // Only a prefix is cleaned: a 9 MB value costs no more than a short one.
+  const clean = text.slice(0, max * 4).replace(CONTROL_CHARACTERS, '');
+  return clean.length > max || text.length > max * 4 ? `${clean.slice(0, max)}…` : clean;
+}
+
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+
 /** A URL fit for a log line or an error message: its password masked. */
 export function redactUrl(url: string): string {
   try {

@@ -1,21 +1,24 @@
 // Process entry: `npm start`.
 import { ConfigError, loadConfig } from './config.js';
+import { CatalogError, loadCatalog } from './gateway/catalog.js';
 import { createLogger } from './logging.js';
 import { startPlatform } from './server.js';
 
 async function main(): Promise<void> {
   let config;
+  let catalog;
   try {
     config = loadConfig();
+    catalog = loadCatalog();
   } catch (error) {
-    if (error instanceof ConfigError) {
+    if (error instanceof ConfigError || error instanceof CatalogError) {
       console.error(error.message);
       process.exit(1);
     }
     throw error;
   }
   const logger = createLogger(config.logLevel);
-  const platform = await startPlatform(config, logger);
+  const platform = await startPlatform(config, logger, { catalog });
   const stop = async (signal: string) => {
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
     await platform.close();

@@ -16,9 +16,14 @@ import type { Services } from './services.js';
 import { openDatabase } from './storage/database.js';
 import { connectRedis } from './storage/redis.js';
 import { IdempotencyStore } from './storage/idempotency-store.js';
+import { MemoryIdempotencyStore, RedisIdempotencyStore } from './storage/idempotency-cache.js';
 import { idempotencyStage } from './http/idempotency.js';
 import { AgentService } from './agents/agent-service.js';
 import { ItemService } from './data/items.js';
+import { loadCatalog, type Catalog } from './gateway/catalog.js';
+import { createInference } from './gateway/index.js';
+import { Metrics } from './observability/metrics.js';
+import { createLocalEmbedder } from './providers/local/local-embedder.js';
 
 export interface RunningPlatform {
   apiUrl: string;
@@ -32,6 +37,8 @@ export interface RunningPlatform {
 export interface PlatformOptions {
   /** Extra admission stages (run after auth and validation, before handlers). */
   admission?: AdmissionStage[];
+  /** The model catalog; default: GATEWAY_CONFIG, else the built-in one for the environment. */
+  catalog?: Catalog;
 }
 
 export async function startPlatform(config: Config, logger: Logger, options: PlatformOptions = {}): Promise<RunningPlatform> {
@@ -59,11 +66,25 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     if (redis) {
       health.register({ id: 'redis', name: 'Redis (shared state)', critical: false, probe: async () => (await redis.ping(), 'healthy') });
     }
-    const services: Services = { config, database, identity, health, agents: new AgentService(database.prisma), items: new ItemService(database.prisma, identity.organizations) };
+    const metrics = new Metrics();
+    const embedder = createLocalEmbedder();
+    const inference = await createInference(options.catalog ?? loadCatalog(), { logger, health, embedder, redis, metrics });
+    cleanup.push(() => inference.close());
+    const services: Services = {
+      config,
+      database,
+      identity,
+      health,
+      agents: new AgentService(database.prisma),
+      items: new ItemService(database.prisma, identity.organizations),
+      inference,
+      metrics,
+    };
     const idempotency = new IdempotencyStore(database.prisma);
     idempotency.startSweeping();
     cleanup.push(async () => idempotency.stopSweeping());
-    const admission = [idempotencyStage(idempotency, { waitMs: config.idempotencyWaitMs, pollMs: 100 }), ...(options.admission ?? [])];
+    const stores = { durable: idempotency, inference: redis ? new RedisIdempotencyStore(redis.client) : new MemoryIdempotencyStore() };
+    const admission = [idempotencyStage(stores, { waitMs: config.idempotencyWaitMs, pollMs: 100 }), ...(options.admission ?? [])];
     const apps = await createApps({ services, logger, authenticator: identity.authenticator, admission });
 
     // A client that sends its request slowly, or never finishes it, cannot hold a connection.

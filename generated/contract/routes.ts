@@ -37,6 +37,7 @@ export type OperationId =
   | "createChatCompletionV1"
   | "createCodingChatCompletion"
   | "createEmbeddings"
+  | "createEmbeddingsAlias"
   | "createGroundedChatCompletion"
   | "createGroundedChatCompletionAlias"
   | "createGroundedResponse"
@@ -55,12 +56,14 @@ export type OperationId =
   | "getItem"
   | "getItemsByProducer"
   | "getKey"
+  | "getMetrics"
   | "getPaywallRelated"
   | "getRecommendations"
   | "ingestFiles"
   | "listAgents"
   | "listKeys"
   | "listModels"
+  | "listModelsV1"
   | "listPublisherItems"
   | "patchItem"
   | "patchItems"
@@ -79,6 +82,7 @@ export const scopes = {
   "keys:manage": "Create, list, read and revoke API keys.",
   "agents:read": "List and read agents.",
   "agents:write": "Create, update and delete agents.",
+  "metrics:read": "Read the Prometheus metrics of the platform.",
 } as const;
 export type Scope = keyof typeof scopes;
 
@@ -224,6 +228,26 @@ export const routes: readonly RouteDefinition[] = [
     errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","422":"ValidationError","500":"DetailError","503":"DetailError"},
   },
   {
+    operationId: "listModelsV1",
+    method: "get",
+    path: "/ai/v1/models",
+    expressPath: "/ai/v1/models",
+    api: "api",
+    tag: "deprecated",
+    summary: "List the model catalog (v1 path)",
+    deprecated: true,
+    replacedBy: "listModels",
+    sunset: null,
+    deprecatedAt: "2025-01-01T00:00:00Z",
+    auth: {"scheme":"bearer","scopes":["inference"]},
+    requestMediaType: null,
+    uploads: {},
+    successStatus: 200,
+    idempotent: false,
+    sse: null,
+    errorBodies: {"401":"GatewayError","403":"GatewayError","500":"AIError"},
+  },
+  {
     operationId: "createResponseV1",
     method: "post",
     path: "/ai/v1/responses",
@@ -291,6 +315,26 @@ export const routes: readonly RouteDefinition[] = [
     api: "api",
     tag: "embeddings",
     summary: "Create embeddings",
+    deprecated: false,
+    replacedBy: null,
+    sunset: null,
+    deprecatedAt: null,
+    auth: {"scheme":"bearer","scopes":["inference"]},
+    requestMediaType: "application/json",
+    uploads: {},
+    successStatus: 200,
+    idempotent: true,
+    sse: null,
+    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","408":"AIError","422":"EmbeddingsValidationError","429":"AIError","500":"AIError","503":"AIError"},
+  },
+  {
+    operationId: "createEmbeddingsAlias",
+    method: "post",
+    path: "/ai/v2/embeddings",
+    expressPath: "/ai/v2/embeddings",
+    api: "api",
+    tag: "embeddings",
+    summary: "Create embeddings (OpenAI client path)",
     deprecated: false,
     replacedBy: null,
     sunset: null,
@@ -642,6 +686,26 @@ export const routes: readonly RouteDefinition[] = [
     idempotent: false,
     sse: null,
     errorBodies: {"401":"ManagementError","403":"ManagementError","404":"ManagementError","422":"ManagementError","500":"ManagementError"},
+  },
+  {
+    operationId: "getMetrics",
+    method: "get",
+    path: "/api/v1/metrics",
+    expressPath: "/api/v1/metrics",
+    api: "management",
+    tag: "management",
+    summary: "Prometheus metrics",
+    deprecated: false,
+    replacedBy: null,
+    sunset: null,
+    deprecatedAt: null,
+    auth: {"scheme":"bearer","scopes":["metrics:read"]},
+    requestMediaType: null,
+    uploads: {},
+    successStatus: 200,
+    idempotent: false,
+    sse: null,
+    errorBodies: {"401":"ManagementError","403":"ManagementError","500":"ManagementError"},
   },
   {
     operationId: "getFile",

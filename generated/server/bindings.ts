@@ -6,6 +6,7 @@ import { createChatCompletionAlias } from '../../server/handlers/deprecated/crea
 import { createChatCompletionV1 } from '../../server/handlers/deprecated/createChatCompletionV1.js';
 import { createCodingChatCompletion } from '../../server/handlers/completions/createCodingChatCompletion.js';
 import { createEmbeddings } from '../../server/handlers/embeddings/createEmbeddings.js';
+import { createEmbeddingsAlias } from '../../server/handlers/embeddings/createEmbeddingsAlias.js';
 import { createGroundedChatCompletion } from '../../server/handlers/completions/createGroundedChatCompletion.js';
 import { createGroundedChatCompletionAlias } from '../../server/handlers/deprecated/createGroundedChatCompletionAlias.js';
 import { createGroundedResponse } from '../../server/handlers/responses/createGroundedResponse.js';
@@ -24,12 +25,14 @@ import { getHealth } from '../../server/handlers/management/getHealth.js';
 import { getItem } from '../../server/handlers/items/getItem.js';
 import { getItemsByProducer } from '../../server/handlers/items/getItemsByProducer.js';
 import { getKey } from '../../server/handlers/management/getKey.js';
+import { getMetrics } from '../../server/handlers/management/getMetrics.js';
 import { getPaywallRelated } from '../../server/handlers/deprecated/getPaywallRelated.js';
 import { getRecommendations } from '../../server/handlers/search/getRecommendations.js';
 import { ingestFiles } from '../../server/handlers/ingestion/ingestFiles.js';
 import { listAgents } from '../../server/handlers/management/listAgents.js';
 import { listKeys } from '../../server/handlers/management/listKeys.js';
 import { listModels } from '../../server/handlers/completions/listModels.js';
+import { listModelsV1 } from '../../server/handlers/deprecated/listModelsV1.js';
 import { listPublisherItems } from '../../server/handlers/items/listPublisherItems.js';
 import { patchItem } from '../../server/handlers/items/patchItem.js';
 import { patchItems } from '../../server/handlers/items/patchItems.js';
@@ -46,6 +49,7 @@ export const handlers = {
   createChatCompletionV1,
   createCodingChatCompletion,
   createEmbeddings,
+  createEmbeddingsAlias,
   createGroundedChatCompletion,
   createGroundedChatCompletionAlias,
   createGroundedResponse,
@@ -64,12 +68,14 @@ export const handlers = {
   getItem,
   getItemsByProducer,
   getKey,
+  getMetrics,
   getPaywallRelated,
   getRecommendations,
   ingestFiles,
   listAgents,
   listKeys,
   listModels,
+  listModelsV1,
   listPublisherItems,
   patchItem,
   patchItems,

@@ -112,6 +112,25 @@ export type CreateEmbeddingsResponse =
   | { status: 500; body: operations['createEmbeddings']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['createEmbeddings']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
+/** POST /ai/v2/embeddings — Create embeddings (OpenAI client path) */
+export interface CreateEmbeddingsAliasRequest {
+  params: Record<string, never>;
+  query: Record<string, never>;
+  body: NonNullable<operations['createEmbeddingsAlias']['requestBody']>['content']['application/json'];
+  headers: IncomingHeaders;
+}
+export type CreateEmbeddingsAliasResponse =
+  | { status: 200; body: operations['createEmbeddingsAlias']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['createEmbeddingsAlias']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['createEmbeddingsAlias']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 402; body: operations['createEmbeddingsAlias']['responses'][402]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['createEmbeddingsAlias']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['createEmbeddingsAlias']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 422; body: operations['createEmbeddingsAlias']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 429; body: operations['createEmbeddingsAlias']['responses'][429]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['createEmbeddingsAlias']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['createEmbeddingsAlias']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
+
 /** POST /ai/v2/grounded/chat/completions — Create a grounded chat completion */
 export interface CreateGroundedChatCompletionRequest {
   params: Record<string, never>;
@@ -416,6 +435,19 @@ export type GetKeyResponse =
   | { status: 422; body: operations['getKey']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['getKey']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
+/** GET /api/v1/metrics — Prometheus metrics */
+export interface GetMetricsRequest {
+  params: Record<string, never>;
+  query: Record<string, never>;
+  body: undefined;
+  headers: IncomingHeaders;
+}
+export type GetMetricsResponse =
+  | { status: 200; body: string; headers?: ResponseHeaders }
+  | { status: 401; body: operations['getMetrics']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['getMetrics']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['getMetrics']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
+
 /** POST /ai/v1/kallm/paywall/related — Paywall summary and related articles (deprecated) */
 export interface GetPaywallRelatedRequest {
   params: Record<string, never>;
@@ -506,6 +538,19 @@ export type ListModelsResponse =
   | { status: 401; body: operations['listModels']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['listModels']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['listModels']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
+
+/** GET /ai/v1/models — List the model catalog (v1 path) (deprecated) */
+export interface ListModelsV1Request {
+  params: Record<string, never>;
+  query: Record<string, never>;
+  body: undefined;
+  headers: IncomingHeaders;
+}
+export type ListModelsV1Response =
+  | { status: 200; body: operations['listModelsV1']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['listModelsV1']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['listModelsV1']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['listModelsV1']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
 /** GET /engine/v2/publisher/{publisher_id}/items — List a publisher's items */
 export interface ListPublisherItemsRequest {
@@ -641,6 +686,7 @@ export interface Requests {
   createChatCompletionV1: CreateChatCompletionV1Request;
   createCodingChatCompletion: CreateCodingChatCompletionRequest;
   createEmbeddings: CreateEmbeddingsRequest;
+  createEmbeddingsAlias: CreateEmbeddingsAliasRequest;
   createGroundedChatCompletion: CreateGroundedChatCompletionRequest;
   createGroundedChatCompletionAlias: CreateGroundedChatCompletionAliasRequest;
   createGroundedResponse: CreateGroundedResponseRequest;
@@ -659,12 +705,14 @@ export interface Requests {
   getItem: GetItemRequest;
   getItemsByProducer: GetItemsByProducerRequest;
   getKey: GetKeyRequest;
+  getMetrics: GetMetricsRequest;
   getPaywallRelated: GetPaywallRelatedRequest;
   getRecommendations: GetRecommendationsRequest;
   ingestFiles: IngestFilesRequest;
   listAgents: ListAgentsRequest;
   listKeys: ListKeysRequest;
   listModels: ListModelsRequest;
+  listModelsV1: ListModelsV1Request;
   listPublisherItems: ListPublisherItemsRequest;
   patchItem: PatchItemRequest;
   patchItems: PatchItemsRequest;
@@ -681,6 +729,7 @@ export interface Responses {
   createChatCompletionV1: CreateChatCompletionV1Response;
   createCodingChatCompletion: CreateCodingChatCompletionResponse;
   createEmbeddings: CreateEmbeddingsResponse;
+  createEmbeddingsAlias: CreateEmbeddingsAliasResponse;
   createGroundedChatCompletion: CreateGroundedChatCompletionResponse;
   createGroundedChatCompletionAlias: CreateGroundedChatCompletionAliasResponse;
   createGroundedResponse: CreateGroundedResponseResponse;
@@ -699,12 +748,14 @@ export interface Responses {
   getItem: GetItemResponse;
   getItemsByProducer: GetItemsByProducerResponse;
   getKey: GetKeyResponse;
+  getMetrics: GetMetricsResponse;
   getPaywallRelated: GetPaywallRelatedResponse;
   getRecommendations: GetRecommendationsResponse;
   ingestFiles: IngestFilesResponse;
   listAgents: ListAgentsResponse;
   listKeys: ListKeysResponse;
   listModels: ListModelsResponse;
+  listModelsV1: ListModelsV1Response;
   listPublisherItems: ListPublisherItemsResponse;
   patchItem: PatchItemResponse;
   patchItems: PatchItemsResponse;

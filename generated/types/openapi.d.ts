@@ -195,6 +195,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ai/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the model catalog (v1 path)
+         * @deprecated
+         * @description The model catalog where OpenAI clients pointed at `{base_url}/ai/v1` look for it:
+         *     the same answer as `GET /ai/v2/models` (`listModels`).
+         */
+        get: operations["listModelsV1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ai/v1/responses": {
         parameters: {
             query?: never;
@@ -312,6 +334,28 @@ export interface paths {
          *     (`EMBEDDING_PROVIDER_UNAVAILABLE`): there is no failover to another provider.
          */
         post: operations["createEmbeddings"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ai/v2/embeddings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create embeddings (OpenAI client path)
+         * @description The path OpenAI clients call when pointed at `{base_url}/ai/v2`: the same
+         *     request, responses and behaviour as `POST /ai/v2/direct/embeddings`
+         *     (`createEmbeddings`).
+         */
+        post: operations["createEmbeddingsAlias"];
         delete?: never;
         options?: never;
         head?: never;
@@ -546,9 +590,34 @@ export interface paths {
         /**
          * Revoke an API key
          * @description Revokes the key and returns its record with `status: revoked`. Revocation
-         *     takes effect within 60 seconds.
+         *     takes effect within 60 seconds. A key cannot revoke a key holding scopes
+         *     it lacks itself (403).
          */
         delete: operations["revokeKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Prometheus metrics
+         * @description The platform's metrics in the Prometheus text format, for a scraper that sends
+         *     `Authorization: Bearer <key with metrics:read>`: HTTP requests by operation and
+         *     status; upstream calls by deployment and outcome with their latency; the circuit
+         *     state of each deployment (0 closed, 1 half-open, 2 open); tokens by model; and the
+         *     process's own figures (CPU, memory, event-loop lag).
+         */
+        get: operations["getMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -830,6 +899,12 @@ export interface components {
             param?: string | null;
             /** @description Whether retrying the same request can succeed (with backoff). */
             retryable: boolean;
+            /**
+             * @description OpenAI's error type (`invalid_request_error`, `authentication_error`,
+             *     `permission_error`, `not_found_error`, `rate_limit_error`, `server_error`), so
+             *     OpenAI clients read the error as they read OpenAI's.
+             */
+            type?: string;
         };
         /** @description API key record (never the plaintext key). */
         ApiKey: {
@@ -980,6 +1055,7 @@ export interface components {
             messages: components["schemas"]["ChatMessage"][];
             metadata?: components["schemas"]["RequestMetadata"];
             parallel_tool_calls?: boolean;
+            response_format?: components["schemas"]["ChatResponseFormat"];
             stop?: string | string[] | null;
             /** @default false */
             stream: boolean;
@@ -1042,11 +1118,14 @@ export interface components {
         };
         /** @description One conversation message (OpenAI shape). */
         ChatMessage: {
-            /** @description Text, content parts (text, image_url), or null for an assistant message that only calls tools. */
+            /** @description Text, content parts (text, image_url), or null (or empty) for an assistant message that only calls tools. */
             content?: string | components["schemas"]["ChatContentPart"][] | null;
             name?: string;
-            /** @enum {string} */
-            role: "system" | "user" | "assistant" | "tool";
+            /**
+             * @description `developer` is accepted as OpenAI's newer name for `system`.
+             * @enum {string}
+             */
+            role: "system" | "developer" | "user" | "assistant" | "tool";
             /** @description For `role: tool`, the id of the tool call answered. */
             tool_call_id?: string;
             tool_calls?: components["schemas"]["ChatToolCall"][];
@@ -1065,6 +1144,29 @@ export interface components {
             message_id: string;
             query_id: string;
             sources: components["schemas"]["ChatSource"][];
+        };
+        /**
+         * @description Shape of the answer: plain text, any JSON object, or JSON that follows a JSON
+         *     Schema (OpenAI's structured outputs).
+         */
+        ChatResponseFormat: {
+            /** @constant */
+            type: "text";
+        } | {
+            /** @constant */
+            type: "json_object";
+        } | {
+            json_schema: {
+                description?: string;
+                name: string;
+                /** @description JSON Schema the answer follows. */
+                schema?: {
+                    [key: string]: unknown;
+                };
+                strict?: boolean | null;
+            };
+            /** @constant */
+            type: "json_schema";
         };
         /** @description A source the answer used (further fields may appear). */
         ChatSource: {
@@ -1273,6 +1375,7 @@ export interface components {
                 /** @description Error type, e.g. `invalid_request_error`. */
                 type: string;
             };
+            error?: components["schemas"]["OpenAIErrorObject"];
             trace_id: components["schemas"]["TraceId"];
         };
         /**
@@ -1473,7 +1576,10 @@ export interface components {
             visible_in_chat: boolean;
             visible_in_search: boolean;
         };
-        /** @description Selects items of the publisher; all given criteria must hold. */
+        /**
+         * @description Selects items of the publisher; all given criteria must hold. `item_ids`,
+         *     `types` and `statuses` take up to 10000 entries each, the largest `limit`.
+         */
         ItemFilter: {
             authors?: string[];
             /** Format: date-time */
@@ -1494,7 +1600,7 @@ export interface components {
             visible_in_chat?: boolean;
             visible_in_search?: boolean;
         };
-        /** @description Missing or empty `producer_ids` is a 400 (checked by the server). */
+        /** @description Up to 10000 producer ids. Missing or empty `producer_ids` is a 400 (checked by the server). */
         ItemsByProducerRequest: {
             producer_ids?: string[];
         };
@@ -1568,10 +1674,12 @@ export interface components {
             type: "chat" | "embedding";
         };
         /**
-         * @description Model family a request can be routed to.
+         * @description Model family a request can be routed to. `local` is the platform's built-in local
+         *     model (no upstream provider): deterministic and extractive, for development and
+         *     offline use.
          * @enum {string}
          */
-        ModelFamily: "openai" | "anthropic" | "google" | "open source";
+        ModelFamily: "openai" | "anthropic" | "google" | "open source" | "local";
         ModelList: {
             data: components["schemas"]["Model"][];
             /** @constant */
@@ -1601,6 +1709,14 @@ export interface components {
             expires_in: number;
             /** @constant */
             token_type: "Bearer";
+        };
+        /** @description OpenAI's error object, beside the platform's own error fields. */
+        OpenAIErrorObject: {
+            code?: string | null;
+            message: string;
+            param?: string | null;
+            /** @description e.g. `invalid_request_error`. */
+            type: string;
         };
         /**
          * @description Patch of one item. `publisher_id` plus `item_id` or `producer_id` (`item_id`
@@ -2029,7 +2145,7 @@ export interface components {
          * @description Permission of an API key (see `x-scopes`).
          * @enum {string}
          */
-        Scope: "inference" | "data:read" | "data:write" | "chat" | "keys:manage" | "agents:read" | "agents:write";
+        Scope: "inference" | "data:read" | "data:write" | "chat" | "keys:manage" | "agents:read" | "agents:write" | "metrics:read";
         SearchHit: {
             collection: string;
             /** @description Scores of the hit (further fields may appear). */
@@ -2099,9 +2215,13 @@ export interface components {
             tags?: string[];
             tradition?: components["schemas"]["Tradition"] | null;
         };
-        /** @description HTTP 422 body (valid JSON failing field validation). */
+        /**
+         * @description HTTP 422 body (valid JSON failing field validation). On inference routes it also
+         *     carries OpenAI's `error` object, so OpenAI clients show the reason.
+         */
         ValidationError: {
             detail: components["schemas"]["ValidationErrorItem"][];
+            error?: components["schemas"]["OpenAIErrorObject"];
             trace_id: components["schemas"]["TraceId"];
         };
         ValidationErrorItem: {
@@ -2569,6 +2689,47 @@ export interface components {
                 "application/json": components["schemas"]["AIError"];
             };
         };
+        /** @description The embeddings, in input order. */
+        EmbeddingsOK: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "object": "list",
+                 *       "data": [
+                 *         {
+                 *           "object": "embedding",
+                 *           "index": 0,
+                 *           "embedding": [
+                 *             0.0023064255,
+                 *             -0.009327292,
+                 *             0.015797347,
+                 *             -0.0077780345
+                 *           ]
+                 *         },
+                 *         {
+                 *           "object": "embedding",
+                 *           "index": 1,
+                 *           "embedding": [
+                 *             -0.0108119,
+                 *             0.0051326542,
+                 *             0.0042157,
+                 *             0.0129384
+                 *           ]
+                 *         }
+                 *       ],
+                 *       "model": "gloo-openai-text-embedding-3-small",
+                 *       "usage": {
+                 *         "prompt_tokens": 11,
+                 *         "total_tokens": 11
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["EmbeddingsResponse"];
+            };
+        };
         /** @description The embedding provider is unavailable (no failover to another provider). */
         EmbeddingsServiceUnavailable: {
             headers: {
@@ -2920,6 +3081,97 @@ export interface components {
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
+        /** @description The model catalog. */
+        ModelListOK: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "object": "list",
+                 *       "data": [
+                 *         {
+                 *           "id": "gloo-openai-gpt-5-mini",
+                 *           "object": "model",
+                 *           "created": 1735689600,
+                 *           "owned_by": "gloo",
+                 *           "family": "openai",
+                 *           "provider": "openai",
+                 *           "context_window": 400000,
+                 *           "max_output_tokens": 128000,
+                 *           "capabilities": {
+                 *             "tools": true,
+                 *             "reasoning": true,
+                 *             "vision": true,
+                 *             "streaming": true,
+                 *             "embeddings": false,
+                 *             "image_generation": false
+                 *           },
+                 *           "pricing": {
+                 *             "input_per_1m": 0.25,
+                 *             "output_per_1m": 2,
+                 *             "currency": "USD"
+                 *           },
+                 *           "is_deprecated": false,
+                 *           "type": "chat"
+                 *         },
+                 *         {
+                 *           "id": "gloo-anthropic-claude-haiku-4.5",
+                 *           "object": "model",
+                 *           "created": 1735689600,
+                 *           "owned_by": "gloo",
+                 *           "family": "anthropic",
+                 *           "provider": "anthropic",
+                 *           "context_window": 200000,
+                 *           "max_output_tokens": 64000,
+                 *           "capabilities": {
+                 *             "tools": true,
+                 *             "reasoning": true,
+                 *             "vision": true,
+                 *             "streaming": true,
+                 *             "embeddings": false,
+                 *             "image_generation": false
+                 *           },
+                 *           "pricing": {
+                 *             "input_per_1m": 1,
+                 *             "output_per_1m": 5,
+                 *             "currency": "USD"
+                 *           },
+                 *           "is_deprecated": false,
+                 *           "type": "chat"
+                 *         },
+                 *         {
+                 *           "id": "gloo-openai-text-embedding-3-small",
+                 *           "object": "model",
+                 *           "created": 1735689600,
+                 *           "owned_by": "gloo",
+                 *           "family": "openai",
+                 *           "provider": "openai",
+                 *           "context_window": 8191,
+                 *           "max_output_tokens": null,
+                 *           "capabilities": {
+                 *             "tools": false,
+                 *             "reasoning": false,
+                 *             "vision": false,
+                 *             "streaming": false,
+                 *             "embeddings": true,
+                 *             "image_generation": false
+                 *           },
+                 *           "pricing": {
+                 *             "input_per_1m": 0.02,
+                 *             "output_per_1m": 0,
+                 *             "currency": "USD"
+                 *           },
+                 *           "is_deprecated": false,
+                 *           "type": "embedding"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["ModelList"];
+            };
+        };
         /**
          * @description The response object (`application/json`), or with `stream: true` a stream of
          *     named events (`text/event-stream`, `event: <type>` then `data: <JSON>`).
@@ -3149,6 +3401,22 @@ export interface components {
                  *     }
                  */
                 "application/json": components["schemas"]["ChatCompletionRequest"];
+            };
+        };
+        /** @description An embeddings request. */
+        EmbeddingsBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "model": "gloo-openai-text-embedding-3-small",
+                 *       "input": [
+                 *         "What does grace mean?",
+                 *         "Sabbath rest in a busy week"
+                 *       ],
+                 *       "dimensions": 512
+                 *     }
+                 */
+                "application/json": components["schemas"]["EmbeddingsRequest"];
             };
         };
         /** @description A grounded v2 chat completion request. */
@@ -3738,6 +4006,21 @@ export interface operations {
             503: components["responses"]["DetailServiceUnavailable"];
         };
     };
+    listModelsV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ModelListOK"];
+            401: components["responses"]["GatewayUnauthorized"];
+            403: components["responses"]["GatewayForbidden"];
+            500: components["responses"]["AIInternalError"];
+        };
+    };
     createResponseV1: {
         parameters: {
             query?: never;
@@ -3905,63 +4188,42 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "model": "gloo-openai-text-embedding-3-small",
-                 *       "input": [
-                 *         "What does grace mean?",
-                 *         "Sabbath rest in a busy week"
-                 *       ],
-                 *       "dimensions": 512
-                 *     }
-                 */
-                "application/json": components["schemas"]["EmbeddingsRequest"];
-            };
-        };
+        requestBody: components["requestBodies"]["EmbeddingsBody"];
         responses: {
-            /** @description The embeddings, in input order. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "object": "list",
-                     *       "data": [
-                     *         {
-                     *           "object": "embedding",
-                     *           "index": 0,
-                     *           "embedding": [
-                     *             0.0023064255,
-                     *             -0.009327292,
-                     *             0.015797347,
-                     *             -0.0077780345
-                     *           ]
-                     *         },
-                     *         {
-                     *           "object": "embedding",
-                     *           "index": 1,
-                     *           "embedding": [
-                     *             -0.0108119,
-                     *             0.0051326542,
-                     *             0.0042157,
-                     *             0.0129384
-                     *           ]
-                     *         }
-                     *       ],
-                     *       "model": "gloo-openai-text-embedding-3-small",
-                     *       "usage": {
-                     *         "prompt_tokens": 11,
-                     *         "total_tokens": 11
-                     *       }
-                     *     }
-                     */
-                    "application/json": components["schemas"]["EmbeddingsResponse"];
-                };
+            200: components["responses"]["EmbeddingsOK"];
+            400: components["responses"]["EmbeddingsBadRequest"];
+            401: components["responses"]["AIUnauthorized"];
+            402: components["responses"]["AIPaymentRequired"];
+            403: components["responses"]["AIForbidden"];
+            408: components["responses"]["AIRequestTimeout"];
+            422: components["responses"]["EmbeddingsUnprocessable"];
+            429: components["responses"]["AITooManyRequests"];
+            500: components["responses"]["AIInternalError"];
+            503: components["responses"]["EmbeddingsServiceUnavailable"];
+        };
+    };
+    createEmbeddingsAlias: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: components["requestBodies"]["EmbeddingsBody"];
+        responses: {
+            200: components["responses"]["EmbeddingsOK"];
             400: components["responses"]["EmbeddingsBadRequest"];
             401: components["responses"]["AIUnauthorized"];
             402: components["responses"]["AIPaymentRequired"];
@@ -4048,97 +4310,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The model catalog. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "object": "list",
-                     *       "data": [
-                     *         {
-                     *           "id": "gloo-openai-gpt-5-mini",
-                     *           "object": "model",
-                     *           "created": 1735689600,
-                     *           "owned_by": "gloo",
-                     *           "family": "openai",
-                     *           "provider": "openai",
-                     *           "context_window": 400000,
-                     *           "max_output_tokens": 128000,
-                     *           "capabilities": {
-                     *             "tools": true,
-                     *             "reasoning": true,
-                     *             "vision": true,
-                     *             "streaming": true,
-                     *             "embeddings": false,
-                     *             "image_generation": false
-                     *           },
-                     *           "pricing": {
-                     *             "input_per_1m": 0.25,
-                     *             "output_per_1m": 2,
-                     *             "currency": "USD"
-                     *           },
-                     *           "is_deprecated": false,
-                     *           "type": "chat"
-                     *         },
-                     *         {
-                     *           "id": "gloo-anthropic-claude-haiku-4.5",
-                     *           "object": "model",
-                     *           "created": 1735689600,
-                     *           "owned_by": "gloo",
-                     *           "family": "anthropic",
-                     *           "provider": "anthropic",
-                     *           "context_window": 200000,
-                     *           "max_output_tokens": 64000,
-                     *           "capabilities": {
-                     *             "tools": true,
-                     *             "reasoning": true,
-                     *             "vision": true,
-                     *             "streaming": true,
-                     *             "embeddings": false,
-                     *             "image_generation": false
-                     *           },
-                     *           "pricing": {
-                     *             "input_per_1m": 1,
-                     *             "output_per_1m": 5,
-                     *             "currency": "USD"
-                     *           },
-                     *           "is_deprecated": false,
-                     *           "type": "chat"
-                     *         },
-                     *         {
-                     *           "id": "gloo-openai-text-embedding-3-small",
-                     *           "object": "model",
-                     *           "created": 1735689600,
-                     *           "owned_by": "gloo",
-                     *           "family": "openai",
-                     *           "provider": "openai",
-                     *           "context_window": 8191,
-                     *           "max_output_tokens": null,
-                     *           "capabilities": {
-                     *             "tools": false,
-                     *             "reasoning": false,
-                     *             "vision": false,
-                     *             "streaming": false,
-                     *             "embeddings": true,
-                     *             "image_generation": false
-                     *           },
-                     *           "pricing": {
-                     *             "input_per_1m": 0.02,
-                     *             "output_per_1m": 0,
-                     *             "currency": "USD"
-                     *           },
-                     *           "is_deprecated": false,
-                     *           "type": "embedding"
-                     *         }
-                     *       ]
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ModelList"];
-                };
-            };
+            200: components["responses"]["ModelListOK"];
             401: components["responses"]["GatewayUnauthorized"];
             403: components["responses"]["GatewayForbidden"];
             500: components["responses"]["AIInternalError"];
@@ -4725,6 +4897,34 @@ export interface operations {
             403: components["responses"]["ManagementForbidden"];
             404: components["responses"]["ManagementNotFound"];
             422: components["responses"]["ManagementUnprocessable"];
+            500: components["responses"]["ManagementInternalError"];
+        };
+    };
+    getMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Metrics in the Prometheus text exposition format 0.0.4. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example # HELP gateway_upstream_calls_total Upstream model calls by deployment and outcome.
+                     *     # TYPE gateway_upstream_calls_total counter
+                     *     gateway_upstream_calls_total{deployment="openai-gpt-5-mini",outcome="ok"} 1027
+                     */
+                    "text/plain": string;
+                };
+            };
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
             500: components["responses"]["ManagementInternalError"];
         };
     };

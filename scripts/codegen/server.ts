@@ -201,6 +201,9 @@ function operationTypes(contract: ContractModel, op: OperationModel): string {
     if (r.mediaTypes.includes('application/json')) {
       out.push(`{ status: ${r.status}; body: ${res}['content']['application/json']; headers?: ResponseHeaders }`);
     }
+    if (r.mediaTypes.includes('text/plain')) {
+      out.push(`{ status: ${r.status}; body: string; headers?: ResponseHeaders }`);
+    }
     if (r.mediaTypes.includes('text/event-stream')) {
       out.push(`{ status: ${r.status}; stream: AsyncIterable<${res}['content']['text/event-stream']>; headers?: ResponseHeaders }`);
     }

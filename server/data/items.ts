@@ -7,6 +7,7 @@ import type { components } from '../../generated/types/openapi.js';
 import { ApiError } from '../errors.js';
 import type { OrganizationService } from '../identity/organizations.js';
 import type { Principal } from '../identity/principal.js';
+import { storableDate } from '../storage/timestamps.js';
 
 type Schemas = components['schemas'];
 export type FileDataView = Schemas['FileData'];
@@ -240,9 +241,30 @@ function applyOps(item: Item, ops: CheckedOp[]): FieldValues {
   return next;
 }
 
+type DateBound = 'created_after' | 'created_before' | 'updated_after' | 'updated_before';
+
+/** A filter date: RFC 3339 allows instants (a leap second, year 0000) the database cannot compare with. */
+function filterDate(filter: ItemFilter, bound: DateBound): Date | undefined {
+  const text = filter[bound];
+  if (text === undefined) return undefined;
+  const date = storableDate(text);
+  if (!date) {
+    const msg = 'Not a storable instant: no leap second, year 0001 to 9999';
+    throw new ApiError('VALIDATION_ERROR', `filter.${bound}: ${msg}`, {
+      issues: [{ loc: ['body', 'filter', bound], msg, type: 'value_error', input: text }],
+    });
+  }
+  return date;
+}
+
+/** `search` is a substring, not a pattern: LIKE's wildcards and its escape character match themselves. */
+const likeLiteral = (text: string) => text.replace(/[\\%_]/g, '\\$&');
+
 function filterWhere(filter: ItemFilter): Prisma.ItemWhereInput {
-  const range = (after?: string, before?: string) =>
-    after || before ? { ...(after && { gt: new Date(after) }), ...(before && { lt: new Date(before) }) } : undefined;
+  const range = (after: DateBound, before: DateBound) => {
+    const [gt, lt] = [filterDate(filter, after), filterDate(filter, before)];
+    return gt || lt ? { ...(gt && { gt }), ...(lt && { lt }) } : undefined;
+  };
   const where: Prisma.ItemWhereInput = {
     ...(filter.item_ids && { id: { in: filter.item_ids } }),
     ...(filter.types && { type: { in: filter.types } }),
@@ -254,13 +276,13 @@ function filterWhere(filter: ItemFilter): Prisma.ItemWhereInput {
     ...(filter.visible_in_chat !== undefined && { visibleInChat: filter.visible_in_chat }),
     ...(filter.search && {
       OR: [
-        { title: { contains: filter.search, mode: 'insensitive' as const } },
-        { fileName: { contains: filter.search, mode: 'insensitive' as const } },
+        { title: { contains: likeLiteral(filter.search), mode: 'insensitive' as const } },
+        { fileName: { contains: likeLiteral(filter.search), mode: 'insensitive' as const } },
       ],
     }),
   };
-  const created = range(filter.created_after, filter.created_before);
-  const updated = range(filter.updated_after, filter.updated_before);
+  const created = range('created_after', 'created_before');
+  const updated = range('updated_after', 'updated_before');
   if (created) where.createdAt = created;
   if (updated) where.updatedAt = updated;
   return where;

@@ -2,11 +2,15 @@
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import type { RouteDefinition } from '../../generated/contract/routes.js';
 import { ApiError } from '../errors.js';
+import { logSafe } from '../logging.js';
 import { errorSchemaFor, renderError, toApiError } from './errors.js';
 import { traceIdOf } from './trace.js';
 import { isValidatorError, toValidationIssues } from './validation.js';
 
 type Api = 'api' | 'management';
+
+/** An error message is ours but may quote caller input; this much of it is enough to tell what happened. */
+const LOGGED_MESSAGE_MAX = 256;
 
 /** Body-parser and multer failures, and validator findings, become documented API errors. */
 function classify(error: unknown, req: Request): ApiError {
@@ -57,16 +61,21 @@ export function errorHandler(api: Api): ErrorRequestHandler {
     const route = res.locals.route as RouteDefinition | undefined;
     const apiError = asDeclared(classify(error, req), route);
     const traceId = traceIdOf(res);
-    const log = req.log;
-    if (apiError.status >= 500) log.error({ err: loggable(apiError.cause ?? apiError) }, apiError.message);
-    else log.info({ error: apiError.errorName, status: apiError.status }, apiError.message);
+    // An expected answer (a client error, a stub's 501) is one info line without a stack;
+    // a server failure is an error with its cause. Messages may quote caller input: bounded.
+    const message = logSafe(apiError.message, LOGGED_MESSAGE_MAX);
+    if (apiError.status >= 500 && apiError.errorName !== 'NOT_IMPLEMENTED') {
+      req.log.error({ err: loggable(apiError.cause ?? apiError) }, message);
+    } else {
+      req.log.info({ error: apiError.errorName, status: apiError.status }, message);
+    }
 
     if (res.headersSent) {
       // A stream already has its 200: the SSE writer reports in-band; anything else can only be cut.
       res.end();
       return;
     }
-    const body = renderError(apiError, errorSchemaFor(route, apiError.status, api), traceId);
+    const body = renderError(apiError, errorSchemaFor(route, apiError, api), traceId);
     for (const [name, value] of Object.entries(apiError.options.headers ?? {})) res.setHeader(name, value);
     res.status(apiError.status);
     if (route?.errorBodies[apiError.status]) {

@@ -18,8 +18,10 @@ export type ErrorSchemaName =
  * The body shape for an error: the one the contract declares for this status, else the
  * shape the operation uses for its other errors, else the server's default.
  */
-export function errorSchemaFor(route: RouteDefinition | undefined, status: number, api: 'api' | 'management'): ErrorSchemaName {
-  const declared = route?.errorBodies[status] ?? (route ? familyShape(route) : undefined);
+export function errorSchemaFor(route: RouteDefinition | undefined, error: ApiError, api: 'api' | 'management'): ErrorSchemaName {
+  // A completion's 422 is a validation failure or a provider content filter (an AI error).
+  if (error.status === 422 && error.errorName !== 'VALIDATION_ERROR' && route && familyShape(route) === 'AIError') return 'AIError';
+  const declared = route?.errorBodies[error.status] ?? (route ? familyShape(route) : undefined);
   if (declared) return declared as ErrorSchemaName;
   return api === 'management' ? 'ManagementError' : 'GatewayError';
 }
@@ -53,7 +55,8 @@ export function renderError(error: ApiError, schema: ErrorSchemaName, traceId: s
           retryable: entry.retryable,
           category: entry.category,
           description: entry.description,
-          ...(error.options.param ? { param: error.options.param } : {}),
+          param: error.options.param ?? null,
+          type: openAIType(error.status),
         },
         trace_id: traceId,
       };
@@ -62,21 +65,25 @@ export function renderError(error: ApiError, schema: ErrorSchemaName, traceId: s
       }
       return body;
     }
-    case 'ValidationError':
-      return { detail: issues.length > 0 ? issues : [{ loc: [], msg: error.message, type: 'value_error' }], trace_id: traceId };
+    case 'ValidationError': {
+      const detail = issues.length > 0 ? issues : [{ loc: [], msg: error.message, type: 'value_error' }];
+      const first = detail[0];
+      const param = first.loc.length > 1 ? first.loc.slice(1).join('.') : null;
+      // OpenAI clients read `error`; without it they show a 422 as "(no body)".
+      const message = `${first.loc.join('.') || 'body'}: ${first.msg}${detail.length > 1 ? ` (and ${detail.length - 1} more)` : ''}`;
+      return { detail, error: { message, type: 'invalid_request_error', param, code: first.type }, trace_id: traceId };
+    }
     case 'EmbeddingsValidationError': {
       const first = issues[0];
       const param = error.options.param ?? first?.loc.slice(1).join('.');
-      return {
-        detail: {
-          message: first ? `${first.loc.join('.')}: ${first.msg}` : error.message,
-          type: 'invalid_request_error',
-          code: first?.type ?? error.errorName.toLowerCase(),
-          retryable: false,
-          ...(param ? { param } : {}),
-        },
-        trace_id: traceId,
+      const detail = {
+        message: first ? `${first.loc.join('.')}: ${first.msg}` : error.message,
+        type: 'invalid_request_error',
+        code: first?.type ?? error.errorName.toLowerCase(),
+        retryable: false,
+        ...(param ? { param } : {}),
       };
+      return { detail, error: { message: detail.message, type: detail.type, param: param ?? null, code: detail.code }, trace_id: traceId };
     }
     case 'DetailError':
       return { detail: error.message, trace_id: traceId };
@@ -99,6 +106,16 @@ export function renderError(error: ApiError, schema: ErrorSchemaName, traceId: s
     case 'GatewayError':
       return { error: error.message, code: error.options.gatewayCode ?? error.errorName.toLowerCase(), trace_id: traceId };
   }
+}
+
+/** OpenAI's error `type` for a status, so OpenAI clients classify our errors as theirs. */
+function openAIType(status: number): string {
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status === 404) return 'not_found_error';
+  if (status === 429) return 'rate_limit_error';
+  if (status === 402) return 'insufficient_quota';
+  return status >= 500 || status === 408 ? 'server_error' : 'invalid_request_error';
 }
 
 /** Anything thrown that is not an ApiError is an internal error; its message stays in the log. */

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Request, RequestHandler } from 'express';
 import { ApiError } from '../errors.js';
 import type { Principal } from '../identity/principal.js';
-import type { IdempotencyStore } from '../storage/idempotency-store.js';
+import type { IdempotencyRecords } from '../storage/idempotency-store.js';
 import type { AdmissionStage } from './router.js';
 
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
@@ -18,9 +18,18 @@ function requestHash(req: Request): string {
   return hash.digest('hex');
 }
 
-export function idempotencyStage(store: IdempotencyStore, options: { waitMs: number; pollMs: number }): AdmissionStage {
+/** Inference answers have no durable effect: their keys live in a cache, not the database. */
+const INFERENCE_TAGS = new Set(['completions', 'embeddings', 'responses']);
+
+export interface IdempotencyStores {
+  durable: IdempotencyRecords;
+  inference: IdempotencyRecords;
+}
+
+export function idempotencyStage(stores: IdempotencyStores, options: { waitMs: number; pollMs: number }): AdmissionStage {
   return (route) => {
     if (!route.idempotent) return (_req, _res, next) => next();
+    const store = INFERENCE_TAGS.has(route.tag) ? stores.inference : stores.durable;
     const handler: RequestHandler = async (req, res, next) => {
       const key = req.header('idempotency-key');
       const principal = res.locals.principal as Principal | undefined;
@@ -57,7 +66,7 @@ export function idempotencyStage(store: IdempotencyStore, options: { waitMs: num
 }
 
 /** Keeps the JSON answer actually sent; a failure (5xx), a stream or a cut connection is forgotten. */
-function remember(res: Parameters<RequestHandler>[1], recordId: string, store: IdempotencyStore, req: Request): void {
+function remember(res: Parameters<RequestHandler>[1], recordId: string, store: IdempotencyRecords, req: Request): void {
   let body: unknown;
   let sentJson = false;
   const json = res.json.bind(res);
@@ -68,7 +77,8 @@ function remember(res: Parameters<RequestHandler>[1], recordId: string, store: I
   };
   res.once('close', () => {
     const keep = res.writableFinished && sentJson && res.statusCode < 500;
-    const settle = keep ? store.complete(recordId, res.statusCode, body) : store.release(recordId);
+    const bytes = Number(res.getHeader('content-length') ?? 0);
+    const settle = keep ? store.complete(recordId, { status: res.statusCode, body, bytes }) : store.release(recordId);
     settle.catch((error) => req.log.error({ err: error }, 'could not settle an idempotency record'));
   });
 }

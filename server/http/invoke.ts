@@ -29,7 +29,10 @@ export function invoke(route: RouteDefinition, handler: UntypedHandler, services
       traceId: traceIdOf(res),
       route,
       principal: res.locals.principal ?? null,
-      log: req.log,
+      // Read on use: the request logger is only made when something logs (request-log.ts).
+      get log() {
+        return req.log;
+      },
       signal: controller.signal,
       services,
     };
@@ -39,11 +42,16 @@ export function invoke(route: RouteDefinition, handler: UntypedHandler, services
       await writeSse(res, result.stream, {
         framing: route.sse ?? 'data',
         signal: controller.signal,
-        log: ctx.log,
+        get log() {
+          return ctx.log;
+        },
         errorEvent: (error, sequence) => streamErrorEvent(route, error, ctx.traceId, sequence),
       });
     } else if (result.body === undefined) {
       res.status(result.status).end();
+    } else if (typeof result.body === 'string') {
+      // A text answer (metrics): the handler sets its Content-Type.
+      res.status(result.status).send(result.body);
     } else {
       res.status(result.status).json(result.body);
     }

@@ -9,6 +9,7 @@ import { authenticate } from './auth.js';
 import { deprecationHeaders } from './deprecation.js';
 import { invoke, type UntypedHandler } from './invoke.js';
 import { parseMultipart, type UploadLimits } from './multipart.js';
+import type { OperationValidator } from './validation.js';
 
 /**
  * A step that runs for every operation after the request is authenticated and valid, and
@@ -23,7 +24,7 @@ export interface RouterOptions {
   handlers: Readonly<Record<OperationId, UntypedHandler>>;
   services: Services;
   authenticator: Authenticator;
-  validator: RequestHandler[];
+  validator: OperationValidator;
   admission: AdmissionStage[];
   jsonBodyLimit: number;
   uploadLimits: UploadLimits;
@@ -32,22 +33,23 @@ export interface RouterOptions {
 export function buildRouter(options: RouterOptions): Router {
   const router = express.Router({ caseSensitive: true });
   const parsers: Record<string, RequestHandler> = {
-    'application/json': express.json({ limit: options.jsonBodyLimit, reviver: rejectNul }),
+    'application/json': express.json({ limit: options.jsonBodyLimit, verify: rejectNul }),
     'application/x-www-form-urlencoded': express.urlencoded({ extended: false, limit: options.jsonBodyLimit }),
   };
-  const none: RequestHandler = (_req, _res, next) => next();
-  const bodyParser = (route: RouteDefinition) =>
-    route.requestMediaType === 'multipart/form-data'
-      ? parseMultipart(route, options.uploadLimits)
-      : (route.requestMediaType && parsers[route.requestMediaType]) || none;
+  // An operation without a body gets no parsing step at all: every step is a router hop.
+  const bodyParser = (route: RouteDefinition): RequestHandler[] => {
+    if (route.requestMediaType === 'multipart/form-data') return [parseMultipart(route, options.uploadLimits)];
+    const parser = route.requestMediaType && parsers[route.requestMediaType];
+    return parser ? [parser] : [];
+  };
   for (const route of routes) {
     if (route.api !== options.api) continue;
     router[route.method](
       route.expressPath,
       describeRoute(route),
       authenticate(route, options.authenticator),
-      bodyParser(route),
-      ...options.validator,
+      ...bodyParser(route),
+      ...options.validator(route),
       ...options.admission.map((stage) => stage(route)),
       invoke(route, options.handlers[route.operationId], options.services),
     );
@@ -69,10 +71,25 @@ export function buildRouter(options: RouterOptions): Router {
   return router;
 }
 
-/** PostgreSQL text cannot hold NUL, so a string with one is refused as malformed up front. */
-function rejectNul(_key: string, value: unknown): unknown {
-  if (typeof value === 'string' && value.includes('\u0000')) throw new Error('Strings must not contain NUL (\\u0000) characters');
-  return value;
+const ESCAPED_NUL = '\\u0000';
+const BACKSLASH = 0x5c;
+
+/**
+ * PostgreSQL text cannot hold NUL, so a body with one in a string is refused as malformed up
+ * front. Checked on the raw bytes, once, rather than by a reviver called for every value: a
+ * raw NUL byte is already invalid JSON, so only the escape `\u0000` needs finding, and it
+ * is one unless its backslash is itself escaped (`\\u0000` is the text "\u0000").
+ */
+function rejectNul(_req: unknown, _res: unknown, raw: Buffer, encoding: string): void {
+  const body = /^utf-?8$/i.test(encoding) ? raw : Buffer.from(new TextDecoder(encoding).decode(raw));
+  for (let at = body.indexOf(ESCAPED_NUL); at !== -1; at = body.indexOf(ESCAPED_NUL, at + 1)) {
+    let backslashes = 1;
+    while (body[at - backslashes] === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 1) {
+      // Reported as a parse failure (400), not as body-parser's default 403 for a failed check.
+      throw Object.assign(new Error('Strings must not contain NUL (\\u0000) characters'), { status: 400, type: 'entity.parse.failed' });
+    }
+  }
 }
 
 /** Remembers the matched operation (error bodies depend on it) and flags deprecated ones. */

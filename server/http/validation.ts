@@ -1,7 +1,17 @@
 // Request validation against openapi.yaml (express-openapi-validator), and the translation
 // of its findings into the contract's 422 shape (spec 2.6).
-import express, { type RequestHandler } from 'express';
-import * as OpenApiValidator from 'express-openapi-validator';
+//
+// The library's own middleware finds each request's operation by compiling every path
+// pattern of the contract again, per request. The router already knows the operation, so
+// the contract is loaded once here and each route gets the library's request (and, in
+// tests, response) validator with the operation's metadata attached directly.
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { RequestValidator, ResponseValidator } from 'express-openapi-validator/dist/middlewares/index.js';
+import { SchemaPreprocessor } from 'express-openapi-validator/dist/middlewares/parsers/schema.preprocessor.js';
+import { OpenApiSpecLoader } from 'express-openapi-validator/dist/framework/openapi.spec.loader.js';
+import type { OpenAPIV3, OpenApiRequest, ValidateResponseOpts } from 'express-openapi-validator/dist/framework/types.js';
+import { OpenApiValidator } from 'express-openapi-validator/dist/openapi.validator.js';
+import type { RouteDefinition } from '../../generated/contract/routes.js';
 import type { ValidationIssue } from '../errors.js';
 
 export interface ValidatorOptions {
@@ -9,20 +19,72 @@ export interface ValidatorOptions {
   validateResponses: boolean;
 }
 
-/** One validator instance serves every route of an app; it matches the operation by path itself. */
-export function createValidator(options: ValidatorOptions): RequestHandler[] {
-  return OpenApiValidator.middleware({
+/** The validation steps of one operation, built once when the router binds it. */
+export type OperationValidator = (route: RouteDefinition) => RequestHandler[];
+
+/** Loads and preprocesses the contract (well over a second for this document), once. */
+export async function createValidator(options: ValidatorOptions): Promise<OperationValidator> {
+  // Normalises the options into the ajv settings its validators expect.
+  const settings = new OpenApiValidator({
     apiSpec: options.apiSpec,
     validateApiSpec: false,
-    validateRequests: { allErrors: true, allowUnknownQueryParameters: false, coerceTypes: true },
+    // Bodies are JSON and keep their types: `{"name": 12345}` is not a string. Path and
+    // query parameters are text and are always coerced by the library, whatever this says.
+    validateRequests: { allErrors: true, allowUnknownQueryParameters: false, coerceTypes: false },
     // Thrown response-validation errors surface as 500s with the finding in the log,
     // which is what makes contract drift fail the test suite.
     validateResponses: options.validateResponses ? { allErrors: true } : false,
     validateSecurity: false,
-    ignoreUndocumented: true,
     // Multipart is parsed earlier in the pipeline (multipart.ts).
     fileUploader: false,
-  }) as unknown as RequestHandler[];
+  });
+  const spec = await new OpenApiSpecLoader({ apiDoc: options.apiSpec, validateApiSpec: false, $refParser: { mode: 'bundle' } }).load();
+  allowReservedInQueries(spec.apiDoc);
+  // Without response validation (null) the preprocessor makes no response copy of the contract.
+  const responseOptions = (settings.options.validateResponses || null) as ValidateResponseOpts;
+  const { apiDocRes } = new SchemaPreprocessor(spec.apiDoc, settings.ajvOpts.preprocessor, responseOptions).preProcess();
+  const requests = new RequestValidator(spec.apiDoc, settings.ajvOpts.request);
+  const responses: RequestHandler | null = options.validateResponses
+    ? (new ResponseValidator(apiDocRes, settings.ajvOpts.response, responseOptions, spec.serial).validate() as RequestHandler)
+    : null;
+
+  return (route) => {
+    const found = spec.routes.find((r) => r.method === route.method.toUpperCase() && r.openApiRoute.slice(r.basePath.length) === route.path);
+    if (!found) throw new Error(`${route.operationId}: ${route.method.toUpperCase()} ${route.path} is not in the contract the validator loaded`);
+    const { expressRoute, openApiRoute } = found;
+    const schema = operationOf(spec.apiDoc, route);
+    const _responseSchema = apiDocRes ? operationOf(apiDocRes, route) : undefined;
+    // What the library's route lookup would have attached; Express has already decoded the path parameters.
+    const validate = (req: Request, res: Response, next: NextFunction) => {
+      const request = req as OpenApiRequest;
+      request.openapi = { expressRoute, openApiRoute, pathParams: req.params, schema, serial: spec.serial, _responseSchema } as never;
+      return requests.validate(request, res, next);
+    };
+    return responses ? [validate, responses] : [validate];
+  };
+}
+
+type ApiDoc = OpenAPIV3.DocumentV3 | OpenAPIV3.DocumentV3_1;
+
+function operationOf(apiDoc: ApiDoc, route: RouteDefinition): OpenAPIV3.OperationObject {
+  return (apiDoc.paths as Record<string, Record<string, OpenAPIV3.OperationObject>>)[route.path][route.method];
+}
+
+/**
+ * The library refuses a query value with a raw reserved character unless its parameter
+ * says `allowReserved`, yet the query parser decodes them unambiguously, and `+` (a space
+ * in form encoding, as URLSearchParams writes it) is what correct clients send. The
+ * decoded value is still checked against the parameter's schema.
+ */
+function allowReservedInQueries(apiDoc: ApiDoc): void {
+  const parameters = [
+    ...Object.values(apiDoc.components?.parameters ?? {}),
+    ...Object.values(apiDoc.paths ?? {}).flatMap((item) =>
+      Object.values(item as Record<string, unknown>).flatMap((value) => (value as { parameters?: unknown[] })?.parameters ?? []),
+    ),
+    ...Object.values(apiDoc.paths ?? {}).flatMap((item) => (item as { parameters?: unknown[] }).parameters ?? []),
+  ] as { in?: string; allowReserved?: boolean }[];
+  for (const parameter of parameters) if (parameter.in === 'query') parameter.allowReserved = true;
 }
 
 interface ValidatorFinding {
@@ -101,21 +163,4 @@ export function toValidationIssues(findings: ValidatorFinding[], request: Reques
 
 export function isValidatorError(error: unknown): error is { status: number; errors: ValidatorFinding[]; message: string } {
   return typeof error === 'object' && error !== null && Array.isArray((error as { errors?: unknown }).errors) && 'status' in error;
-}
-
-/**
- * The validator loads and preprocesses the contract on its first request (well over a
- * second for this document); running an undocumented request through it at start-up moves
- * that cost out of the first caller's answer.
- */
-export async function warmUpValidator(validator: RequestHandler[]): Promise<void> {
-  // `app` takes the validator's path-parameter hook, which the routers' own params never use.
-  const req = { app: express(), method: 'GET', url: '/__warm-up', originalUrl: '/__warm-up', path: '/__warm-up', baseUrl: '', headers: {}, query: {}, params: {}, body: {} };
-  const res = { locals: {}, setHeader: () => undefined, getHeader: () => undefined };
-  for (const middleware of validator) {
-    const failed = await new Promise<unknown>((resolve) => {
-      void middleware(req as never, res as never, resolve);
-    });
-    if (failed) throw failed;
-  }
 }

@@ -1,5 +1,5 @@
-// API keys of an organization: created with at most the creator's scopes, shown in full
-// once, listed obfuscated, revoked everywhere through the revocation bus.
+// API keys of an organization: created and revoked only within the caller's scopes, shown
+// in full once, listed obfuscated, revoked everywhere through the revocation bus.
 import type { ApiKey, PrismaClient } from '../../generated/prisma/client.js';
 import type { Scope } from '../../generated/contract/routes.js';
 import { ApiError } from '../errors.js';
@@ -61,6 +61,14 @@ export function newKeyRecord(organizationId: string, input: NewKey, createdByKey
   };
 }
 
+/** A key acts only on keys within its own scopes: it may neither grant nor revoke more. */
+function requireScopes(caller: Principal, scopes: readonly Scope[], action: 'grant' | 'revoke'): void {
+  const beyond = scopes.filter((scope) => !caller.scopes.includes(scope));
+  if (beyond.length === 0) return;
+  const what = action === 'grant' ? 'grant scopes' : 'revoke a key with scopes';
+  throw new ApiError('FORBIDDEN', `A key cannot ${what} beyond its own: ${[...new Set(beyond)].join(', ')}`, { gatewayCode: 'forbidden' });
+}
+
 export class ApiKeyService {
   constructor(
     private readonly prisma: PrismaClient,
@@ -68,10 +76,7 @@ export class ApiKeyService {
   ) {}
 
   async create(creator: Principal, input: NewKey): Promise<{ key: KeyView; plaintext: string }> {
-    const beyond = input.scopes.filter((scope) => !creator.scopes.includes(scope));
-    if (beyond.length > 0) {
-      throw new ApiError('FORBIDDEN', `A key cannot grant scopes beyond its own: ${beyond.join(', ')}`, { gatewayCode: 'forbidden' });
-    }
+    requireScopes(creator, input.scopes, 'grant');
     // Nor outlive its creator: an expiring key cannot mint a longer-lived one.
     const expiresAt = input.expiresAt ?? creator.expiresAt;
     if (creator.expiresAt !== null && expiresAt !== null && expiresAt > creator.expiresAt) {
@@ -104,9 +109,13 @@ export class ApiKeyService {
     return viewKey(await this.find(organizationId, id));
   }
 
-  /** Idempotent: revoking a revoked key answers the key as it is. */
-  async revoke(organizationId: string, id: string): Promise<KeyView> {
-    const key = await this.find(organizationId, id);
+  /**
+   * Idempotent: revoking a revoked key answers the key as it is. A key with only
+   * `keys:manage` must not take down a more powerful one (say, the admin key).
+   */
+  async revoke(revoker: Principal, id: string): Promise<KeyView> {
+    const key = await this.find(revoker.organizationId, id);
+    requireScopes(revoker, key.scopes as Scope[], 'revoke');
     if (key.status === 'revoked') return viewKey(key);
     const revoked = await this.prisma.apiKey.update({ where: { id }, data: { status: 'revoked', revokedAt: new Date() } });
     await this.bus.publish([key.keyHash]);

@@ -20,9 +20,37 @@ export interface ClaimRequest {
   requestHash: string;
 }
 
+/** The answer kept for a key: what was sent and its size in bytes (caches bound their memory by it). */
+export interface Answer {
+  status: number;
+  body: unknown;
+  bytes: number;
+}
+
+/** Where the idempotency stage keeps its records: the database, or a cache for inference. */
+export interface IdempotencyRecords {
+  claim(request: ClaimRequest): Promise<Claim>;
+  /** What the key's record says about this request, read only; null when the key is free again. */
+  inspect(request: ClaimRequest): Promise<Exclude<Claim, { kind: 'new' }> | null>;
+  complete(recordId: string, answer: Answer): Promise<void>;
+  /** The first request failed in a way a retry may fix: forget it so the retry runs. */
+  release(recordId: string): Promise<void>;
+}
+
+/** A key's live record compared with a request that reuses the key. */
+export function verdict(
+  record: { operationId: string; requestHash: string; status: number | null; body?: unknown },
+  request: ClaimRequest,
+): Exclude<Claim, { kind: 'new' }> {
+  if (record.requestHash !== request.requestHash || record.operationId !== request.operationId) return { kind: 'mismatch' };
+  if (record.status === null) return { kind: 'in_progress' };
+  return { kind: 'replay', status: record.status, body: record.body };
+}
+
 const isUniqueViolation = (error: unknown) => (error as { code?: string }).code === 'P2002';
 
-export class IdempotencyStore {
+/** Records in the database, kept a day: for operations whose effects are durable too. */
+export class IdempotencyStore implements IdempotencyRecords {
   private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
@@ -43,7 +71,6 @@ export class IdempotencyStore {
     return (await this.inspect(request)) ?? this.claim(request, attempt + 1);
   }
 
-  /** What the key's record says about this request, read only; null when the key is free again. */
   async inspect(request: ClaimRequest): Promise<Exclude<Claim, { kind: 'new' }> | null> {
     const existing = await this.prisma.idempotencyRecord.findUnique({
       where: { organizationId_key: { organizationId: request.organizationId, key: request.key } },
@@ -53,19 +80,16 @@ export class IdempotencyStore {
       if (existing) await this.prisma.idempotencyRecord.deleteMany({ where: { id: existing.id, expiresAt: existing.expiresAt } });
       return null;
     }
-    if (existing.requestHash !== request.requestHash || existing.operationId !== request.operationId) return { kind: 'mismatch' };
-    if (existing.responseStatus === null) return { kind: 'in_progress' };
-    return { kind: 'replay', status: existing.responseStatus, body: existing.responseBody };
+    return verdict({ ...existing, status: existing.responseStatus, body: existing.responseBody }, request);
   }
 
-  async complete(recordId: string, status: number, body: unknown): Promise<void> {
+  async complete(recordId: string, { status, body }: Answer): Promise<void> {
     await this.prisma.idempotencyRecord.update({
       where: { id: recordId },
       data: { responseStatus: status, responseBody: body as Prisma.InputJsonValue },
     });
   }
 
-  /** The first request failed in a way a retry may fix: forget it so the retry runs. */
   async release(recordId: string): Promise<void> {
     await this.prisma.idempotencyRecord.deleteMany({ where: { id: recordId } });
   }

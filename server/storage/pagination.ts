@@ -2,6 +2,7 @@
 // that order, not an offset, so rows inserted meanwhile never shift or repeat what a client
 // has already seen.
 import { ApiError } from '../errors.js';
+import { storableDate } from './timestamps.js';
 
 export interface PageRequest {
   limit: number;
@@ -27,8 +28,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function decodeCursor(cursor: string): Position {
   const [iso, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
-  const createdAt = new Date(iso ?? '');
-  if (!id || !UUID.test(id) || Number.isNaN(createdAt.getTime())) {
+  // A forged cursor may hold a date the database rejects: that too is an invalid cursor.
+  const createdAt = storableDate(iso ?? '');
+  if (!id || !UUID.test(id) || !createdAt) {
     throw new ApiError('VALIDATION_ERROR', 'Invalid cursor: pass meta.nextCursor of the previous page', {
       gatewayCode: 'invalid_cursor',
       issues: [{ loc: ['query', 'cursor'], msg: 'Invalid cursor', type: 'value_error', input: cursor }],

@@ -442,6 +442,46 @@ describe('PATCH /engine/v2/items (patchItems)', () => {
     expect(await matchedBy({ updated_after: new Date(Date.now() + 60_000).toISOString() })).toEqual([]);
   });
 
+  it('answers 422 for a filter date the database cannot hold: a leap second, year 0000', async () => {
+    const ops = [{ op: 'replace', field: 'evergreen', value: true }];
+    for (const filter of [{ created_after: '2016-12-31T23:59:60Z' }, { updated_before: '0000-01-01T00:00:00Z' }]) {
+      const answer = await patchItems(orgA.publisherId, { filter, ops });
+      expect(answer.status, answer.text).toBe(422);
+      expect(answer.body.trace_id).toMatch(TRACE);
+      expect(answer.body.detail[0].loc).toEqual(['body', 'filter', Object.keys(filter)[0]]);
+      expect(contractProblems('patchItems', 422, answer.body)).toEqual([]);
+    }
+  });
+
+  it('searches for %, _ and \\ literally, not as LIKE wildcards', async () => {
+    const marker = randomUUID();
+    const titles = ['50% off', '500 off', 'a_b', 'axb', 'c\\d', 'cd'];
+    const ids = new Map<string, string>();
+    for (const title of titles) ids.set(title, (await seedItem(orgA.publisherId, { title: `${marker} ${title}` })).id);
+    const ops = [{ op: 'replace', field: 'item_number', value: '1' }];
+    for (const [search, title] of [['50%', '50% off'], ['a_b', 'a_b'], ['c\\d', 'c\\d']]) {
+      const answer = await patchItems(orgA.publisherId, { filter: { search: `${marker} ${search}` }, ops });
+      expect(answer.status, answer.text).toBe(200);
+      expect((answer.body.results as any[]).map((r) => r.item_id), search).toEqual([ids.get(title)]);
+    }
+  });
+
+  it('takes 10000 item_ids, types and statuses in a filter, and answers 422 for one more', async () => {
+    const item = await seedItem(orgA.publisherId, { type: 'limit-test' });
+    const ops = [{ op: 'replace', field: 'item_number', value: 'max' }];
+    const ids = [item.id, ...Array.from({ length: 9999 }, () => randomUUID())];
+    const types = Array.from({ length: 10000 }, (_, i) => (i ? `type-${i}` : 'limit-test'));
+    const statuses = Array.from({ length: 10000 }, () => item.status);
+    const largest = await patchItems(orgA.publisherId, { filter: { item_ids: ids, types, statuses }, ops });
+    expect(largest.status, largest.text.slice(0, 500)).toBe(200);
+    expect((largest.body.results as any[]).map((r) => r.item_id)).toEqual([item.id]);
+    for (const filter of [{ item_ids: [...ids, randomUUID()] }, { types: [...types, 'x'] }, { statuses: [...statuses, item.status] }]) {
+      const answer = await patchItems(orgA.publisherId, { filter, ops });
+      expect(answer.status, Object.keys(filter)[0]).toBe(422);
+      expect(contractProblems('patchItems', 422, answer.body)).toEqual([]);
+    }
+  });
+
   it('patches at most limit items, 100 by default, and says when more match', async () => {
     const tag = `limit-${randomUUID()}`;
     await prisma().item.createMany({
@@ -473,6 +513,13 @@ describe('DELETE /engine/v2/items (deleteItems)', () => {
     const tooMany = await deleteItems({ item_ids: Array.from({ length: 1001 }, () => randomUUID()) });
     expect(tooMany.status).toBe(422);
     expect(contractProblems('deleteItems', 422, tooMany.body)).toEqual([]);
+  });
+
+  it('takes the largest batch, 1000 item ids', async () => {
+    const item = await seedItem(orgA.publisherId);
+    const answer = await deleteItems({ item_ids: [item.id, ...Array.from({ length: 999 }, () => randomUUID())] });
+    expect(answer.status, answer.text.slice(0, 500)).toBe(200);
+    expect(answer.body).toMatchObject({ total_requested: 1000, total_deleted: 1, total_failed: 999 });
   });
 
   it('soft-deletes, frees producer_id and content_hash, and removes the chunks', async () => {
@@ -540,6 +587,17 @@ describe('POST /engine/v2/publisher/{publisher_id}/items/by-producer (getItemsBy
     expect(answer.status, answer.text).toBe(200);
     expect(answer.body).toEqual([{ item_id: wanted.id, item_title: 'Wanted', filename: wanted.fileName, status: 'COMPLETED', producer_id: 'lookup-1' }]);
     expect((await byProducer(orgA.publisherId, { producer_ids: ['lookup-404'] })).body).toEqual([]);
+  });
+
+  it('takes 10000 producer ids, and answers 422 for one more', async () => {
+    const item = await seedItem(orgA.publisherId, { producerId: `max-${randomUUID()}` });
+    const producerIds = [item.producerId!, ...Array.from({ length: 9999 }, (_, i) => `absent-${i}`)];
+    const largest = await byProducer(orgA.publisherId, { producer_ids: producerIds });
+    expect(largest.status, largest.text.slice(0, 500)).toBe(200);
+    expect(largest.body.map((i: { item_id: string }) => i.item_id)).toEqual([item.id]);
+    const tooMany = await byProducer(orgA.publisherId, { producer_ids: [...producerIds, 'one-more'] });
+    expect(tooMany.status).toBe(422);
+    expect(contractProblems('getItemsByProducer', 422, tooMany.body)).toEqual([]);
   });
 });
 

@@ -1,5 +1,6 @@
 // API keys through the management API: shown once, stored hashed, listed obfuscated,
 // bounded by the creator's scopes, expiring and revocable.
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashSecret } from '../../server/identity/credentials.js';
 import { contractProblems } from '../support/contract.js';
@@ -129,6 +130,15 @@ describe('listing keys', () => {
     const all = await platform.services.database.prisma.apiKey.count();
     expect(new Set(seen).size).toBe(all);
   });
+
+  it('answers a forged cursor with a date the database cannot store with 422, as any bad cursor', async () => {
+    const cursor = Buffer.from(`-271821-04-20T00:00:00.000Z|${randomUUID()}`).toString('base64url');
+    const res = await platform.mgmt(`/api/v1/keys?cursor=${cursor}`);
+    expect(res.status).toBe(422);
+    const body = await res.json();
+    expect(body.error.code).toBe('invalid_cursor');
+    expect(contractProblems('listKeys', 422, body)).toEqual([]);
+  });
 });
 
 describe('secrets', () => {
@@ -143,5 +153,23 @@ describe('secrets', () => {
     for (const secret of [key, hashSecret(key), platform.adminKey, hashSecret(platform.adminKey)]) {
       expect(logs).not.toContain(secret);
     }
+  });
+});
+
+describe('revoking a more powerful key', () => {
+  it('is forbidden: a keys:manage key cannot revoke the admin key', async () => {
+    const { body: manager } = await createKey({ scopes: ['keys:manage'] });
+    const admin = await platform.services.database.prisma.apiKey.findFirstOrThrow({ where: { keyHash: hashSecret(platform.adminKey) } });
+    const res = await platform.mgmt(`/api/v1/keys/${admin.id}`, { method: 'DELETE', key: manager.data.key });
+    expect(res.status).toBe(403);
+    const body = await res.json();
+    expect(body).toMatchObject({ error: { code: 'forbidden' }, trace_id: expect.any(String) });
+    expect(contractProblems('revokeKey', 403, body)).toEqual([]);
+    expect((await platform.services.database.prisma.apiKey.findUniqueOrThrow({ where: { id: admin.id } })).status).toBe('active');
+
+    // A key within its scopes it may revoke.
+    const { body: narrow } = await createKey({ scopes: ['keys:manage'] }, manager.data.key);
+    const ok = await platform.mgmt(`/api/v1/keys/${narrow.data.id}`, { method: 'DELETE', key: manager.data.key });
+    expect(ok.status).toBe(200);
   });
 });

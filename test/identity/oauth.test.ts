@@ -96,6 +96,36 @@ describe('POST /oauth2/token', () => {
     expect((await requestToken({ grant_type: 'client_credentials' }, doomed)).status).toBe(401);
   });
 
+  it('answers a NUL in the credentials, as form fields or HTTP Basic, with 400 invalid_request', async () => {
+    const answers = [
+      await requestToken({ grant_type: 'client_credentials', client_id: 'a\0b', client_secret: 'secret' }),
+      await requestToken({ grant_type: 'client_credentials', client_id: client.clientId, client_secret: 's\0' }),
+      await requestToken({ grant_type: 'client_credentials' }, { clientId: 'a\0b', clientSecret: 'secret' }),
+      await requestToken({ grant_type: 'client_credentials' }, { clientId: 'a%00b', clientSecret: 'secret' }),
+    ];
+    for (const res of answers) {
+      expect(res.status).toBe(400);
+      const body = await res.json();
+      expect(body).toMatchObject({ error: 'invalid_request', trace_id: expect.any(String) });
+      expect(contractProblems('createOAuthToken', 400, body)).toEqual([]);
+    }
+  });
+
+  it('logs only a short, clean prefix of what the caller sent', async () => {
+    const huge = `${'x'.repeat(100)}\nforged log line${'y'.repeat(1_000_000)}`;
+    const before = platform.logs.length;
+    const res = await requestToken({ grant_type: 'client_credentials', client_id: huge, client_secret: 'nope' });
+    expect(res.status).toBe(401);
+    const grant = await requestToken({ grant_type: huge }, client);
+    expect(grant.status).toBe(400);
+    const lines = platform.logs.slice(before);
+    expect(lines.some((line) => line.includes('deprecated OAuth client credentials used'))).toBe(true);
+    for (const line of lines) {
+      expect(line.length).toBeLessThan(2000);
+      expect(line).not.toContain('forged log line');
+    }
+  });
+
   it('keeps client secrets and tokens out of the logs', async () => {
     const logs = platform.logs.join('\n');
     expect(logs).not.toContain(client.clientSecret);

@@ -1,5 +1,6 @@
 // Agents through the management API: CRUD in the data/meta envelope, validation, versions,
 // and cursor pagination that stays stable while agents are being added.
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contractProblems } from '../support/contract.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
@@ -100,7 +101,11 @@ describe('agents', () => {
       expect(res.status, query).toBe(422);
     }
     const forged = Buffer.from('2020-01-01T00:00:00Z|x').toString('base64url');
-    for (const cursor of ['not-a-cursor', forged]) {
+    // Dates JavaScript reads but PostgreSQL cannot store: the database must never see them.
+    const outOfRange = ['0000-01-01T00:00:00.000Z', '-271821-04-20T00:00:00.000Z', '+275760-09-13T00:00:00.000Z'].map((date) =>
+      Buffer.from(`${date}|${randomUUID()}`).toString('base64url'),
+    );
+    for (const cursor of ['not-a-cursor', forged, ...outOfRange]) {
       const bad = await send(`/api/v1/agents?cursor=${cursor}`, 'GET');
       expect(bad.status, cursor).toBe(422);
       expect(contractProblems('listAgents', 422, await bad.json())).toEqual([]);

@@ -98,10 +98,9 @@ describe('against the real server', () => {
   it('reports a 501 stub as NotImplementedError without retrying it', async () => {
     const before = retries.length;
     const attempts: Array<() => Promise<unknown>> = [
-      () => sdk.createEmbeddings({ body: { model: 'gloo-openai-text-embedding-3-small', input: 'grace' } }),
-      () => sdk.searchCollection({ body: { query: 'grace', collection: 'articles', tenant: 'default' } }),
+      // Operations whose 501 is in the AI error shape (with a category), while they are stubs.
       () => sdk.createResponse({ body: { model: 'gloo-openai-gpt-5-mini', input: 'Hi' } }),
-      () => sdk.createGuardedChatCompletion({ body: { model: 'gloo-openai-gpt-5-mini', messages: [{ role: 'user', content: 'Hi' }] } }),
+      () => sdk.createGroundedResponse({ body: { model: 'gloo-openai-gpt-5-mini', input: 'Hi', rag_publisher: 'default' } as never }),
     ];
     let stub: APIError | undefined;
     for (const attempt of attempts) {

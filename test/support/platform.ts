@@ -1,6 +1,7 @@
 // Boots the whole platform in-process on an in-memory database, for end-to-end tests.
 import { Writable } from 'node:stream';
 import { loadConfig, type Config } from '../../server/config.js';
+import { buildCatalog, defaultConfig } from '../../server/gateway/catalog.js';
 import { createLogger } from '../../server/logging.js';
 import { startPlatform, type PlatformOptions, type RunningPlatform } from '../../server/server.js';
 
@@ -38,7 +39,9 @@ export async function startTestPlatform(
       done();
     },
   });
-  const platform = await startPlatform(config, createLogger(config.logLevel, sink), options);
+  // The built-in catalog of a machine with no upstream keys, whatever this machine's environment holds.
+  const catalog = options.catalog ?? buildCatalog(defaultConfig({}), 'test default', {});
+  const platform = await startPlatform(config, createLogger(config.logLevel, sink), { ...options, catalog });
   const adminKey = platform.bootstrap?.adminKey ?? existing.adminKey;
   if (!adminKey) {
     await platform.close();

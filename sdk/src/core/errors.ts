@@ -102,7 +102,21 @@ export function parseErrorBody(body: unknown): ParsedBody {
   if (isObject(body.meta)) out.requestId = str(body.meta.requestId);
 
   const { error, detail } = body;
-  if (isObject(error)) {
+  // A body with `detail` (422s) also carries OpenAI's `error` mirror of it: `detail` is the truth.
+  if (typeof detail === 'string') {
+    out.message = detail;
+  } else if (Array.isArray(detail)) {
+    out.details = detail as ValidationIssue[];
+    out.message = detail
+      .map((d) => (isObject(d) ? `${Array.isArray(d.loc) ? d.loc.join('.') : '?'}: ${str(d.msg) ?? 'invalid'}` : String(d)))
+      .join('; ');
+  } else if (isObject(detail)) {
+    // EmbeddingsValidationError
+    out.message = str(detail.message);
+    out.code = str(detail.code);
+    if (typeof detail.retryable === 'boolean') out.retryable = detail.retryable;
+    if (typeof detail.param === 'string' || detail.param === null) out.param = detail.param;
+  } else if (isObject(error)) {
     // AIError / CodingAIError (numeric code + symbolic name) or ManagementError (string code).
     out.message = str(error.message);
     if (typeof error.code === 'number' || typeof error.code === 'string') out.code = error.code;
@@ -129,19 +143,6 @@ export function parseErrorBody(body: unknown): ParsedBody {
       out.name = code.toUpperCase();
       out.explicitName = true;
     }
-  } else if (typeof detail === 'string') {
-    out.message = detail;
-  } else if (Array.isArray(detail)) {
-    out.details = detail as ValidationIssue[];
-    out.message = detail
-      .map((d) => (isObject(d) ? `${Array.isArray(d.loc) ? d.loc.join('.') : '?'}: ${str(d.msg) ?? 'invalid'}` : String(d)))
-      .join('; ');
-  } else if (isObject(detail)) {
-    // EmbeddingsValidationError
-    out.message = str(detail.message);
-    out.code = str(detail.code);
-    if (typeof detail.retryable === 'boolean') out.retryable = detail.retryable;
-    if (typeof detail.param === 'string' || detail.param === null) out.param = detail.param;
   } else {
     out.message = str(body.message);
   }

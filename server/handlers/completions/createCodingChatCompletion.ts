@@ -1,5 +1,4 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
 import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { chatAnswer } from './chat-answer.js';
 
-export const createCodingChatCompletion = notImplemented('createCodingChatCompletion') satisfies AppHandler<'createCodingChatCompletion'>;
+export const createCodingChatCompletion = (async ({ body }, ctx) => chatAnswer(ctx, body, 'guarded')) satisfies AppHandler<'createCodingChatCompletion'>;

@@ -1,5 +1,3 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
 import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
 
-export const listModels = notImplemented('listModels') satisfies AppHandler<'listModels'>;
+export const listModels = (async (_request, ctx) => ({ status: 200, body: ctx.services.inference.models })) satisfies AppHandler<'listModels'>;

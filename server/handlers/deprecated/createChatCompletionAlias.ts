@@ -1,5 +1,4 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
 import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { chatAnswer } from '../completions/chat-answer.js';
 
-export const createChatCompletionAlias = notImplemented('createChatCompletionAlias') satisfies AppHandler<'createChatCompletionAlias'>;
+export const createChatCompletionAlias = (async ({ body }, ctx) => chatAnswer(ctx, body, 'guarded')) satisfies AppHandler<'createChatCompletionAlias'>;

@@ -1,5 +1,4 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
 import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { chatAnswer } from '../completions/chat-answer.js';
 
-export const createChatCompletionV1 = notImplemented('createChatCompletionV1') satisfies AppHandler<'createChatCompletionV1'>;
+export const createChatCompletionV1 = (async ({ body }, ctx) => chatAnswer(ctx, body, 'direct')) satisfies AppHandler<'createChatCompletionV1'>;

@@ -2,6 +2,7 @@
 // or as form fields. The router adds the Deprecation and Sunset headers.
 import { ApiError } from '../../errors.js';
 import type { AppHandler } from '../../http/handler.js';
+import { logSafe } from '../../logging.js';
 
 function basicCredentials(header: string | undefined): { clientId: string; clientSecret: string } | null {
   const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? '');
@@ -19,7 +20,7 @@ function basicCredentials(header: string | undefined): { clientId: string; clien
 
 export const createOAuthToken = (async ({ body, headers }, ctx) => {
   if (body.grant_type !== 'client_credentials') {
-    throw new ApiError('INVALID_REQUEST', `Unsupported grant_type "${body.grant_type}": use client_credentials`, {
+    throw new ApiError('INVALID_REQUEST', `Unsupported grant_type "${logSafe(body.grant_type)}": use client_credentials`, {
       gatewayCode: 'unsupported_grant_type',
     });
   }
@@ -31,6 +32,10 @@ export const createOAuthToken = (async ({ body, headers }, ctx) => {
       gatewayCode: 'invalid_request',
     });
   }
-  ctx.log.warn({ clientId: credentials.clientId }, 'deprecated OAuth client credentials used: migrate to API keys');
+  // PostgreSQL text cannot hold NUL: such a credential can match no client, and must not reach a query.
+  if (credentials.clientId.includes('\0') || credentials.clientSecret.includes('\0')) {
+    throw new ApiError('INVALID_REQUEST', 'Client credentials must not contain NUL characters', { gatewayCode: 'invalid_request' });
+  }
+  ctx.log.warn({ clientId: logSafe(credentials.clientId) }, 'deprecated OAuth client credentials used: migrate to API keys');
   return { status: 200, body: await ctx.services.identity.oauth.issueToken(credentials), headers: { 'Cache-Control': 'no-store' } };
 }) satisfies AppHandler<'createOAuthToken'>;

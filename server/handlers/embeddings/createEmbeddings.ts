@@ -1,5 +1,7 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
+import { createEmbeddings as embed } from '../../gateway/embeddings.js';
 import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
 
-export const createEmbeddings = notImplemented('createEmbeddings') satisfies AppHandler<'createEmbeddings'>;
+export const createEmbeddings = (async ({ body }, ctx) => ({
+  status: 200,
+  body: await embed(ctx.services.inference.gateway, body, ctx.signal),
+})) satisfies AppHandler<'createEmbeddings'>;

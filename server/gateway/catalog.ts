@@ -1,0 +1,280 @@
+// The model catalog: providers (upstream endpoints), deployments (a provider serving one
+// upstream model, with a weight and a concurrency limit) and models (what callers name,
+// with family, limits, capabilities and prices). It comes from one config file
+// (GATEWAY_CONFIG, YAML or JSON), validated at start with every problem named; without a
+// file it holds the local models, plus OpenAI's or Anthropic's common models when
+// OPENAI_API_KEY or ANTHROPIC_API_KEY is set.
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
+import { z } from 'zod';
+import type { ProviderKind } from '../providers/types.js';
+
+export const MODEL_FAMILIES = ['openai', 'anthropic', 'google', 'open source', 'local'] as const;
+export type ModelFamily = (typeof MODEL_FAMILIES)[number];
+export const TIERS = ['tier_1', 'tier_2', 'tier_3'] as const;
+export type Tier = (typeof TIERS)[number];
+
+const id = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, 'letters, digits and . _ : - only');
+const ms = (fallback: number) => z.number().int().min(1).default(fallback);
+
+const providerSchema = z.object({
+  id,
+  type: z.enum(['openai', 'anthropic', 'local']),
+  /** Base URL of the upstream API, e.g. https://api.openai.com/v1 (not for `local`). */
+  base_url: z.url().optional(),
+  /** Name of the environment variable holding the key; the key itself never goes in the file. */
+  api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'an environment variable name').optional(),
+  headers: z.record(z.string(), z.string()).default({}),
+  /** Azure-style deployments: `{base_url}/openai/deployments/{model}/…?api-version=`. */
+  azure_api_version: z.string().optional(),
+});
+
+const deploymentSchema = z.object({
+  id,
+  provider: id,
+  /** The upstream's own model name (Azure: the deployment name). */
+  model: z.string().min(1),
+  weight: z.number().positive().default(1),
+  /** Requests in flight on this deployment at most; more go to its peers, else wait for none: 503. */
+  max_concurrent: z.number().int().positive().default(256),
+  /** Whether the upstream continues an assistant prefix (stream resume). */
+  accepts_prefix: z.boolean().default(true),
+});
+
+const capabilitiesSchema = z.object({
+  tools: z.boolean().default(false),
+  reasoning: z.boolean().default(false),
+  vision: z.boolean().default(false),
+  streaming: z.boolean().default(true),
+  image_generation: z.boolean().default(false),
+});
+
+const modelSchema = z.object({
+  id,
+  family: z.enum(MODEL_FAMILIES),
+  type: z.enum(['chat', 'embedding']).default('chat'),
+  context_window: z.number().int().positive(),
+  max_output_tokens: z.number().int().positive().nullable().default(null),
+  /** Embedding models: the native size and the sizes `dimensions` may ask for. */
+  dimensions: z.number().int().positive().optional(),
+  shortenable: z.boolean().default(false),
+  capabilities: capabilitiesSchema.default({ tools: false, reasoning: false, vision: false, streaming: true, image_generation: false }),
+  pricing: z.object({ input_per_1m: z.number().min(0), output_per_1m: z.number().min(0) }).default({ input_per_1m: 0, output_per_1m: 0 }),
+  deprecated: z.boolean().default(false),
+  deployments: z.array(id).min(1),
+});
+
+const configSchema = z.object({
+  providers: z.array(providerSchema).default([]),
+  deployments: z.array(deploymentSchema).default([]),
+  models: z.array(modelSchema).default([]),
+  routing: z
+    .object({
+      /** Auto-routing: the models each tier tries, in order. */
+      tiers: z.partialRecord(z.enum(TIERS), z.array(id).min(1)).default({}),
+      /** model_family: the family's models in preference order (default: catalog order). */
+      families: z.partialRecord(z.enum(MODEL_FAMILIES), z.array(id).min(1)).default({}),
+    })
+    .default({ tiers: {}, families: {} }),
+  timeouts: z
+    .object({ connect_ms: ms(10_000), first_token_ms: ms(60_000), idle_ms: ms(30_000) })
+    .default({ connect_ms: 10_000, first_token_ms: 60_000, idle_ms: 30_000 }),
+  failover: z
+    .object({
+      /** Upstream calls one request may make in all (first try, failovers, stream resumes). */
+      max_attempts: z.number().int().min(1).max(10).default(3),
+      /** An upstream Retry-After longer than this is not waited for. */
+      retry_after_cap_ms: z.number().int().min(0).default(2_000),
+      /** Continue a broken stream on another deployment with the partial answer as prefix. */
+      resume_streams: z.boolean().default(true),
+    })
+    .default({ max_attempts: 3, retry_after_cap_ms: 2_000, resume_streams: true }),
+  circuit: z
+    .object({
+      /** Consecutive failures that open a deployment's circuit. */
+      failure_threshold: z.number().int().min(1).default(3),
+      /** Share of failures among a deployment's last 10 calls (at least 6) that opens it: a flapping upstream. null: off. */
+      failure_rate: z.number().gt(0).max(1).nullable().default(0.5),
+      /** How long an open circuit refuses traffic before one half-open trial. */
+      cooldown_ms: z.number().int().min(100).default(30_000),
+      /** Answers slower than this count as failures. */
+      slow_ms: z.number().int().min(1).default(60_000),
+      /** Background probe of open circuits (0: off). */
+      probe_interval_ms: z.number().int().min(0).default(15_000),
+    })
+    .default({ failure_threshold: 3, failure_rate: 0.5, cooldown_ms: 30_000, slow_ms: 60_000, probe_interval_ms: 15_000 }),
+});
+
+export type GatewayFileConfig = z.infer<typeof configSchema>;
+export type ProviderConfig = z.infer<typeof providerSchema> & { apiKey?: string };
+export type DeploymentConfig = z.infer<typeof deploymentSchema>;
+export type ModelConfig = z.infer<typeof modelSchema>;
+
+export interface Catalog {
+  providers: ReadonlyMap<string, ProviderConfig>;
+  deployments: ReadonlyMap<string, DeploymentConfig & { kind: ProviderKind }>;
+  models: ReadonlyMap<string, ModelConfig>;
+  tiers: Readonly<Record<Tier, readonly string[]>>;
+  families: Readonly<Partial<Record<ModelFamily, readonly string[]>>>;
+  timeouts: GatewayFileConfig['timeouts'];
+  failover: GatewayFileConfig['failover'];
+  circuit: GatewayFileConfig['circuit'];
+}
+
+export class CatalogError extends Error {
+  constructor(
+    readonly source: string,
+    readonly problems: string[],
+  ) {
+    super(`Invalid gateway configuration (${source}):\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'CatalogError';
+  }
+}
+
+/** The catalog from GATEWAY_CONFIG, else the built-in default for the environment. */
+export function loadCatalog(env: NodeJS.ProcessEnv = process.env): Catalog {
+  const file = env.GATEWAY_CONFIG;
+  if (!file) return buildCatalog(defaultConfig(env), 'built-in default', env);
+  let raw: unknown;
+  try {
+    raw = parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new CatalogError(file, [`cannot read: ${(error as Error).message}`]);
+  }
+  return buildCatalog(raw, file, env);
+}
+
+export function buildCatalog(raw: unknown, source: string, env: NodeJS.ProcessEnv = process.env): Catalog {
+  const parsed = configSchema.safeParse(raw ?? {});
+  if (!parsed.success) {
+    throw new CatalogError(
+      source,
+      parsed.error.issues.map((issue) => `${issue.path.join('.') || '(top level)'}: ${issue.message}`),
+    );
+  }
+  const config = parsed.data;
+  const problems: string[] = [];
+  const unique = <T extends { id: string }>(what: string, list: T[]) => {
+    const map = new Map<string, T>();
+    for (const entry of list) {
+      if (map.has(entry.id)) problems.push(`${what} "${entry.id}" is defined twice`);
+      map.set(entry.id, entry);
+    }
+    return map;
+  };
+  const providers = unique('provider', config.providers) as Map<string, ProviderConfig>;
+  for (const provider of providers.values()) {
+    if (provider.type !== 'local' && !provider.base_url) problems.push(`provider "${provider.id}": base_url is required for type ${provider.type}`);
+    if (provider.api_key_env) {
+      provider.apiKey = env[provider.api_key_env];
+      if (!provider.apiKey) problems.push(`provider "${provider.id}": environment variable ${provider.api_key_env} is not set`);
+    }
+  }
+  const deployments = new Map<string, DeploymentConfig & { kind: ProviderKind }>();
+  for (const deployment of unique('deployment', config.deployments).values()) {
+    const provider = providers.get(deployment.provider);
+    if (!provider) problems.push(`deployment "${deployment.id}": unknown provider "${deployment.provider}"`);
+    deployments.set(deployment.id, { ...deployment, kind: provider?.type ?? 'local' });
+  }
+  const models = unique('model', config.models);
+  for (const model of models.values()) {
+    for (const d of model.deployments) {
+      const deployment = deployments.get(d);
+      if (!deployment) problems.push(`model "${model.id}": unknown deployment "${d}"`);
+      else if (model.type === 'embedding' && deployment.kind === 'anthropic') problems.push(`model "${model.id}": Anthropic has no embeddings API (deployment "${d}")`);
+    }
+    if (model.type === 'embedding' && !model.dimensions) problems.push(`model "${model.id}": embedding models need dimensions`);
+    if (model.type === 'chat' && !model.max_output_tokens) problems.push(`model "${model.id}": chat models need max_output_tokens`);
+  }
+  const chatModel = (where: string, modelId: string) => {
+    const model = models.get(modelId);
+    if (!model) problems.push(`${where}: unknown model "${modelId}"`);
+    else if (model.type !== 'chat') problems.push(`${where}: "${modelId}" is not a chat model`);
+  };
+  for (const [tier, list] of Object.entries(config.routing.tiers)) for (const m of list ?? []) chatModel(`routing.tiers.${tier}`, m);
+  for (const [family, list] of Object.entries(config.routing.families)) {
+    for (const m of list ?? []) {
+      chatModel(`routing.families.${family}`, m);
+      if (models.get(m) && models.get(m)!.family !== family) problems.push(`routing.families.${family}: "${m}" is of family ${models.get(m)!.family}`);
+    }
+  }
+  const chatModels = [...models.values()].filter((m) => m.type === 'chat' && !m.deprecated);
+  if (chatModels.length > 0) {
+    for (const tier of TIERS) if (!config.routing.tiers[tier]) problems.push(`routing.tiers.${tier}: missing (auto_routing needs a model per tier)`);
+  }
+  if (problems.length > 0) throw new CatalogError(source, problems);
+  return {
+    providers,
+    deployments,
+    models,
+    tiers: config.routing.tiers as Record<Tier, string[]>,
+    families: config.routing.families,
+    timeouts: config.timeouts,
+    failover: config.failover,
+    circuit: config.circuit,
+  };
+}
+
+const LOCAL_CHAT = {
+  id: 'local-chat',
+  family: 'local',
+  type: 'chat',
+  context_window: 32_768,
+  max_output_tokens: 4_096,
+  capabilities: { tools: true, reasoning: false, vision: false, streaming: true, image_generation: false },
+  deployments: ['local-chat'],
+};
+
+/**
+ * No config file: the local models always (the server answers with nothing configured),
+ * and the common models of OpenAI and Anthropic when their key is set. Auto-routing then
+ * prefers a real upstream and keeps `local` as the last resort of every tier.
+ */
+export function defaultConfig(env: NodeJS.ProcessEnv): unknown {
+  const providers: unknown[] = [{ id: 'local', type: 'local' }];
+  const deployments: unknown[] = [
+    { id: 'local-chat', provider: 'local', model: 'local-chat' },
+    { id: 'local-embedding', provider: 'local', model: 'local-embedding' },
+  ];
+  const models: unknown[] = [
+    LOCAL_CHAT,
+    { id: 'local-embedding', family: 'local', type: 'embedding', context_window: 2_048, dimensions: 512, shortenable: true, deployments: ['local-embedding'] },
+  ];
+  const tiers: Record<Tier, string[]> = { tier_1: [], tier_2: [], tier_3: [] };
+  const families: Partial<Record<ModelFamily, string[]>> = { local: ['local-chat'] };
+  const vision = { tools: true, reasoning: true, vision: true, streaming: true, image_generation: false };
+  if (env.OPENAI_API_KEY) {
+    providers.push({ id: 'openai', type: 'openai', base_url: env.OPENAI_BASE_URL || 'https://api.openai.com/v1', api_key_env: 'OPENAI_API_KEY' });
+    deployments.push(
+      { id: 'openai-gpt-5-mini', provider: 'openai', model: 'gpt-5-mini' },
+      { id: 'openai-gpt-5', provider: 'openai', model: 'gpt-5' },
+      { id: 'openai-text-embedding-3-small', provider: 'openai', model: 'text-embedding-3-small' },
+    );
+    models.push(
+      { id: 'gloo-openai-gpt-5-mini', family: 'openai', context_window: 400_000, max_output_tokens: 128_000, capabilities: vision, pricing: { input_per_1m: 0.25, output_per_1m: 2 }, deployments: ['openai-gpt-5-mini'] },
+      { id: 'gloo-openai-gpt-5', family: 'openai', context_window: 400_000, max_output_tokens: 128_000, capabilities: vision, pricing: { input_per_1m: 1.25, output_per_1m: 10 }, deployments: ['openai-gpt-5'] },
+      { id: 'gloo-openai-text-embedding-3-small', family: 'openai', type: 'embedding', context_window: 8_191, dimensions: 1_536, shortenable: true, pricing: { input_per_1m: 0.02, output_per_1m: 0 }, deployments: ['openai-text-embedding-3-small'] },
+    );
+    tiers.tier_1.push('gloo-openai-gpt-5-mini');
+    tiers.tier_2.push('gloo-openai-gpt-5-mini');
+    tiers.tier_3.push('gloo-openai-gpt-5');
+    families.openai = ['gloo-openai-gpt-5-mini', 'gloo-openai-gpt-5'];
+  }
+  if (env.ANTHROPIC_API_KEY) {
+    providers.push({ id: 'anthropic', type: 'anthropic', base_url: env.ANTHROPIC_BASE_URL || 'https://api.anthropic.com', api_key_env: 'ANTHROPIC_API_KEY' });
+    deployments.push(
+      { id: 'anthropic-claude-haiku-4.5', provider: 'anthropic', model: 'claude-haiku-4-5' },
+      { id: 'anthropic-claude-sonnet-4.5', provider: 'anthropic', model: 'claude-sonnet-4-5' },
+    );
+    models.push(
+      { id: 'gloo-anthropic-claude-haiku-4.5', family: 'anthropic', context_window: 200_000, max_output_tokens: 64_000, capabilities: vision, pricing: { input_per_1m: 1, output_per_1m: 5 }, deployments: ['anthropic-claude-haiku-4.5'] },
+      { id: 'gloo-anthropic-claude-sonnet-4.5', family: 'anthropic', context_window: 200_000, max_output_tokens: 64_000, capabilities: vision, pricing: { input_per_1m: 3, output_per_1m: 15 }, deployments: ['anthropic-claude-sonnet-4.5'] },
+    );
+    tiers.tier_1.push('gloo-anthropic-claude-haiku-4.5');
+    tiers.tier_2.push('gloo-anthropic-claude-sonnet-4.5');
+    tiers.tier_3.push('gloo-anthropic-claude-sonnet-4.5');
+    families.anthropic = ['gloo-anthropic-claude-haiku-4.5', 'gloo-anthropic-claude-sonnet-4.5'];
+  }
+  for (const tier of TIERS) tiers[tier].push('local-chat');
+  return { providers, deployments, models, routing: { tiers, families } };
+}

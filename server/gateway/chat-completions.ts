@@ -1,0 +1,185 @@
+// The OpenAI chat-completions surface over the gateway: request → route plan and provider
+// request; provider answer → `chat.completion` or `chat.completion.chunk` events with the
+// routing facts. Guarded mode (v2) adds guardrails, output moderation and `tradition`;
+// direct mode (v1) sends the request as it is.
+import type { Logger } from 'pino';
+import type { components } from '../../generated/types/openapi.js';
+import { ApiError } from '../errors.js';
+import { estimateMessageTokens } from '../providers/local/tokens.js';
+import type { ChatMessage, ChatRequest, ChatStreamEvent, FinishReason, ResponseFormat, ToolChoice, ToolDefinition } from '../providers/types.js';
+import type { GatewayService, Served } from './gateway-service.js';
+import type { Guardrails } from './guardrails.js';
+import { planRoute, type RequestFeatures, type RoutePlan, type RouteSelector } from './routing.js';
+import { withTradition, type Tradition } from './tradition.js';
+
+type Schemas = components['schemas'];
+export type ChatCompletionBody = Schemas['ChatCompletionRequestCommon'] & RouteSelector & { tradition?: Tradition; response_format?: ResponseFormat };
+type ChatCompletion = Schemas['ChatCompletion'];
+type ChatCompletionChunk = Schemas['ChatCompletionChunk'];
+
+export interface CompletionContext {
+  mode: 'guarded' | 'direct';
+  traceId: string;
+  signal: AbortSignal;
+  log: Logger;
+}
+
+export type CompletionAnswer = { kind: 'json'; body: ChatCompletion } | { kind: 'stream'; stream: AsyncIterable<ChatCompletionChunk> };
+
+export class ChatCompletions {
+  constructor(
+    private readonly gateway: GatewayService,
+    private readonly guardrails: Guardrails,
+  ) {}
+
+  async create(body: ChatCompletionBody, ctx: CompletionContext): Promise<CompletionAnswer> {
+    const guarded = ctx.mode === 'guarded';
+    const messages = normalizeMessages(body.messages as ChatMessage[]);
+    if (guarded && !messages.some((m) => m.role === 'user')) {
+      throw new ApiError('NO_USER_MESSAGE', 'messages must contain at least one message with role "user".', { param: 'messages' });
+    }
+    if (guarded) await this.guardrails.checkInput(messages, ctx.signal);
+    const sent = guarded ? withTradition(messages, body.tradition) : messages;
+    const request = providerRequest(body, sent);
+    const plan = planRoute(this.gateway.catalog, guarded ? body : { model: body.model }, features(request));
+    const facts = (served: Served) => routingFacts(plan, served, guarded ? (body.tradition ?? null) : null);
+    const id = `chatcmpl-${ctx.traceId.replace(/^trc_/, '')}`;
+    const created = Math.floor(Date.now() / 1000);
+    const call = { plan, request, signal: ctx.signal, log: ctx.log };
+
+    if (!body.stream) {
+      const { result, served } = await this.gateway.chat(call);
+      let { content, finishReason } = result;
+      if (guarded && content && (await this.guardrails.blocksOutput(content, ctx.signal))) {
+        content = '';
+        finishReason = 'content_filter';
+      }
+      return {
+        kind: 'json',
+        body: {
+          id,
+          object: 'chat.completion',
+          created,
+          model: served.model.id,
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: 'assistant',
+                content: content ?? null,
+                ...(result.refusal ? { refusal: result.refusal } : {}),
+                ...(result.toolCalls?.length ? { tool_calls: result.toolCalls } : {}),
+              },
+              finish_reason: finishReason,
+            },
+          ],
+          usage: usageOf(result.usage),
+          ...facts(served),
+        },
+      };
+    }
+
+    const upstream = await this.gateway.chatStream(call);
+    const includeUsage = body.stream_options?.include_usage === true;
+    const guardrails = guarded ? this.guardrails : null;
+    async function* chunks(): AsyncGenerator<ChatCompletionChunk> {
+      const chunk = (choice: ChatCompletionChunk['choices'][number] | null, extra: Partial<ChatCompletionChunk> = {}): ChatCompletionChunk => ({
+        id,
+        object: 'chat.completion.chunk',
+        created,
+        model: upstream.served.model.id,
+        choices: choice ? [choice] : [],
+        ...extra,
+      });
+      yield chunk({ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }, facts(upstream.served));
+      let text = '';
+      let finish: Extract<ChatStreamEvent, { type: 'finish' }> | undefined;
+      for await (const event of upstream) {
+        if (event.type === 'finish') {
+          finish = event;
+          break;
+        }
+        if (event.content) {
+          text += event.content;
+          // Output moderation looks at the recent text, so its cost per chunk stays flat.
+          if (guardrails && (await guardrails.blocksOutput(text.slice(-600), ctx.signal))) {
+            finish = { type: 'finish', finishReason: 'content_filter' };
+            break;
+          }
+        }
+        yield chunk({
+          index: 0,
+          delta: {
+            ...(event.content !== undefined ? { content: event.content } : {}),
+            ...(event.refusal !== undefined ? { refusal: event.refusal } : {}),
+            ...(event.toolCalls ? { tool_calls: event.toolCalls } : {}),
+          },
+          finish_reason: null,
+        });
+      }
+      if (!finish) return;
+      yield chunk({ index: 0, delta: {}, finish_reason: finish.finishReason });
+      if (includeUsage) {
+        const attempts = upstream.attempts.filter((a) => a.usage);
+        const usage = {
+          promptTokens: attempts[0]?.usage?.promptTokens ?? 0,
+          completionTokens: attempts.reduce((sum, a) => sum + (a.usage?.completionTokens ?? 0), 0),
+        };
+        yield chunk(null, { usage: usageOf(usage) });
+      }
+    }
+    return { kind: 'stream', stream: chunks() };
+  }
+}
+
+/** `developer` is OpenAI's newer name for `system`. */
+function normalizeMessages(messages: ChatMessage[]): ChatMessage[] {
+  return messages.map((m) => ((m.role as string) === 'developer' ? { ...m, role: 'system' } : m));
+}
+
+function providerRequest(body: ChatCompletionBody, messages: ChatMessage[]): Omit<ChatRequest, 'model'> {
+  const stop = body.stop === null || body.stop === undefined ? undefined : typeof body.stop === 'string' ? [body.stop] : body.stop;
+  return {
+    messages,
+    maxTokens: body.max_tokens ?? body.max_completion_tokens,
+    temperature: body.temperature,
+    topP: body.top_p,
+    stop,
+    tools: body.tools as ToolDefinition[] | undefined,
+    toolChoice: body.tool_choice as ToolChoice | undefined,
+    parallelToolCalls: body.parallel_tool_calls,
+    responseFormat: body.response_format,
+    user: body.user,
+  };
+}
+
+function features(request: Omit<ChatRequest, 'model'>): RequestFeatures {
+  const users = request.messages.filter((m) => m.role === 'user');
+  return {
+    promptTokens: estimateMessageTokens(request.messages),
+    maxTokens: request.maxTokens,
+    hasTools: (request.tools?.length ?? 0) > 0 && request.toolChoice !== 'none',
+    hasImages: request.messages.some((m) => Array.isArray(m.content) && m.content.some((p) => p.type === 'image_url')),
+    jsonSchema: request.responseFormat?.type === 'json_schema',
+    messageCount: request.messages.length,
+    userText: users.map((m) => (typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => (p.type === 'text' ? p.text : '')).join(' '))).join('\n'),
+  };
+}
+
+function routingFacts(plan: RoutePlan, served: Served, tradition: Tradition | null) {
+  return {
+    provider: served.provider,
+    model_family: served.model.family,
+    auto_routing: plan.mechanism === 'auto_routing',
+    routing_mechanism: plan.mechanism,
+    routing_tier: plan.tier,
+    routing_confidence: plan.confidence,
+    tradition,
+  } as const;
+}
+
+function usageOf(usage: { promptTokens: number; completionTokens: number }) {
+  return { prompt_tokens: usage.promptTokens, completion_tokens: usage.completionTokens, total_tokens: usage.promptTokens + usage.completionTokens };
+}
+
+export type { FinishReason };

@@ -1,0 +1,86 @@
+// Composition of the inference gateway: catalog → providers → health → service, and the
+// OpenAI-shaped surfaces the handlers call. Built once at start.
+import type { Logger } from 'pino';
+import type { HealthService, HealthStatus } from '../health/health-service.js';
+import type { Metrics } from '../observability/metrics.js';
+import { createProvider } from '../providers/index.js';
+import type { Embedder } from '../providers/local/embedder.js';
+import type { Provider } from '../providers/types.js';
+import type { RedisConnections } from '../storage/redis.js';
+import type { Catalog } from './catalog.js';
+import { ChatCompletions } from './chat-completions.js';
+import { GatewayService } from './gateway-service.js';
+import { Guardrails, RuleCheck } from './guardrails.js';
+import { DeploymentHealth } from './health.js';
+import { modelList } from './models.js';
+import { shareHealth } from './shared-health.js';
+
+export interface Inference {
+  gateway: GatewayService;
+  completions: ChatCompletions;
+  /** The `listModels` answer, built once: the catalog does not change while running. */
+  models: ReturnType<typeof modelList>;
+  close(): Promise<void>;
+}
+
+export async function createInference(
+  catalog: Catalog,
+  options: { logger: Logger; health: HealthService; embedder: Embedder; redis: RedisConnections | null; metrics: Metrics },
+): Promise<Inference> {
+  const providers = new Map<string, Provider>();
+  for (const config of catalog.providers.values()) providers.set(config.id, createProvider(config, { embedder: options.embedder }));
+  const deploymentHealth = new DeploymentHealth(catalog);
+  deploymentHealth.onChange((event) => options.logger.warn(event, `deployment ${event.deploymentId} circuit ${event.circuit}`));
+  const gateway = new GatewayService(catalog, providers, deploymentHealth, options.metrics);
+  const CIRCUIT_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
+  options.metrics.gauge('gateway_circuit_state', 'Circuit of each deployment: 0 closed, 1 half-open, 2 open.', ['deployment', 'provider'], (set) => {
+    for (const d of catalog.deployments.values()) set({ deployment: d.id, provider: d.provider }, CIRCUIT_VALUE[deploymentHealth.circuit(d.id)]);
+  });
+  const rules = new RuleCheck();
+  const completions = new ChatCompletions(gateway, new Guardrails([rules], [rules]));
+
+  // The management health lists each provider with the state of its deployments' circuits.
+  for (const provider of catalog.providers.values()) {
+    const deployments = [...catalog.deployments.values()].filter((d) => d.provider === provider.id).map((d) => d.id);
+    options.health.register({
+      id: `provider:${provider.id}`,
+      name: `Model provider ${provider.id} (${provider.type})`,
+      critical: false,
+      probe: async (): Promise<HealthStatus> => {
+        const open = deployments.filter((d) => deploymentHealth.circuit(d) !== 'closed').length;
+        return open === 0 ? 'healthy' : open < deployments.length ? 'degraded' : 'offline';
+      },
+    });
+  }
+  const unshare = options.redis ? await shareHealth(deploymentHealth, options.redis, options.logger) : async () => undefined;
+  const prober = startProbes(catalog, providers, deploymentHealth, options.logger);
+  return {
+    gateway,
+    completions,
+    models: modelList(catalog, Math.floor(Date.now() / 1000)),
+    close: async () => {
+      clearInterval(prober);
+      await unshare();
+      await gateway.close();
+    },
+  };
+}
+
+/** Active probes: an open circuit whose upstream answers its probe gets its half-open trial at once. */
+function startProbes(catalog: Catalog, providers: ReadonlyMap<string, Provider>, health: DeploymentHealth, logger: Logger): NodeJS.Timeout | undefined {
+  const interval = catalog.circuit.probe_interval_ms;
+  if (interval === 0) return undefined;
+  const timer = setInterval(() => {
+    for (const id of health.openDeployments()) {
+      const provider = providers.get(catalog.deployments.get(id)!.provider)!;
+      const signal = AbortSignal.timeout(catalog.timeouts.connect_ms);
+      const timeouts = { connectMs: catalog.timeouts.connect_ms, firstTokenMs: catalog.timeouts.connect_ms, idleMs: catalog.timeouts.connect_ms };
+      provider.probe({ signal, timeouts }).then(
+        () => health.probeSucceeded(id),
+        (error) => logger.debug({ deployment: id, err: (error as Error).message }, 'probe failed: circuit stays open'),
+      );
+    }
+  }, interval);
+  timer.unref();
+  return timer;
+}

@@ -1,0 +1,140 @@
+// Turns a request's routing selector into an ordered list of models to try, before any
+// upstream call: exactly one of auto_routing, model, model_family (else 400), every
+// candidate able to take the request (tools, images) and large enough for it (prompt
+// estimate + max tokens within the context window, else 400).
+//
+// Auto-routing rule (README "Auto-routing"): the request's features pick a tier.
+//   tier_3  images, a reasoning hint (step by step, prove, derive, analyse, a code block)
+//           or a prompt of 4,000 tokens or more;
+//   tier_2  tools, a JSON-schema answer format, a prompt of 800 tokens or more, or more
+//           than 8 messages;
+//   tier_1  everything else.
+// Confidence says how clearly the request sits in its tier (a hard signal such as an
+// image is surer than a prompt just past a length threshold). The tier's models come
+// first; the other tiers' models follow as fallbacks (the tier above first).
+import { ApiError } from '../errors.js';
+import type { Catalog, ModelConfig, ModelFamily, Tier } from './catalog.js';
+import { MODEL_FAMILIES, TIERS } from './catalog.js';
+
+export type RoutingMechanism = 'auto_routing' | 'model_family' | 'direct_model_selection';
+
+export interface RouteSelector {
+  auto_routing?: boolean;
+  model?: string;
+  model_family?: string;
+}
+
+export interface RequestFeatures {
+  promptTokens: number;
+  maxTokens: number | undefined;
+  hasTools: boolean;
+  hasImages: boolean;
+  jsonSchema: boolean;
+  messageCount: number;
+  /** The text of the user's messages, for reasoning hints. */
+  userText: string;
+}
+
+export interface RoutePlan {
+  mechanism: RoutingMechanism;
+  tier: Tier | null;
+  confidence: number | null;
+  /** Candidate models, in the order they are tried. */
+  models: ModelConfig[];
+}
+
+const REASONING_HINT = /\b(step[- ]by[- ]step|prove|proof|derive|analy[sz]e|reason(ing)? through|think (it )?through|trade-?offs?)\b|```/i;
+
+export function classify(features: RequestFeatures): { tier: Tier; confidence: number } {
+  const round = (n: number) => Math.round(n * 100) / 100;
+  if (features.hasImages) return { tier: 'tier_3', confidence: 0.9 };
+  if (REASONING_HINT.test(features.userText)) return { tier: 'tier_3', confidence: 0.75 };
+  if (features.promptTokens >= 4_000) return { tier: 'tier_3', confidence: round(0.6 + 0.3 * Math.min(1, (features.promptTokens - 4_000) / 4_000)) };
+  if (features.hasTools || features.jsonSchema) return { tier: 'tier_2', confidence: 0.85 };
+  if (features.promptTokens >= 800 || features.messageCount > 8) return { tier: 'tier_2', confidence: 0.65 };
+  return { tier: 'tier_1', confidence: round(0.95 - 0.35 * (features.promptTokens / 800)) };
+}
+
+export function planRoute(catalog: Catalog, selector: RouteSelector, features: RequestFeatures): RoutePlan {
+  const chosen = [selector.auto_routing === true, selector.model !== undefined, selector.model_family !== undefined].filter(Boolean).length;
+  if (chosen !== 1) {
+    throw new ApiError('ROUTING_SELECTOR_INVALID', 'Exactly one of auto_routing (true), model or model_family must be set.', {
+      param: selector.model_family !== undefined ? 'model_family' : selector.model !== undefined ? 'model' : 'auto_routing',
+    });
+  }
+  if (selector.model !== undefined) {
+    const model = catalog.models.get(selector.model);
+    if (!model || model.type !== 'chat') {
+      throw new ApiError('UNSUPPORTED_MODEL', `${selector.model} is not a chat model of the catalog (see GET /ai/v2/models).`, { param: 'model' });
+    }
+    if (model.deprecated) throw new ApiError('UNSUPPORTED_MODEL', `${model.id} is deprecated and no longer served.`, { param: 'model' });
+    requireCapable(model, features, 'model');
+    requireFits(model, features);
+    return { mechanism: 'direct_model_selection', tier: null, confidence: null, models: [model] };
+  }
+  if (selector.model_family !== undefined) {
+    const family = selector.model_family as ModelFamily;
+    if (!MODEL_FAMILIES.includes(family)) throw new ApiError('UNSUPPORTED_MODEL', `Unknown model family ${selector.model_family}.`, { param: 'model_family' });
+    const ids = catalog.families[family] ?? [...catalog.models.values()].filter((m) => m.family === family).map((m) => m.id);
+    const configured = ids.map((id) => catalog.models.get(id)!).filter((m) => m.type === 'chat' && !m.deprecated);
+    if (configured.length === 0) {
+      throw new ApiError('UNSUPPORTED_MODEL', `No model of family ${family} is configured on this platform.`, { param: 'model_family' });
+    }
+    const capable = configured.filter((m) => isCapable(m, features));
+    if (capable.length === 0) requireCapable(configured[0], features, 'model_family');
+    const fitting = capable.filter((m) => fits(m, features));
+    if (fitting.length === 0) requireFits(capable[0], features);
+    return { mechanism: 'model_family', tier: null, confidence: null, models: fitting };
+  }
+  const { tier, confidence } = classify(features);
+  const index = TIERS.indexOf(tier);
+  const order = [tier, ...TIERS.slice(index + 1), ...TIERS.slice(0, index).reverse()];
+  const seen = new Set<string>();
+  const models: ModelConfig[] = [];
+  for (const t of order) {
+    for (const id of catalog.tiers[t] ?? []) {
+      const model = catalog.models.get(id)!;
+      if (seen.has(id) || model.deprecated) continue;
+      seen.add(id);
+      if (isCapable(model, features) && fits(model, features)) models.push(model);
+    }
+  }
+  if (models.length === 0) {
+    const any = [...seen].map((id) => catalog.models.get(id)!);
+    const capableAny = any.filter((m) => isCapable(m, features));
+    if (capableAny.length === 0) throw new ApiError('UNSUPPORTED_MODEL', `No configured model can take this request (${missingCapability(features)}).`, { param: 'messages' });
+    requireFits(capableAny.reduce((a, b) => (a.context_window >= b.context_window ? a : b)), features);
+  }
+  return { mechanism: 'auto_routing', tier, confidence, models };
+}
+
+function isCapable(model: ModelConfig, features: RequestFeatures): boolean {
+  return (!features.hasImages || model.capabilities.vision) && (!features.hasTools || model.capabilities.tools);
+}
+
+function missingCapability(features: RequestFeatures): string {
+  return features.hasImages ? 'image input' : 'tools';
+}
+
+function requireCapable(model: ModelConfig, features: RequestFeatures, param: string): void {
+  if (features.hasImages && !model.capabilities.vision) throw new ApiError('UNSUPPORTED_MODEL', `${model.id} does not accept image input.`, { param });
+  if (features.hasTools && !model.capabilities.tools) throw new ApiError('UNSUPPORTED_MODEL', `${model.id} does not support tools.`, { param });
+}
+
+function fits(model: ModelConfig, features: RequestFeatures): boolean {
+  const maxOut = model.max_output_tokens ?? Infinity;
+  return (features.maxTokens ?? 0) <= maxOut && features.promptTokens + (features.maxTokens ?? 1) <= model.context_window;
+}
+
+function requireFits(model: ModelConfig, features: RequestFeatures): void {
+  if (features.maxTokens !== undefined && model.max_output_tokens !== null && features.maxTokens > model.max_output_tokens) {
+    throw new ApiError('CONTEXT_WINDOW_EXCEEDED', `max_tokens ${features.maxTokens} exceeds the ${model.max_output_tokens} output tokens of ${model.id}.`, { param: 'max_tokens' });
+  }
+  if (!fits(model, features)) {
+    throw new ApiError(
+      'CONTEXT_WINDOW_EXCEEDED',
+      `The prompt (about ${features.promptTokens} tokens) plus max_tokens (${features.maxTokens ?? 0}) exceed the ${model.context_window}-token context window of ${model.id}.`,
+      { param: 'messages' },
+    );
+  }
+}

@@ -1,0 +1,287 @@
+// Adapter for Anthropic's Messages API: translates the gateway's OpenAI-shaped chat to
+// `POST /v1/messages` and the answer (plain or streamed) back.
+import { createHttpClient, streamError, type JsonCall } from './http-client.js';
+import { readSse, type SseEvent } from './sse-reader.js';
+import {
+  ProviderError,
+  type ChatMessage,
+  type ChatRequest,
+  type ChatResult,
+  type ChatStreamEvent,
+  type ContentPart,
+  type FinishReason,
+  type Provider,
+  type ResponseFormat,
+  type ToolCall,
+  type ToolChoice,
+} from './types.js';
+
+export interface AnthropicOptions {
+  id: string;
+  /** Without the `/v1` segment, e.g. `https://api.anthropic.com`. */
+  baseUrl: string;
+  apiKey?: string;
+  version?: string;
+}
+
+type Block =
+  | { type: 'text'; text: string }
+  | { type: 'image'; source: { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string } }
+  | { type: 'tool_use'; id: string; name: string; input: unknown }
+  | { type: 'tool_result'; tool_use_id: string; content: string };
+
+interface WireMessage {
+  role: 'user' | 'assistant';
+  content: Block[];
+}
+
+interface WireUsage {
+  input_tokens?: number;
+  output_tokens?: number;
+  cache_creation_input_tokens?: number | null;
+  cache_read_input_tokens?: number | null;
+}
+
+interface WireAnswer {
+  content?: ({ type: string; text?: string; id?: string; name?: string; input?: unknown })[];
+  stop_reason?: string | null;
+  usage?: WireUsage;
+}
+
+const DEFAULT_MAX_TOKENS = 4096;
+
+export function createAnthropicProvider(options: AnthropicOptions): Provider {
+  const http = createHttpClient(options.baseUrl);
+  const headers: Record<string, string> = { 'anthropic-version': options.version ?? '2023-06-01' };
+  if (options.apiKey) headers['x-api-key'] = options.apiKey;
+  const messagesCall = (request: ChatRequest, stream: boolean): JsonCall => ({
+    method: 'POST',
+    path: '/v1/messages',
+    headers,
+    body: messagesBody(request, stream),
+  });
+
+  return {
+    id: options.id,
+    kind: 'anthropic',
+
+    async chat(request, ctx) {
+      const answer = await http.json<WireAnswer>(messagesCall(request, false), ctx, { ms: ctx.timeouts.firstTokenMs, kind: 'first_token' });
+      return chatResult(answer);
+    },
+
+    async *chatStream(request, ctx) {
+      const upstream = await http.stream(messagesCall(request, true), ctx);
+      yield* streamEvents(readSse(upstream, (event) => event.event === 'message_stop'));
+    },
+
+    async embed() {
+      throw new ProviderError('bad_request', 'Anthropic has no embeddings API');
+    },
+
+    async probe(ctx) {
+      await http.json({ method: 'GET', path: '/v1/models', headers }, ctx, { ms: ctx.timeouts.connectMs, kind: 'connect' });
+    },
+
+    close: () => http.close(),
+  };
+}
+
+// --- request translation -------------------------------------------------------------
+
+function messagesBody(request: ChatRequest, stream: boolean): Record<string, unknown> {
+  const system: string[] = [];
+  const messages: WireMessage[] = [];
+  for (const message of request.messages) {
+    if (message.role === 'system') system.push(textOf(message.content));
+    else append(messages, toWire(message));
+  }
+  // Anthropic continues a prefilled assistant turn natively.
+  if (request.assistantPrefix !== undefined) append(messages, { role: 'assistant', content: [{ type: 'text', text: request.assistantPrefix }] });
+  const formatInstruction = jsonInstruction(request.responseFormat);
+  if (formatInstruction) system.push(formatInstruction);
+
+  return {
+    model: request.model,
+    messages,
+    system: system.length ? system.join('\n\n') : undefined,
+    max_tokens: request.maxTokens ?? DEFAULT_MAX_TOKENS,
+    // Anthropic's range is 0..1 where OpenAI's is 0..2; clamp rather than fail the call.
+    temperature: request.temperature === undefined ? undefined : Math.min(request.temperature, 1),
+    top_p: request.topP,
+    stop_sequences: request.stop,
+    tools: request.tools?.map((t) => ({
+      name: t.function.name,
+      description: t.function.description,
+      input_schema: t.function.parameters ?? { type: 'object', properties: {} },
+    })),
+    tool_choice: toolChoice(request.toolChoice, request.parallelToolCalls),
+    metadata: request.user ? { user_id: request.user } : undefined,
+    stream: stream || undefined,
+  };
+}
+
+/** Consecutive same-role messages are merged: Anthropic requires alternating turns. */
+function append(messages: WireMessage[], message: WireMessage): void {
+  const last = messages.at(-1);
+  if (last?.role === message.role) last.content.push(...message.content);
+  else messages.push(message);
+}
+
+function toWire(message: ChatMessage): WireMessage {
+  if (message.role === 'tool') {
+    return { role: 'user', content: [{ type: 'tool_result', tool_use_id: message.tool_call_id ?? '', content: textOf(message.content) }] };
+  }
+  const content = blocks(message.content);
+  for (const call of message.tool_calls ?? []) {
+    content.push({ type: 'tool_use', id: call.id, name: call.function.name, input: parseArguments(call.function.arguments) });
+  }
+  return { role: message.role === 'assistant' ? 'assistant' : 'user', content };
+}
+
+function blocks(content: ChatMessage['content']): Block[] {
+  if (content === null) return [];
+  const parts: ContentPart[] = typeof content === 'string' ? [{ type: 'text', text: content }] : content;
+  // Anthropic rejects empty text blocks.
+  return parts.flatMap((part): Block[] => {
+    if (part.type === 'text') return part.text ? [{ type: 'text', text: part.text }] : [];
+    return [{ type: 'image', source: imageSource(part.image_url.url) }];
+  });
+}
+
+function imageSource(url: string): Extract<Block, { type: 'image' }>['source'] {
+  const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+  if (data) return { type: 'base64', media_type: data[1], data: data[2] };
+  if (url.startsWith('data:')) throw new ProviderError('bad_request', 'image data URLs must be base64-encoded');
+  return { type: 'url', url };
+}
+
+function textOf(content: ChatMessage['content']): string {
+  if (content === null) return '';
+  if (typeof content === 'string') return content;
+  return content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+}
+
+function parseArguments(args: string): unknown {
+  try {
+    return args ? JSON.parse(args) : {};
+  } catch {
+    throw new ProviderError('bad_request', 'tool call arguments are not valid JSON');
+  }
+}
+
+function toolChoice(choice: ToolChoice | undefined, parallel: boolean | undefined): Record<string, unknown> | undefined {
+  const noParallel = parallel === false ? { disable_parallel_tool_use: true } : {};
+  if (choice === undefined) return parallel === false ? { type: 'auto', ...noParallel } : undefined;
+  if (choice === 'none') return { type: 'none' };
+  if (choice === 'auto') return { type: 'auto', ...noParallel };
+  if (choice === 'required') return { type: 'any', ...noParallel };
+  return { type: 'tool', name: choice.function.name, ...noParallel };
+}
+
+/** Anthropic has no JSON mode: ask for it in the system prompt instead. */
+function jsonInstruction(format: ResponseFormat | undefined): string | undefined {
+  if (format?.type === 'json_object') return 'Answer only with a single valid JSON object, no other text.';
+  if (format?.type !== 'json_schema') return undefined;
+  const schema = JSON.stringify(format.json_schema.schema ?? {});
+  return `Answer only with valid JSON matching this JSON Schema (${format.json_schema.name}), no other text:\n${schema}`;
+}
+
+// --- answer translation --------------------------------------------------------------
+
+function finishReason(reason: string | null | undefined): FinishReason {
+  if (reason === 'max_tokens') return 'length';
+  if (reason === 'tool_use') return 'tool_calls';
+  if (reason === 'refusal') return 'content_filter';
+  return 'stop';
+}
+
+/** Cached prompt tokens are still prompt tokens. */
+function promptTokens(usage: WireUsage | undefined): number {
+  return (usage?.input_tokens ?? 0) + (usage?.cache_creation_input_tokens ?? 0) + (usage?.cache_read_input_tokens ?? 0);
+}
+
+function chatResult(answer: WireAnswer): ChatResult {
+  if (!Array.isArray(answer.content)) throw new ProviderError('server', 'upstream answer has no content');
+  const text = answer.content.filter((b) => b.type === 'text').map((b) => b.text ?? '');
+  const toolCalls: ToolCall[] = answer.content
+    .filter((b) => b.type === 'tool_use')
+    .map((b) => ({ id: b.id ?? '', type: 'function', function: { name: b.name ?? '', arguments: JSON.stringify(b.input ?? {}) } }));
+  return {
+    content: text.length ? text.join('') : null,
+    ...(toolCalls.length ? { toolCalls } : {}),
+    finishReason: finishReason(answer.stop_reason),
+    usage: { promptTokens: promptTokens(answer.usage), completionTokens: answer.usage?.output_tokens ?? 0 },
+  };
+}
+
+interface WireStreamEvent {
+  type?: string;
+  index?: number;
+  message?: { usage?: WireUsage };
+  content_block?: { type: string; id?: string; name?: string };
+  delta?: { type?: string; text?: string; partial_json?: string; stop_reason?: string | null };
+  usage?: WireUsage;
+  error?: unknown;
+}
+
+async function* streamEvents(events: AsyncIterable<SseEvent>): AsyncGenerator<ChatStreamEvent> {
+  // Content block index → OpenAI tool-call index (tool_use blocks counted from 0).
+  const toolIndex = new Map<number, number>();
+  let promptUsage = 0;
+  let completionTokens = 0;
+  let stopReason: string | null | undefined;
+  let sawOutput = false;
+  for await (const { data } of events) {
+    const event = parseEvent(data);
+    switch (event.type) {
+      case 'message_start':
+        promptUsage = promptTokens(event.message?.usage);
+        completionTokens = event.message?.usage?.output_tokens ?? 0;
+        break;
+      case 'content_block_start':
+        if (event.content_block?.type === 'tool_use') {
+          const index = toolIndex.size;
+          toolIndex.set(event.index ?? 0, index);
+          sawOutput = true;
+          const { id, name } = event.content_block;
+          yield { type: 'delta', toolCalls: [{ index, id, type: 'function', function: { name, arguments: '' } }] };
+        }
+        break;
+      case 'content_block_delta': {
+        const delta = event.delta;
+        if (delta?.type === 'text_delta' && delta.text) {
+          sawOutput = true;
+          yield { type: 'delta', content: delta.text };
+        } else if (delta?.type === 'input_json_delta' && delta.partial_json) {
+          const index = toolIndex.get(event.index ?? 0);
+          if (index === undefined) throw new ProviderError('malformed_stream', 'tool input delta outside a tool_use block');
+          yield { type: 'delta', toolCalls: [{ index, function: { arguments: delta.partial_json } }] };
+        }
+        break;
+      }
+      case 'message_delta':
+        stopReason = event.delta?.stop_reason ?? stopReason;
+        completionTokens = event.usage?.output_tokens ?? completionTokens;
+        break;
+      case 'message_stop':
+        if (!sawOutput && !stopReason) throw new ProviderError('empty_stream', 'upstream stream ended without any output');
+        yield { type: 'finish', finishReason: finishReason(stopReason), usage: { promptTokens: promptUsage, completionTokens } };
+        return;
+      case 'error':
+        throw streamError(event.error);
+      // ping, content_block_stop and unknown future events carry nothing we need.
+    }
+  }
+  throw new ProviderError('connection_dropped', 'upstream stream closed before message_stop');
+}
+
+function parseEvent(data: string): WireStreamEvent {
+  try {
+    const event = JSON.parse(data) as WireStreamEvent;
+    if (typeof event === 'object' && event !== null && typeof event.type === 'string') return event;
+  } catch (err) {
+    throw new ProviderError('malformed_stream', 'upstream sent an event that is not JSON', { cause: err });
+  }
+  throw new ProviderError('malformed_stream', 'upstream event has no type');
+}

@@ -1,0 +1,206 @@
+// Adapter for every OpenAI-compatible upstream: OpenAI, Azure deployments, vLLM, Ollama,
+// Together, Groq, Gemini's compatible endpoint, OpenRouter. They differ only by base URL,
+// auth header and whether `usage` is reported, so one adapter serves them all.
+import { createHttpClient, streamError, type JsonCall } from './http-client.js';
+import { readSse } from './sse-reader.js';
+import {
+  ProviderError,
+  type CallContext,
+  type ChatRequest,
+  type ChatResult,
+  type ChatStreamEvent,
+  type EmbedRequest,
+  type EmbedResult,
+  type FinishReason,
+  type Provider,
+  type ToolCall,
+  type ToolCallDelta,
+  type Usage,
+} from './types.js';
+
+export interface OpenAICompatibleOptions {
+  id: string;
+  /** Up to and including the version segment the upstream needs, e.g. `https://api.openai.com/v1`. */
+  baseUrl: string;
+  apiKey?: string;
+  headers?: Record<string, string>;
+  /** Azure-style deployments: the model names the deployment, the key goes in `api-key`. */
+  azure?: { apiVersion: string };
+}
+
+interface WireUsage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+}
+
+interface WireCompletion {
+  choices?: {
+    message?: { content?: string | null; refusal?: string | null; tool_calls?: ToolCall[] };
+    finish_reason?: string | null;
+  }[];
+  usage?: WireUsage | null;
+}
+
+interface WireChunk {
+  choices?: {
+    delta?: { content?: string | null; refusal?: string | null; tool_calls?: ToolCallDelta[] };
+    finish_reason?: string | null;
+  }[];
+  usage?: WireUsage | null;
+  error?: unknown;
+}
+
+export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions): Provider {
+  const http = createHttpClient(options.baseUrl);
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.apiKey) {
+    if (options.azure) headers['api-key'] = options.apiKey;
+    else headers.authorization = `Bearer ${options.apiKey}`;
+  }
+
+  const path = (operation: string, model?: string): string =>
+    options.azure
+      ? `/openai${model ? `/deployments/${encodeURIComponent(model)}` : ''}/${operation}?api-version=${encodeURIComponent(options.azure.apiVersion)}`
+      : `/${operation}`;
+
+  const chatCall = (request: ChatRequest, stream: boolean): JsonCall => ({
+    method: 'POST',
+    path: path('chat/completions', request.model),
+    headers,
+    body: chatBody(request, stream),
+  });
+
+  return {
+    id: options.id,
+    kind: 'openai',
+
+    async chat(request, ctx) {
+      const answer = await http
+        .json<WireCompletion>(chatCall(request, false), ctx, { ms: ctx.timeouts.firstTokenMs, kind: 'first_token' })
+        .catch((err: unknown) => {
+          throw prefixRefused(err, request);
+        });
+      return chatResult(answer);
+    },
+
+    async *chatStream(request, ctx) {
+      const upstream = await http.stream(chatCall(request, true), ctx).catch((err: unknown) => {
+        throw prefixRefused(err, request);
+      });
+      yield* streamEvents(readSse(upstream, (event) => event.data === '[DONE]'));
+    },
+
+    async embed(request: EmbedRequest, ctx: CallContext): Promise<EmbedResult> {
+      const body = { model: request.model, input: request.input, dimensions: request.dimensions, encoding_format: 'float' };
+      const answer = await http.json<{ data?: { index: number; embedding: number[] }[]; usage?: WireUsage }>(
+        { method: 'POST', path: path('embeddings', request.model), headers, body },
+        ctx,
+        { ms: ctx.timeouts.firstTokenMs, kind: 'first_token' },
+      );
+      if (!Array.isArray(answer.data) || answer.data.length !== request.input.length) {
+        throw new ProviderError('server', 'upstream embeddings answer does not match the input');
+      }
+      const vectors = [...answer.data].sort((a, b) => a.index - b.index).map((d) => d.embedding);
+      return { vectors, promptTokens: answer.usage?.prompt_tokens ?? 0 };
+    },
+
+    async probe(ctx) {
+      await http.json({ method: 'GET', path: path('models'), headers }, ctx, { ms: ctx.timeouts.connectMs, kind: 'connect' });
+    },
+
+    close: () => http.close(),
+  };
+}
+
+function chatBody(request: ChatRequest, stream: boolean): Record<string, unknown> {
+  const messages =
+    request.assistantPrefix === undefined ? request.messages : [...request.messages, { role: 'assistant', content: request.assistantPrefix }];
+  // Undefined fields vanish in JSON.stringify, so optional parameters are only sent when set.
+  return {
+    model: request.model,
+    messages,
+    max_tokens: request.maxTokens,
+    temperature: request.temperature,
+    top_p: request.topP,
+    stop: request.stop,
+    tools: request.tools,
+    tool_choice: request.toolChoice,
+    parallel_tool_calls: request.parallelToolCalls,
+    response_format: request.responseFormat,
+    user: request.user,
+    ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+  };
+}
+
+/** An upstream that cannot continue an assistant prefix answers 400 to it. */
+function prefixRefused(err: unknown, request: ChatRequest): unknown {
+  if (request.assistantPrefix !== undefined && err instanceof ProviderError && err.kind === 'bad_request') {
+    return new ProviderError('prefix_refused', `upstream refused the assistant prefix: ${err.message}`, { ...err.details, cause: err });
+  }
+  return err;
+}
+
+function chatResult(answer: WireCompletion): ChatResult {
+  const choice = answer.choices?.[0];
+  if (!choice?.message) throw new ProviderError('server', 'upstream answer has no choices');
+  const { content = null, refusal, tool_calls } = choice.message;
+  return {
+    content,
+    ...(refusal ? { refusal } : {}),
+    ...(tool_calls?.length ? { toolCalls: tool_calls } : {}),
+    finishReason: finishReason(choice.finish_reason),
+    // Some compatible upstreams omit usage; zero tells the gateway to count itself.
+    usage: usage(answer.usage) ?? { promptTokens: 0, completionTokens: 0 },
+  };
+}
+
+function finishReason(reason: string | null | undefined): FinishReason {
+  if (reason === 'length' || reason === 'tool_calls' || reason === 'content_filter') return reason;
+  return reason === 'function_call' ? 'tool_calls' : 'stop';
+}
+
+function usage(wire: WireUsage | null | undefined): Usage | undefined {
+  return wire ? { promptTokens: wire.prompt_tokens ?? 0, completionTokens: wire.completion_tokens ?? 0 } : undefined;
+}
+
+async function* streamEvents(events: AsyncIterable<{ data: string }>): AsyncGenerator<ChatStreamEvent> {
+  let finish: string | undefined;
+  let finalUsage: Usage | undefined;
+  let sawOutput = false;
+  for await (const { data } of events) {
+    if (data === '[DONE]') {
+      if (!sawOutput && finish === undefined) throw new ProviderError('empty_stream', 'upstream stream ended without any output');
+      // The usage chunk follows the finish_reason chunk, so `finish` waits for [DONE].
+      yield { type: 'finish', finishReason: finishReason(finish), ...(finalUsage ? { usage: finalUsage } : {}) };
+      return;
+    }
+    const chunk = parseChunk(data);
+    finalUsage = usage(chunk.usage) ?? finalUsage;
+    const choice = chunk.choices?.[0];
+    if (!choice) continue;
+    if (choice.finish_reason) finish = choice.finish_reason;
+    const { content, refusal, tool_calls } = choice.delta ?? {};
+    if (!content && !refusal && !tool_calls?.length) continue;
+    sawOutput = true;
+    yield {
+      type: 'delta',
+      ...(content ? { content } : {}),
+      ...(refusal ? { refusal } : {}),
+      ...(tool_calls?.length ? { toolCalls: tool_calls } : {}),
+    };
+  }
+  throw new ProviderError('connection_dropped', 'upstream stream closed before [DONE]');
+}
+
+function parseChunk(data: string): WireChunk {
+  let chunk: WireChunk;
+  try {
+    chunk = JSON.parse(data) as WireChunk;
+  } catch (err) {
+    throw new ProviderError('malformed_stream', 'upstream sent a chunk that is not JSON', { cause: err });
+  }
+  if (typeof chunk !== 'object' || chunk === null) throw new ProviderError('malformed_stream', 'upstream sent a non-object chunk');
+  if (chunk.error !== undefined) throw streamError(chunk.error);
+  if (!Array.isArray(chunk.choices)) throw new ProviderError('malformed_stream', 'upstream chunk has no choices');
+  return chunk;
+}

@@ -1,0 +1,298 @@
+// The gateway's failover, Retry-After, circuit and stream-resume rules, against scripted
+// in-process providers (the HTTP adapters and their faults are tested in test/providers
+// and end to end in test/gateway/chat-completions.test.ts).
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { ApiError } from '../../server/errors.js';
+import { buildCatalog, type Catalog } from '../../server/gateway/catalog.js';
+import { GatewayService } from '../../server/gateway/gateway-service.js';
+import { DeploymentHealth } from '../../server/gateway/health.js';
+import { planRoute } from '../../server/gateway/routing.js';
+import { ProviderError, type ChatRequest, type ChatStreamEvent, type Provider } from '../../server/providers/types.js';
+
+type Step =
+  | { text: string }
+  | { error: ProviderError }
+  | { stream: (ChatStreamEvent | ProviderError)[] };
+
+/** A provider that answers each call with the next step of its script and records the requests. */
+function scripted(id: string, steps: Step[]): Provider & { requests: ChatRequest[] } {
+  const requests: ChatRequest[] = [];
+  const nextStep = (request: ChatRequest) => {
+    requests.push(request);
+    const step = steps.shift();
+    if (!step) throw new Error(`${id}: no step left`);
+    return step;
+  };
+  return {
+    id,
+    kind: 'openai',
+    requests,
+    async chat(request) {
+      const step = nextStep(request);
+      if ('error' in step) throw step.error;
+      if (!('text' in step)) throw new Error('not a chat step');
+      return { content: step.text, finishReason: 'stop', usage: { promptTokens: 3, completionTokens: 2 } };
+    },
+    async *chatStream(request) {
+      const step = nextStep(request);
+      if ('error' in step) throw step.error;
+      if (!('stream' in step)) throw new Error('not a stream step');
+      for (const event of step.stream) {
+        if (event instanceof ProviderError) throw event;
+        yield event;
+      }
+    },
+    async embed() {
+      throw new ProviderError('unavailable', 'down');
+    },
+    async probe() {},
+    async close() {},
+  };
+}
+
+const delta = (content: string): ChatStreamEvent => ({ type: 'delta', content });
+const finish: ChatStreamEvent = { type: 'finish', finishReason: 'stop', usage: { promptTokens: 5, completionTokens: 4 } };
+
+function catalogOf(deployments: string[], extra: Record<string, unknown> = {}): Catalog {
+  return buildCatalog(
+    {
+      providers: deployments.map((id) => ({ id, type: 'openai', base_url: 'http://127.0.0.1:9/v1' })),
+      deployments: deployments.map((id) => ({ id, provider: id, model: `upstream-${id}` })),
+      models: [{ id: 'm', family: 'openai', context_window: 1000, max_output_tokens: 100, capabilities: { tools: true }, deployments }],
+      routing: { tiers: { tier_1: ['m'], tier_2: ['m'], tier_3: ['m'] } },
+      ...extra,
+    },
+    'test',
+    {},
+  );
+}
+
+function gatewayOf(providers: Provider[], extra: Record<string, unknown> = {}) {
+  const catalog = catalogOf(
+    providers.map((p) => p.id),
+    extra,
+  );
+  const health = new DeploymentHealth(catalog);
+  return { gateway: new GatewayService(catalog, new Map(providers.map((p) => [p.id, p])), health), health, catalog };
+}
+
+const features = { promptTokens: 10, maxTokens: undefined, hasTools: false, hasImages: false, jsonSchema: false, messageCount: 1, userText: 'hi' };
+const log = pino({ level: 'silent' });
+
+function callOf(catalog: Catalog, signal = new AbortController().signal) {
+  return { plan: planRoute(catalog, { model: 'm' }, features), request: { messages: [{ role: 'user' as const, content: 'hi' }] }, signal, log };
+}
+
+async function collect(stream: AsyncIterable<ChatStreamEvent>): Promise<string> {
+  let text = '';
+  for await (const event of stream) if (event.type === 'delta') text += event.content ?? '';
+  return text;
+}
+
+describe('gateway failover before the first byte', () => {
+  it('fails over from a 5xx to the next deployment and reports who answered', async () => {
+    const a = scripted('a', [{ error: new ProviderError('server', '500', { status: 500 }) }]);
+    const b = scripted('b', [{ text: 'from b' }]);
+    const { gateway, catalog } = gatewayOf([a, b]);
+    const outcome = await gateway.chat(callOf(catalog));
+    expect(outcome.result.content).toBe('from b');
+    expect(outcome.served.deployment.id).toBe('b');
+    expect(outcome.attempts.map((x) => [x.deploymentId, x.outcome])).toEqual([
+      ['a', 'server'],
+      ['b', 'ok'],
+    ]);
+    expect(b.requests[0].model).toBe('upstream-b');
+  });
+
+  it.each([
+    ['bad_request', 'PROVIDER_BAD_REQUEST', 400],
+    ['context_length', 'CONTEXT_WINDOW_EXCEEDED', 400],
+    ['content_filter', 'CONTENT_FILTERED', 422],
+    ['auth', 'PROVIDER_AUTH_ERROR', 500],
+  ] as const)('never retries %s elsewhere (%s)', async (kind, name, status) => {
+    const a = scripted('a', [{ error: new ProviderError(kind, kind) }]);
+    const b = scripted('b', [{ text: 'unused' }]);
+    const { gateway, catalog } = gatewayOf([a, b]);
+    const error = (await gateway.chat(callOf(catalog)).catch((e) => e)) as ApiError;
+    expect(error).toBeInstanceOf(ApiError);
+    expect([error.errorName, error.status]).toEqual([name, status]);
+    expect(b.requests).toHaveLength(0);
+  });
+
+  it('waits out a short upstream Retry-After when no peer is left, then retries', async () => {
+    const a = scripted('a', [{ error: new ProviderError('rate_limit', '429', { status: 429, retryAfterMs: 60 }) }, { text: 'after the pause' }]);
+    const { gateway, catalog } = gatewayOf([a]);
+    const started = Date.now();
+    const outcome = await gateway.chat(callOf(catalog));
+    expect(outcome.result.content).toBe('after the pause');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(55);
+    expect(a.requests).toHaveLength(2);
+  });
+
+  it('answers 429 RATE_LIMIT with Retry-After when the upstream asks for longer than the cap', async () => {
+    const a = scripted('a', [{ error: new ProviderError('rate_limit', '429', { status: 429, retryAfterMs: 30_000 }) }]);
+    const { gateway, catalog } = gatewayOf([a]);
+    const error = (await gateway.chat(callOf(catalog)).catch((e) => e)) as ApiError;
+    expect([error.errorName, error.status, error.options.headers]).toEqual(['RATE_LIMIT', 429, { 'Retry-After': '30' }]);
+    expect(a.requests).toHaveLength(1);
+  });
+
+  it('opens the circuit after consecutive failures, skips the deployment, then tries it half-open after the cooldown', async () => {
+    const failing = Array.from({ length: 3 }, () => ({ error: new ProviderError('unavailable', 'refused') }));
+    const a = scripted('a', [...failing, { text: 'recovered' }]);
+    const b = scripted('b', [{ text: 'b1' }, { text: 'b2' }, { text: 'b3' }, { text: 'b4' }]);
+    let now = 1_000_000;
+    const catalog = catalogOf(['a', 'b'], { circuit: { failure_threshold: 3, cooldown_ms: 5_000 } });
+    const health = new DeploymentHealth(catalog, () => now);
+    const gateway = new GatewayService(catalog, new Map([a, b].map((p) => [p.id, p])), health);
+    for (let i = 0; i < 3; i++) expect((await gateway.chat(callOf(catalog))).served.deployment.id).toBe('b');
+    expect(health.circuit('a')).toBe('open');
+    expect((await gateway.chat(callOf(catalog))).served.deployment.id).toBe('b');
+    expect(a.requests).toHaveLength(3);
+    now += 5_001;
+    expect(health.circuit('a')).toBe('half_open');
+    const outcome = await gateway.chat(callOf(catalog));
+    expect(outcome.result.content).toBe('recovered');
+    expect(health.circuit('a')).toBe('closed');
+  });
+
+  it('answers 503 PROVIDER_UNAVAILABLE when every deployment is down', async () => {
+    const a = scripted('a', [{ error: new ProviderError('unavailable', 'refused') }]);
+    const b = scripted('b', [{ error: new ProviderError('unavailable', 'refused') }]);
+    const { gateway, catalog } = gatewayOf([a, b]);
+    const error = (await gateway.chat(callOf(catalog)).catch((e) => e)) as ApiError;
+    expect([error.errorName, error.status]).toEqual(['PROVIDER_UNAVAILABLE', 503]);
+  });
+
+  it('spreads model_family traffic by weight over least-loaded deployments', () => {
+    const catalog = buildCatalog(
+      {
+        providers: [{ id: 'p', type: 'local' }],
+        deployments: [
+          { id: 'heavy', provider: 'p', model: 'x', weight: 3 },
+          { id: 'light', provider: 'p', model: 'x', weight: 1 },
+        ],
+        models: [
+          { id: 'm1', family: 'openai', context_window: 1000, max_output_tokens: 100, deployments: ['heavy'] },
+          { id: 'm2', family: 'openai', context_window: 1000, max_output_tokens: 100, deployments: ['light'] },
+        ],
+        routing: { tiers: { tier_1: ['m1'], tier_2: ['m1'], tier_3: ['m1'] } },
+      },
+      'test',
+      {},
+    );
+    const health = new DeploymentHealth(catalog);
+    expect(health.score('heavy')).toBe(3);
+    const ends = [health.begin('heavy'), health.begin('heavy'), health.begin('heavy')];
+    // 3 / (1 + 3) < 1 / (1 + 0): the lighter deployment now wins.
+    expect(health.score('heavy')).toBeLessThan(health.score('light'));
+    for (const end of ends) end({ ok: true, latencyMs: 1 });
+    expect(health.score('heavy')).toBe(3);
+  });
+});
+
+describe('gateway streams', () => {
+  it('fails over when a stream breaks before its first event', async () => {
+    const a = scripted('a', [{ stream: [new ProviderError('timeout', 'slow first token', { timeout: 'first_token' })] }]);
+    const b = scripted('b', [{ stream: [delta('Hello'), delta(' world'), finish] }]);
+    const { gateway, catalog } = gatewayOf([a, b]);
+    const stream = await gateway.chatStream(callOf(catalog));
+    expect(stream.served.deployment.id).toBe('b');
+    expect(await collect(stream)).toBe('Hello world');
+  });
+
+  it('resumes a stream cut after it started on another deployment, with the partial answer as prefix', async () => {
+    const a = scripted('a', [{ stream: [delta('The quick'), delta(' brown'), new ProviderError('connection_dropped', 'cut')] }]);
+    const b = scripted('b', [{ stream: [delta(' fox jumps'), delta(' over.'), finish] }]);
+    const { gateway, catalog } = gatewayOf([a, b]);
+    const stream = await gateway.chatStream(callOf(catalog));
+    expect(await collect(stream)).toBe('The quick brown fox jumps over.');
+    expect(b.requests[0].assistantPrefix).toBe('The quick brown');
+    expect(stream.served.deployment.id).toBe('b');
+    expect(stream.attempts.map((x) => x.outcome)).toEqual(['connection_dropped', 'ok']);
+  });
+
+  it('skips a fallback that starts the answer over instead of continuing the prefix', async () => {
+    const a = scripted('a', [{ stream: [delta('The quick brown fox'), new ProviderError('malformed_stream', 'bad chunk')] }]);
+    const b = scripted('b', [{ stream: [delta('The quick brown fox jumps'), finish] }]);
+    const c = scripted('c', [{ stream: [delta(' jumps over.'), finish] }]);
+    const { gateway, catalog } = gatewayOf([a, b, c], { failover: { max_attempts: 4 } });
+    const stream = await gateway.chatStream(callOf(catalog));
+    expect(await collect(stream)).toBe('The quick brown fox jumps over.');
+    expect(stream.attempts.map((x) => [x.deploymentId, x.outcome])).toEqual([
+      ['a', 'malformed_stream'],
+      ['b', 'prefix_refused'],
+      ['c', 'ok'],
+    ]);
+  });
+
+  it('ends with the error when no deployment can continue', async () => {
+    const a = scripted('a', [{ stream: [delta('partial'), new ProviderError('timeout', 'stalled', { timeout: 'idle' })] }]);
+    const { gateway, catalog } = gatewayOf([a]);
+    const stream = await gateway.chatStream(callOf(catalog));
+    const seen: string[] = [];
+    const error = await (async () => {
+      for await (const event of stream) if (event.type === 'delta') seen.push(event.content ?? '');
+    })().catch((e) => e);
+    expect(seen).toEqual(['partial']);
+    expect([(error as ApiError).errorName, (error as ApiError).status]).toEqual(['PROVIDER_TIMEOUT', 408]);
+  });
+
+  it('does not resume once tool-call deltas were sent', async () => {
+    const a = scripted('a', [
+      { stream: [{ type: 'delta', toolCalls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"a"' } }] }, new ProviderError('connection_dropped', 'cut')] },
+    ]);
+    const b = scripted('b', [{ stream: [delta('unused'), finish] }]);
+    const { gateway, catalog } = gatewayOf([a, b]);
+    const stream = await gateway.chatStream(callOf(catalog));
+    const error = await collect(stream).catch((e) => e);
+    expect((error as ApiError).errorName).toBe('CONNECTION_DROPPED');
+    expect(b.requests).toHaveLength(0);
+  });
+
+  it('never presents a stream that ends without finishing as a normal end', async () => {
+    const a = scripted('a', [{ stream: [delta('half an answer')] }]);
+    const { gateway, catalog } = gatewayOf([a], { failover: { resume_streams: false } });
+    const stream = await gateway.chatStream(callOf(catalog));
+    const error = await collect(stream).catch((e) => e);
+    expect((error as ApiError).errorName).toBe('CONNECTION_DROPPED');
+  });
+
+  it('sends embeddings to one provider only: a down provider is 503 with no failover', async () => {
+    const catalog = buildCatalog(
+      {
+        providers: [{ id: 'a', type: 'openai', base_url: 'http://127.0.0.1:9/v1' }],
+        deployments: [{ id: 'a', provider: 'a', model: 'e' }],
+        models: [{ id: 'emb', family: 'openai', type: 'embedding', context_window: 100, dimensions: 8, deployments: ['a'] }],
+      },
+      'test',
+      {},
+    );
+    const provider = scripted('a', []);
+    const gateway = new GatewayService(catalog, new Map([['a', provider]]), new DeploymentHealth(catalog));
+    const error = (await gateway.embed('emb', ['x'], undefined, new AbortController().signal).catch((e) => e)) as ApiError;
+    expect([error.errorName, error.status]).toEqual(['EMBEDDING_PROVIDER_UNAVAILABLE', 503]);
+  });
+});
+
+describe('deployment health', () => {
+  it('opens the circuit of a flapping deployment (half of its recent calls fail) though failures never come in a row', () => {
+    const catalog = catalogOf(['a'], { circuit: { failure_threshold: 3 } });
+    const health = new DeploymentHealth(catalog);
+    const states: string[] = [];
+    for (let i = 0; i < 8; i++) {
+      // The router asks before each call: an open circuit gets no traffic.
+      if (health.available('a')) health.begin('a')(i % 2 === 0 ? { ok: false, error: '503', countsAsFailure: true } : { ok: true, latencyMs: 5 });
+      states.push(health.circuit('a'));
+    }
+    // The window needs 6 calls before it judges; the 7th call is the 4th failure of 7.
+    expect(states).toEqual(['closed', 'closed', 'closed', 'closed', 'closed', 'closed', 'open', 'open']);
+  });
+
+  it('keeps a mostly healthy deployment closed', () => {
+    const health = new DeploymentHealth(catalogOf(['a']));
+    for (let i = 0; i < 30; i++) health.begin('a')(i % 4 === 0 ? { ok: false, error: '503', countsAsFailure: true } : { ok: true, latencyMs: 5 });
+    expect(health.circuit('a')).toBe('closed');
+  });
+});

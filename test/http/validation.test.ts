@@ -1,0 +1,80 @@
+// Contract validation details (issue 9): bodies are checked without type coercion while
+// query and path parameters still parse from text; `null` where a oneOf allows it; a `+`
+// in a query value.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+
+let platform: TestPlatform;
+beforeAll(async () => {
+  platform = await startTestPlatform();
+});
+afterAll(() => platform?.close());
+
+const post = (call: TestPlatform['api'], path: string, body: unknown) => call(path, { method: 'POST', body: JSON.stringify(body) });
+const chat = (body: object) => post(platform.api, '/ai/v2/guarded/chat/completions', { model: 'auto', ...body });
+
+describe('request bodies are not coerced', () => {
+  it('refuses a number where the contract wants a string (createAgent name)', async () => {
+    const res = await post(platform.mgmt, '/api/v1/agents', { name: 12345 });
+    expect(res.status).toBe(422);
+    const body = await res.json();
+    expect(body.error.details[0]).toMatchObject({ loc: ['body', 'name'], type: 'string_type', input: 12345 });
+  });
+
+  it('refuses a string where the contract wants a number (search certainty)', async () => {
+    const res = await post(platform.api, '/ai/v1/data/search', { query: 'rest', collection: 'GlooProd', certainty: '0.9' });
+    expect(res.status).toBe(422);
+    expect((await res.json()).detail[0]).toMatchObject({ loc: ['body', 'certainty'], type: 'float_type', input: '0.9' });
+  });
+
+  it('still parses query parameters from text', async () => {
+    const res = await platform.mgmt('/api/v1/agents?limit=5');
+    expect(res.status).toBe(200);
+    const tooMany = await platform.mgmt('/api/v1/agents?limit=500');
+    expect(tooMany.status).toBe(422);
+    expect((await tooMany.json()).error.details[0]).toMatchObject({ loc: ['query', 'limit'], input: 500 });
+  });
+});
+
+describe('null where a oneOf allows it', () => {
+  it('accepts `stop: null` and an assistant message with `content: null`', async () => {
+    const messages = [
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: 'done' },
+      { role: 'user', content: 'and now?' },
+    ];
+    expect((await chat({ messages, stop: null })).status).not.toBe(422);
+  });
+
+  it('still refuses what no branch allows', async () => {
+    expect((await chat({ messages: [{ role: 'user', content: 'hi' }], stop: 5 })).status).toBe(422);
+    expect((await chat({ messages: [{ role: 'user', content: 12 }] })).status).toBe(422);
+  });
+});
+
+describe('query strings', () => {
+  it('accepts a `+` (form encoding of a space) in a query value', async () => {
+    const res = await platform.mgmt('/api/v1/agents?limit=5&cursor=a+b');
+    // The cursor is not one this server issued: the operation answers that, not the contract.
+    expect(res.status).toBe(422);
+    expect((await res.json()).error.code).toBe('invalid_cursor');
+  });
+});
+
+describe('NUL in JSON strings', () => {
+  const createAgent = (raw: string) =>
+    platform.mgmt('/api/v1/agents', { method: 'POST', body: raw, headers: { 'content-type': 'application/json' } });
+
+  it('refuses an escaped NUL anywhere in the body as malformed JSON', async () => {
+    const res = await createAgent('{"name":"ok","tags":["a\\u0000"]}');
+    expect(res.status).toBe(400);
+    expect((await res.json()).error.message).toBe('Malformed JSON body: Strings must not contain NUL (\\u0000) characters');
+  });
+
+  it('accepts the text "\\u0000" (an escaped backslash before it)', async () => {
+    const res = await createAgent('{"name":"a\\\\u0000b"}');
+    expect(res.status).toBe(201);
+    expect((await res.json()).data.name).toBe('a\\u0000b');
+  });
+});
