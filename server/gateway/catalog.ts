@@ -103,6 +103,24 @@ const configSchema = z.object({
       probe_interval_ms: z.number().int().min(0).default(15_000),
     })
     .default({ failure_threshold: 3, failure_rate: 0.5, cooldown_ms: 30_000, slow_ms: 60_000, probe_interval_ms: 15_000 }),
+  guardrails: z
+    .object({
+      /** The local rule set (server/gateway/guardrails.ts) on input and output. */
+      rules: z.boolean().default(true),
+      /** An OpenAI-compatible /moderations endpoint of one of the providers, beside the rules. */
+      moderation: z
+        .object({
+          provider: id,
+          model: z.string().min(1).default('omni-moderation-latest'),
+          input: z.boolean().default(true),
+          output: z.boolean().default(true),
+          /** When it cannot answer: let the text through (logged) or block it. */
+          on_error: z.enum(['allow', 'block']).default('allow'),
+          timeout_ms: ms(5_000),
+        })
+        .optional(),
+    })
+    .default({ rules: true }),
 });
 
 export type GatewayFileConfig = z.infer<typeof configSchema>;
@@ -119,6 +137,7 @@ export interface Catalog {
   timeouts: GatewayFileConfig['timeouts'];
   failover: GatewayFileConfig['failover'];
   circuit: GatewayFileConfig['circuit'];
+  guardrails: GatewayFileConfig['guardrails'];
 }
 
 export class CatalogError extends Error {
@@ -198,6 +217,12 @@ export function buildCatalog(raw: unknown, source: string, env: NodeJS.ProcessEn
       if (models.get(m) && models.get(m)!.family !== family) problems.push(`routing.families.${family}: "${m}" is of family ${models.get(m)!.family}`);
     }
   }
+  const moderation = config.guardrails.moderation;
+  if (moderation) {
+    const provider = providers.get(moderation.provider);
+    if (!provider) problems.push(`guardrails.moderation: unknown provider "${moderation.provider}"`);
+    else if (provider.type !== 'openai') problems.push(`guardrails.moderation: provider "${moderation.provider}" must be OpenAI-compatible`);
+  }
   const chatModels = [...models.values()].filter((m) => m.type === 'chat' && !m.deprecated);
   if (chatModels.length > 0) {
     for (const tier of TIERS) if (!config.routing.tiers[tier]) problems.push(`routing.tiers.${tier}: missing (auto_routing needs a model per tier)`);
@@ -212,6 +237,7 @@ export function buildCatalog(raw: unknown, source: string, env: NodeJS.ProcessEn
     timeouts: config.timeouts,
     failover: config.failover,
     circuit: config.circuit,
+    guardrails: config.guardrails,
   };
 }
 

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { components } from '../../generated/types/openapi.js';
 import { ApiError } from '../errors.js';
 import { estimateMessageTokens } from '../providers/local/tokens.js';
-import type { ChatMessage, ChatRequest, ChatStreamEvent, FinishReason, ResponseFormat, ToolChoice, ToolDefinition } from '../providers/types.js';
+import type { ChatMessage, ChatRequest, ChatStreamEvent, ResponseFormat, ToolChoice, ToolDefinition } from '../providers/types.js';
 import type { GatewayService, Served } from './gateway-service.js';
 import type { Guardrails } from './guardrails.js';
 import { planRoute, type RequestFeatures, type RoutePlan, type RouteSelector } from './routing.js';
@@ -81,7 +81,7 @@ export class ChatCompletions {
 
     const upstream = await this.gateway.chatStream(call);
     const includeUsage = body.stream_options?.include_usage === true;
-    const guardrails = guarded ? this.guardrails : null;
+    const moderation = guarded ? this.guardrails.monitor(ctx.signal) : null;
     async function* chunks(): AsyncGenerator<ChatCompletionChunk> {
       const chunk = (choice: ChatCompletionChunk['choices'][number] | null, extra: Partial<ChatCompletionChunk> = {}): ChatCompletionChunk => ({
         id,
@@ -92,30 +92,37 @@ export class ChatCompletions {
         ...extra,
       });
       yield chunk({ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }, facts(upstream.served));
-      let text = '';
       let finish: Extract<ChatStreamEvent, { type: 'finish' }> | undefined;
       for await (const event of upstream) {
         if (event.type === 'finish') {
           finish = event;
           break;
         }
-        if (event.content) {
-          text += event.content;
-          // Output moderation looks at the recent text, so its cost per chunk stays flat.
-          if (guardrails && (await guardrails.blocksOutput(text.slice(-600), ctx.signal))) {
+        let content = event.content;
+        if (content !== undefined && moderation) {
+          const released = await moderation.push(content);
+          // The blocked text is not sent; leaving the loop cancels the upstream call.
+          if (released === null) {
             finish = { type: 'finish', finishReason: 'content_filter' };
             break;
           }
+          content = released;
+          if (content === '' && !event.toolCalls && event.refusal === undefined) continue;
         }
         yield chunk({
           index: 0,
           delta: {
-            ...(event.content !== undefined ? { content: event.content } : {}),
+            ...(content !== undefined ? { content } : {}),
             ...(event.refusal !== undefined ? { refusal: event.refusal } : {}),
             ...(event.toolCalls ? { tool_calls: event.toolCalls } : {}),
           },
           finish_reason: null,
         });
+      }
+      if (finish && finish.finishReason !== 'content_filter' && moderation) {
+        const rest = await moderation.flush();
+        if (rest === null) finish = { type: 'finish', finishReason: 'content_filter' };
+        else if (rest) yield chunk({ index: 0, delta: { content: rest }, finish_reason: null });
       }
       if (!finish) return;
       yield chunk({ index: 0, delta: {}, finish_reason: finish.finishReason });
@@ -182,4 +189,3 @@ function usageOf(usage: { promptTokens: number; completionTokens: number }) {
   return { prompt_tokens: usage.promptTokens, completion_tokens: usage.completionTokens, total_tokens: usage.promptTokens + usage.completionTokens };
 }
 
-export type { FinishReason };

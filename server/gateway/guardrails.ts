@@ -1,7 +1,8 @@
 // Guardrails of the guarded routes: input checks that hard-block a request (403
 // GUARDRAIL_BLOCKED) and output moderation that ends an answer with `content_filter`.
-// A check is pluggable; the default is a local rule set (README "Guardrails"), and an
-// external moderation endpoint can be added in the gateway config. Direct mode (v1) skips them.
+// A check is one small interface; the default is a local rule set (README "Guardrails"),
+// and an OpenAI-compatible moderation endpoint can be configured beside it
+// (moderation.ts). Direct mode (v1) skips them.
 import { ApiError } from '../errors.js';
 import type { ChatMessage } from '../providers/types.js';
 
@@ -9,6 +10,8 @@ export type Verdict = { blocked: false } | { blocked: true; category: string };
 
 export interface GuardrailCheck {
   readonly id: string;
+  /** `local` checks are cheap enough for every streamed chunk; `remote` ones run per sentence. */
+  readonly cost: 'local' | 'remote';
   check(text: string, signal: AbortSignal): Promise<Verdict>;
 }
 
@@ -21,6 +24,7 @@ export const DEFAULT_RULES: Readonly<Record<string, RegExp>> = {
 
 export class RuleCheck implements GuardrailCheck {
   readonly id = 'local-rules';
+  readonly cost = 'local';
   constructor(private readonly rules: Readonly<Record<string, RegExp>> = DEFAULT_RULES) {}
 
   async check(text: string): Promise<Verdict> {
@@ -28,6 +32,11 @@ export class RuleCheck implements GuardrailCheck {
     return { blocked: false };
   }
 }
+
+/** How much recent text a local check sees per chunk (a rule match spans well under this). */
+const LOCAL_WINDOW = 600;
+/** A remote check runs on each finished sentence, or on this much text without one. */
+const REMOTE_CHUNK = 400;
 
 export class Guardrails {
   constructor(
@@ -47,9 +56,39 @@ export class Guardrails {
     }
   }
 
-  /** Whether an answer (so far) must be cut off with `content_filter`. */
+  /** Whether a whole answer must be withheld with `content_filter`. */
   async blocksOutput(text: string, signal: AbortSignal): Promise<boolean> {
     for (const check of this.output) if ((await check.check(text, signal)).blocked) return true;
     return false;
+  }
+
+  /**
+   * Moderation of a streamed answer. `push` takes each chunk and returns the text that may
+   * be sent now, or null when the answer must stop here. Local checks see a window of
+   * recent text on every chunk. Text waits for remote checks: it is released a finished
+   * sentence at a time once they clear it, so flagged words never reach the client.
+   * `flush` checks and releases what is still held when the answer ends.
+   */
+  monitor(signal: AbortSignal): { push(chunk: string): Promise<string | null>; flush(): Promise<string | null> } {
+    const local = this.output.filter((c) => c.cost === 'local');
+    const remote = this.output.filter((c) => c.cost === 'remote');
+    let text = '';
+    let held = '';
+    const release = async (): Promise<string | null> => {
+      const sentence = held;
+      held = '';
+      for (const check of remote) if ((await check.check(sentence, signal)).blocked) return null;
+      return sentence;
+    };
+    return {
+      push: async (chunk) => {
+        text += chunk;
+        for (const check of local) if ((await check.check(text.slice(-LOCAL_WINDOW), signal)).blocked) return null;
+        if (remote.length === 0) return chunk;
+        held += chunk;
+        return /[.!?]\s*$|\n/.test(held) || held.length >= REMOTE_CHUNK ? release() : '';
+      },
+      flush: async () => (held === '' ? '' : release()),
+    };
   }
 }

@@ -10,8 +10,9 @@ import type { RedisConnections } from '../storage/redis.js';
 import type { Catalog } from './catalog.js';
 import { ChatCompletions } from './chat-completions.js';
 import { GatewayService } from './gateway-service.js';
-import { Guardrails, RuleCheck } from './guardrails.js';
+import { Guardrails, RuleCheck, type GuardrailCheck } from './guardrails.js';
 import { DeploymentHealth } from './health.js';
+import { ModerationCheck } from './moderation.js';
 import { modelList } from './models.js';
 import { shareHealth } from './shared-health.js';
 
@@ -36,8 +37,8 @@ export async function createInference(
   options.metrics.gauge('gateway_circuit_state', 'Circuit of each deployment: 0 closed, 1 half-open, 2 open.', ['deployment', 'provider'], (set) => {
     for (const d of catalog.deployments.values()) set({ deployment: d.id, provider: d.provider }, CIRCUIT_VALUE[deploymentHealth.circuit(d.id)]);
   });
-  const rules = new RuleCheck();
-  const completions = new ChatCompletions(gateway, new Guardrails([rules], [rules]));
+  const { guardrails, moderation } = guardrailChecks(catalog, options.logger);
+  const completions = new ChatCompletions(gateway, guardrails);
 
   // The management health lists each provider with the state of its deployments' circuits.
   for (const provider of catalog.providers.values()) {
@@ -61,7 +62,7 @@ export async function createInference(
     close: async () => {
       clearInterval(prober);
       await unshare();
-      await gateway.close();
+      await Promise.all([gateway.close(), moderation?.close()]);
     },
   };
 }
@@ -83,4 +84,24 @@ function startProbes(catalog: Catalog, providers: ReadonlyMap<string, Provider>,
   }, interval);
   timer.unref();
   return timer;
+}
+
+/** The guardrails the catalog configures: the local rules and, optionally, a moderation endpoint. */
+function guardrailChecks(catalog: Catalog, logger: Logger): { guardrails: Guardrails; moderation: ModerationCheck | undefined } {
+  const input: GuardrailCheck[] = [];
+  const output: GuardrailCheck[] = [];
+  if (catalog.guardrails.rules) {
+    const rules = new RuleCheck();
+    input.push(rules);
+    output.push(rules);
+  }
+  const config = catalog.guardrails.moderation;
+  let moderation: ModerationCheck | undefined;
+  if (config) {
+    const provider = catalog.providers.get(config.provider)!;
+    moderation = new ModerationCheck({ baseUrl: provider.base_url!, apiKey: provider.apiKey, model: config.model, onError: config.on_error, timeoutMs: config.timeout_ms, logger });
+    if (config.input) input.push(moderation);
+    if (config.output) output.push(moderation);
+  }
+  return { guardrails: new Guardrails(input, output), moderation };
 }

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Request, RequestHandler } from 'express';
+import { routesById } from '../../generated/contract/routes.js';
 import { ApiError } from '../errors.js';
 import type { Principal } from '../identity/principal.js';
 import type { IdempotencyRecords } from '../storage/idempotency-store.js';
@@ -29,7 +30,9 @@ export interface IdempotencyStores {
 export function idempotencyStage(stores: IdempotencyStores, options: { waitMs: number; pollMs: number }): AdmissionStage {
   return (route) => {
     if (!route.idempotent) return (_req, _res, next) => next();
-    const store = INFERENCE_TAGS.has(route.tag) ? stores.inference : stores.durable;
+    // A deprecated alias of an inference operation is inference too.
+    const tag = route.replacedBy ? routesById[route.replacedBy].tag : route.tag;
+    const store = INFERENCE_TAGS.has(tag) ? stores.inference : stores.durable;
     const handler: RequestHandler = async (req, res, next) => {
       const key = req.header('idempotency-key');
       const principal = res.locals.principal as Principal | undefined;

@@ -45,7 +45,7 @@ export function invoke(route: RouteDefinition, handler: UntypedHandler, services
         get log() {
           return ctx.log;
         },
-        errorEvent: (error, sequence) => streamErrorEvent(route, error, ctx.traceId, sequence),
+        errorEvent: (error, sequence, last) => streamErrorEvent(route, error, ctx.traceId, sequence, last),
       });
     } else if (result.body === undefined) {
       res.status(result.status).end();

@@ -3,6 +3,7 @@
 import express, { type RequestHandler, type Router } from 'express';
 import { routes, type OperationId, type RouteDefinition } from '../../generated/contract/routes.js';
 import { ApiError } from '../errors.js';
+import type { Metrics } from '../observability/metrics.js';
 import type { Services } from '../services.js';
 import type { Authenticator } from '../identity/authenticator.js';
 import { authenticate } from './auth.js';
@@ -46,7 +47,7 @@ export function buildRouter(options: RouterOptions): Router {
     if (route.api !== options.api) continue;
     router[route.method](
       route.expressPath,
-      describeRoute(route),
+      describeRoute(route, options.services.metrics),
       authenticate(route, options.authenticator),
       ...bodyParser(route),
       ...options.validator(route),
@@ -92,12 +93,14 @@ function rejectNul(_req: unknown, _res: unknown, raw: Buffer, encoding: string):
   }
 }
 
-/** Remembers the matched operation (error bodies depend on it) and flags deprecated ones. */
-function describeRoute(route: RouteDefinition): RequestHandler {
+/** Remembers the matched operation (error bodies depend on it), flags deprecated ones and counts the answer. */
+function describeRoute(route: RouteDefinition, metrics: Metrics): RequestHandler {
   const headers = deprecationHeaders(route);
+  const labels = { api: route.api, operation: route.operationId };
   return (_req, res, next) => {
     res.locals.route = route;
     for (const [name, value] of headers) res.setHeader(name, value);
+    res.once('finish', () => metrics.requests.inc({ ...labels, status: res.statusCode }));
     next();
   };
 }

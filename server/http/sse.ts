@@ -7,8 +7,11 @@ export interface SseOptions {
   framing: 'data' | 'named';
   signal: AbortSignal;
   log: Logger;
-  /** The in-stream event that reports a failure after the 200 has been sent (spec 6); `sequence` counts the events before it. */
-  errorEvent: (error: unknown, sequence: number) => object;
+  /**
+   * The in-stream event that reports a failure after the 200 has been sent (spec 6);
+   * `sequence` counts the events before it and `last` is the last one sent.
+   */
+  errorEvent: (error: unknown, sequence: number, last: object | undefined) => object;
 }
 
 export async function writeSse(res: Response, events: AsyncIterable<object>, options: SseOptions): Promise<void> {
@@ -20,8 +23,10 @@ export async function writeSse(res: Response, events: AsyncIterable<object>, opt
   res.flushHeaders();
 
   let sent = 0;
+  let last: object | undefined;
   const send = (event: object) => {
     sent++;
+    last = event;
     const type = (event as { type?: unknown }).type;
     const name = options.framing === 'named' && typeof type === 'string' ? `event: ${type}\n` : '';
     return res.write(`${name}data: ${JSON.stringify(event)}\n\n`);
@@ -36,7 +41,7 @@ export async function writeSse(res: Response, events: AsyncIterable<object>, opt
     if (!options.signal.aborted && options.framing === 'data') res.write('data: [DONE]\n\n');
   } catch (error) {
     options.log.error({ err: error }, 'stream failed after it started');
-    if (!options.signal.aborted) send(options.errorEvent(error, sent));
+    if (!options.signal.aborted) send(options.errorEvent(error, sent, last));
   } finally {
     if (options.signal.aborted) await iterator.return?.();
     res.end();

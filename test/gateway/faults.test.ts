@@ -245,6 +245,7 @@ describe('upstream faults (circuits kept closed, so every request meets its faul
       expect(done).toBe(false);
       const last = chunks.at(-1);
       expect(last.choices[0].finish_reason).toBe('error');
+      expect([last.id, last.model]).toEqual([chunks[0].id, 'solo']);
       expect(last.error).toMatchObject({ name: 'CONNECTION_DROPPED', retryable: true, category: 'provider' });
       expect(last.trace_id).toMatch(/^trc_/);
       expect(eventProblems('createGuardedChatCompletion', last)).toEqual([]);
@@ -315,5 +316,6 @@ describe('a flapping primary', () => {
     const metrics = await (await platform.mgmt('/api/v1/metrics')).text();
     expect(metrics).toMatch(/gateway_circuit_state\{deployment="d-primary",provider="primary"\} 2/);
     expect(metrics).toMatch(/gateway_upstream_calls_total\{deployment="d-primary",outcome="unavailable"\} [1-9]/);
+    expect(metrics).toMatch(/http_requests_total\{api="api",operation="createGuardedChatCompletion",status="200"\} 15/);
   });
 });
