@@ -87,8 +87,10 @@ const configSchema = z.object({
       retry_after_cap_ms: z.number().int().min(0).default(2_000),
       /** Continue a broken stream on another deployment with the partial answer as prefix. */
       resume_streams: z.boolean().default(true),
+      /** Per operation (operationId), e.g. `createChatCompletionV1: {resume_streams: false}`. */
+      routes: z.record(z.string(), z.object({ resume_streams: z.boolean() })).default({}),
     })
-    .default({ max_attempts: 3, retry_after_cap_ms: 2_000, resume_streams: true }),
+    .default({ max_attempts: 3, retry_after_cap_ms: 2_000, resume_streams: true, routes: {} }),
   circuit: z
     .object({
       /** Consecutive failures that open a deployment's circuit. */

@@ -19,6 +19,8 @@ type ChatCompletionChunk = Schemas['ChatCompletionChunk'];
 
 export interface CompletionContext {
   mode: 'guarded' | 'direct';
+  /** The operationId serving the request (per-route gateway settings). */
+  operation: string;
   traceId: string;
   signal: AbortSignal;
   log: Logger;
@@ -45,7 +47,7 @@ export class ChatCompletions {
     const facts = (served: Served) => routingFacts(plan, served, guarded ? (body.tradition ?? null) : null);
     const id = `chatcmpl-${ctx.traceId.replace(/^trc_/, '')}`;
     const created = Math.floor(Date.now() / 1000);
-    const call = { plan, request, signal: ctx.signal, log: ctx.log };
+    const call = { plan, request, operation: ctx.operation, signal: ctx.signal, log: ctx.log };
 
     if (!body.stream) {
       const { result, served } = await this.gateway.chat(call);

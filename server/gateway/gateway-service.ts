@@ -31,6 +31,8 @@ export interface Attempt {
 
 export interface ChatCall {
   plan: RoutePlan;
+  /** The operation asking (failover.routes may configure it differently). */
+  operation?: string;
   request: Omit<ChatRequest, 'model'>;
   signal: AbortSignal;
   log: Logger;
@@ -216,7 +218,7 @@ export class GatewayService {
           current.settle({ ok: false, error });
           const facts = kindFacts(error);
           call.log.warn({ deployment: current.candidate.deployment.id, kind: facts.kind, err: error, sentChars: text.length }, 'upstream stream broke after it started');
-          if (!facts.failover || !gateway.catalog.failover.resume_streams || toolCallsSent) throw toCallerError(error);
+          if (!facts.failover || !gateway.resumes(call.operation) || toolCallsSent) throw toCallerError(error);
           producedTokens = estimateTokens(text);
           current = await gateway.openStream(call, attempts, text, tried).catch(() => {
             throw toCallerError(error);
@@ -269,6 +271,12 @@ export class GatewayService {
         await iterator.return?.().catch(() => undefined);
       },
     };
+  }
+
+  /** Whether a broken stream of this operation is resumed elsewhere. */
+  resumes(operation: string | undefined): boolean {
+    const { routes, resume_streams: fallback } = this.catalog.failover;
+    return (operation !== undefined ? routes[operation]?.resume_streams : undefined) ?? fallback;
   }
 
   async embed(modelId: string, input: string[], dimensions: number | undefined, signal: AbortSignal): Promise<{ result: EmbedResult; served: Served }> {

@@ -43,7 +43,7 @@ function catalogFor(up: Upstreams, circuit: Record<string, number | null>) {
       ],
       routing: { tiers: { tier_1: ['m'], tier_2: ['m'], tier_3: ['m'] } },
       timeouts: { connect_ms: 1_000, first_token_ms: 400, idle_ms: 300 },
-      failover: { max_attempts: 3, retry_after_cap_ms: 1_500, resume_streams: true },
+      failover: { max_attempts: 3, retry_after_cap_ms: 1_500, resume_streams: true, routes: { createChatCompletionV1: { resume_streams: false } } },
       circuit: { cooldown_ms: 60_000, probe_interval_ms: 0, ...circuit },
     },
     'fault test',
@@ -249,6 +249,28 @@ describe('upstream faults (circuits kept closed, so every request meets its faul
       expect(last.error).toMatchObject({ name: 'CONNECTION_DROPPED', retryable: true, category: 'provider' });
       expect(last.trace_id).toMatch(/^trc_/);
       expect(eventProblems('createGuardedChatCompletion', last)).toEqual([]);
+    });
+
+    it('does not resume on a route configured not to (failover.routes), ending with the error instead', async () => {
+      up.primary.faults.push({ type: 'cut', afterChunks: 4 });
+      const res = await platform.api('/ai/v1/chat/completions', { method: 'POST', body: JSON.stringify(ask('m', { stream: true })) });
+      const { chunks, done } = await readStream(res);
+      expect(done).toBe(false);
+      expect(chunks.at(-1).error.name).toBe('CONNECTION_DROPPED');
+      expect(calls()).toEqual([1, 0, 0]);
+    });
+
+    it('cancels the upstream call when the client goes away', async () => {
+      up.primary.config.chunkIntervalMs = 50;
+      const controller = new AbortController();
+      const res = await platform.api('/ai/v2/guarded/chat/completions', { method: 'POST', body: JSON.stringify(ask('m', { stream: true })), signal: controller.signal });
+      const reader = res.body!.getReader();
+      await reader.read();
+      controller.abort();
+      const upstreamCall = up.primary.requests[0];
+      await upstreamCall.closed;
+      expect(upstreamCall.completed).toBe(false);
+      expect(calls()).toEqual([1, 0, 0]);
     });
 
     it('reports an in-stream upstream rate limit it cannot recover from as 2004 RATE_LIMIT', async () => {
