@@ -3,7 +3,6 @@
 import type { Logger } from 'pino';
 import type { HealthService, HealthStatus } from '../health/health-service.js';
 import type { Metrics } from '../observability/metrics.js';
-import { createProvider } from '../providers/index.js';
 import type { Embedder } from '../providers/local/embedder.js';
 import type { Provider } from '../providers/types.js';
 import type { RedisConnections } from '../storage/redis.js';
@@ -14,6 +13,7 @@ import { Guardrails, RuleCheck, type GuardrailCheck } from './guardrails.js';
 import { DeploymentHealth } from './health.js';
 import { ModerationCheck } from './moderation.js';
 import { modelList } from './models.js';
+import { createProvider } from './provider-factory.js';
 import { shareHealth } from './shared-health.js';
 
 export interface Inference {

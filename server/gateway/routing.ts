@@ -43,7 +43,7 @@ export interface RoutePlan {
   models: ModelConfig[];
 }
 
-const REASONING_HINT = /\b(step[- ]by[- ]step|prove|proof|derive|analy[sz]e|reason(ing)? through|think (it )?through|trade-?offs?)\b|```/i;
+const REASONING_HINT = /\b(step[- ]by[- ]step|prove|proof|derive|analy[sz]e|reason(ing)? through|think (it )?through|trade-?offs?)\b|`{3}/i;
 
 export function classify(features: RequestFeatures): { tier: Tier; confidence: number } {
   const round = (n: number) => Math.round(n * 100) / 100;

@@ -1,10 +1,10 @@
 // One Provider per configured upstream endpoint, from the catalog's provider entries.
-import type { ProviderConfig } from '../gateway/catalog.js';
-import { createAnthropicProvider } from './anthropic.js';
-import type { Embedder } from './local/embedder.js';
-import { createLocalProvider } from './local/local-provider.js';
-import { createOpenAICompatibleProvider } from './openai-compatible.js';
-import type { Provider } from './types.js';
+import { createAnthropicProvider } from '../providers/anthropic.js';
+import type { Embedder } from '../providers/local/embedder.js';
+import { createLocalProvider } from '../providers/local/local-provider.js';
+import { createOpenAICompatibleProvider } from '../providers/openai-compatible.js';
+import type { Provider } from '../providers/types.js';
+import type { ProviderConfig } from './catalog.js';
 
 export function createProvider(config: ProviderConfig, local: { embedder: Embedder }): Provider {
   switch (config.type) {
