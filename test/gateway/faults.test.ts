@@ -341,3 +341,31 @@ describe('a flapping primary', () => {
     expect(metrics).toMatch(/http_requests_total\{api="api",operation="createGuardedChatCompletion",status="200"\} 15/);
   });
 });
+
+describe('active probes', () => {
+  let up: Upstreams;
+  let platform: TestPlatform;
+  beforeAll(async () => {
+    ({ up, platform } = await setUp({ failure_threshold: 2, cooldown_ms: 60_000, probe_interval_ms: 100 }));
+  });
+  afterAll(async () => {
+    await platform?.close();
+    await Promise.all(Object.values(up ?? {}).map((u) => u.close()));
+  });
+
+  it('give a recovered deployment its trial long before the cooldown ends', async () => {
+    const chat = () => platform.api('/ai/v2/guarded/chat/completions', { method: 'POST', body: JSON.stringify(ask('m')) });
+    up.primary.faults.always({ type: 'unavailable' });
+    for (let i = 0; i < 3; i++) expect((await chat()).status).toBe(200);
+    const { health } = platform.services.inference.gateway;
+    expect(health.circuit('d-primary')).toBe('open');
+    up.primary.faults.clear();
+    // The probe (GET /v1/models) answers within a probe interval or two.
+    const until = Date.now() + 2_000;
+    while (!health.available('d-primary') && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    expect(up.primary.requests.some((r) => r.method === 'GET' && r.path.endsWith('/models'))).toBe(true);
+    const body = await (await chat()).json();
+    expect(body.provider).toBe('primary');
+    expect(health.circuit('d-primary')).toBe('closed');
+  });
+});
