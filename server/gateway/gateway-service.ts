@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { ApiError } from '../errors.js';
 import type { Metrics } from '../observability/metrics.js';
 import { ProviderError, type CallContext, type ChatRequest, type ChatResult, type ChatStreamEvent, type EmbedResult, type Provider, type Usage } from '../providers/types.js';
-import { estimateTokens } from '../providers/local/tokens.js';
+import { estimateMessageTokens, estimateTokens } from '../providers/local/tokens.js';
 import type { Catalog, DeploymentConfig, ModelConfig } from './catalog.js';
 import { kindFacts, toCallerError } from './errors.js';
 import type { DeploymentHealth } from './health.js';
@@ -145,6 +145,7 @@ export class GatewayService {
             return finish({ ok: true, latencyMs: performance.now() - started });
           }
           const facts = kindFacts(outcome.error);
+          attempt.usage = outcome.usage;
           attempt.outcome = outcome.aborted ? 'aborted' : (facts.kind ?? 'error');
           this.metrics?.upstreamCalls.inc({ deployment, outcome: attempt.outcome });
           finish({ ok: false, error: (outcome.error as Error).message, countsAsFailure: !outcome.aborted && facts.unhealthy });
@@ -194,36 +195,48 @@ export class GatewayService {
     const opened = await this.openStream(call, attempts, undefined, tried);
     const gateway = this;
     const state = { served: this.served(opened.candidate) };
+    const promptTokens = estimateMessageTokens(call.request.messages);
     async function* events(): AsyncGenerator<ChatStreamEvent> {
       let current = opened;
       let text = '';
       let toolCallsSent = false;
-      let producedTokens = 0;
-      while (true) {
-        try {
-          for (let event = await current.next(); event; event = await current.next()) {
-            if (event.type === 'finish') {
-              current.settle({ ok: true, usage: event.usage ?? { promptTokens: 0, completionTokens: estimateTokens(text) - producedTokens } });
+      // Text of earlier attempts: a resumed attempt is billed for its own part only.
+      let before = '';
+      // What an attempt produced, when the upstream never reported it (it broke, or was left).
+      const estimate = (): Usage => ({ promptTokens: promptTokens + estimateTokens(before), completionTokens: estimateTokens(text.slice(before.length)) });
+      try {
+        while (true) {
+          try {
+            for (let event = await current.next(); event; event = await current.next()) {
+              if (event.type === 'finish') {
+                current.settle({ ok: true, usage: event.usage ?? estimate() });
+                yield event;
+                return;
+              }
+              if (event.content) text += event.content;
+              if (event.toolCalls?.length) toolCallsSent = true;
               yield event;
-              return;
             }
-            if (event.content) text += event.content;
-            if (event.toolCalls?.length) toolCallsSent = true;
-            yield event;
+            throw new ProviderError('connection_dropped', 'The upstream stream ended without finishing.');
+          } catch (error) {
+            await current.close();
+            current.settle({ ok: false, error, aborted: call.signal.aborted, usage: estimate() });
+            if (call.signal.aborted) return;
+            const facts = kindFacts(error);
+            call.log.warn({ deployment: current.candidate.deployment.id, kind: facts.kind, err: error, sentChars: text.length }, 'upstream stream broke after it started');
+            if (!facts.failover || !gateway.resumes(call.operation) || toolCallsSent) throw toCallerError(error);
+            before = text;
+            current = await gateway.openStream(call, attempts, text, tried).catch(() => {
+              throw toCallerError(error);
+            });
+            state.served = gateway.served(current.candidate);
           }
-          throw new ProviderError('connection_dropped', 'The upstream stream ended without finishing.');
-        } catch (error) {
+        }
+      } finally {
+        // The consumer stopped early (output moderation, the client left): cancel the upstream call.
+        if (!current.settled) {
           await current.close();
-          if (call.signal.aborted) return current.settle({ ok: false, error, aborted: true });
-          current.settle({ ok: false, error });
-          const facts = kindFacts(error);
-          call.log.warn({ deployment: current.candidate.deployment.id, kind: facts.kind, err: error, sentChars: text.length }, 'upstream stream broke after it started');
-          if (!facts.failover || !gateway.resumes(call.operation) || toolCallsSent) throw toCallerError(error);
-          producedTokens = estimateTokens(text);
-          current = await gateway.openStream(call, attempts, text, tried).catch(() => {
-            throw toCallerError(error);
-          });
-          state.served = gateway.served(current.candidate);
+          current.settle({ ok: false, error: new Error('stream left by its consumer'), aborted: true, usage: estimate() });
         }
       }
     }
@@ -258,9 +271,14 @@ export class GatewayService {
     );
     tried.add(candidate.deployment.id);
     const { iterator, controller, buffered } = value;
-    return {
+    const stream: OpenStream = {
       candidate,
-      settle,
+      settled: false,
+      settle: (outcome) => {
+        if (stream.settled) return;
+        stream.settled = true;
+        settle(outcome);
+      },
       next: async () => {
         if (buffered.length > 0) return buffered.shift();
         const r = await iterator.next();
@@ -271,6 +289,7 @@ export class GatewayService {
         await iterator.return?.().catch(() => undefined);
       },
     };
+    return stream;
   }
 
   /** Whether a broken stream of this operation is resumed elsewhere. */
@@ -309,13 +328,16 @@ export class GatewayService {
   }
 }
 
-type Settle = (outcome: { ok: true; usage?: Usage } | { ok: false; error: unknown; aborted?: boolean }) => void;
+/** Ends an attempt: its outcome, and what it used (an estimate when a stream broke or was left). */
+type Settle = (outcome: { ok: true; usage?: Usage } | { ok: false; error: unknown; aborted?: boolean; usage?: Usage }) => void;
 
 interface OpenStream {
   candidate: Candidate;
   /** The stream's events; the first is already buffered (the commit point has passed). */
   next(): Promise<ChatStreamEvent | undefined>;
+  /** Settles the attempt once; later calls do nothing. */
   settle: Settle;
+  settled: boolean;
   close(): Promise<void>;
 }
 

@@ -296,3 +296,42 @@ describe('deployment health', () => {
     expect(health.circuit('a')).toBe('closed');
   });
 });
+
+describe('stream accounting', () => {
+  it('cancels the upstream and settles the attempt with what it produced when the consumer stops early', async () => {
+    let returned = false;
+    const provider: Provider = {
+      ...scripted('a', []),
+      async *chatStream() {
+        try {
+          for (let i = 0; i < 100; i++) yield delta(` word${i}`);
+          yield finish;
+        } finally {
+          returned = true;
+        }
+      },
+    };
+    const { gateway, catalog } = gatewayOf([provider]);
+    const stream = await gateway.chatStream(callOf(catalog));
+    let seen = 0;
+    for await (const event of stream) if (event.type === 'delta' && ++seen === 3) break;
+    expect(returned).toBe(true);
+    expect(stream.attempts).toHaveLength(1);
+    expect(stream.attempts[0].outcome).toBe('aborted');
+    expect(stream.attempts[0].usage!.completionTokens).toBeGreaterThanOrEqual(3);
+    expect(stream.attempts[0].usage!.promptTokens).toBeGreaterThan(0);
+  });
+
+  it('bills a resumed answer per attempt: each upstream for its own part', async () => {
+    const a = scripted('a', [{ stream: [delta('one two three four'), new ProviderError('connection_dropped', 'cut')] }]);
+    const b = scripted('b', [{ stream: [delta(' five six'), { type: 'finish', finishReason: 'stop' }] }]);
+    const { gateway, catalog } = gatewayOf([a, b]);
+    const stream = await gateway.chatStream(callOf(catalog));
+    await collect(stream);
+    const [first, second] = stream.attempts;
+    expect(first.usage!.completionTokens).toBe(4);
+    // The resumed attempt read the prefix as prompt and wrote only the continuation.
+    expect(second.usage!.completionTokens).toBe(2);
+    expect(second.usage!.promptTokens).toBe(first.usage!.promptTokens + 4);
+  });
+});
