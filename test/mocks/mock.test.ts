@@ -7,7 +7,7 @@ import { routes, routesById, type OperationId, type RouteDefinition } from '../.
 import { startMock, type RunningMock } from '../../mocks/serve.js';
 import { deref } from '../../scripts/codegen/contract.js';
 import { Platform } from '../../sdk/src/index.js';
-import { contractDocument } from '../support/contract.js';
+import { contractDocument, contractProblems } from '../support/contract.js';
 import { sampleRequest } from '../support/requests.js';
 
 type Json = Record<string, any>;
@@ -37,6 +37,9 @@ const call = (api: PlatformApi, id: OperationId, options: Json) => (api as unkno
 const resolve = (node: Json): Json => deref(contractDocument, node);
 const declaredResponse = (route: RouteDefinition, status: number) =>
   resolve(contractDocument.paths[route.path][route.method].responses[String(status)]);
+/** A media type's default example: its `example`, else the first of its named `examples` (as Prism picks). */
+const defaultExample = (media: Json): any => media.example ?? resolve(Object.values<Json>(media.examples ?? {})[0] ?? {}).value;
+const TRACE_ID = /^trc_[0-9a-f]{32}$/;
 
 /** The generated SDK's options (path, query, body) for the contract-valid request test/support samples. */
 function sdkOptions(route: RouteDefinition): Json {
@@ -84,7 +87,7 @@ describe.each(routes.map((r) => [`${r.method.toUpperCase()} ${r.path} (${r.opera
     expect(response.headers.get('sl-violations')).toBeNull();
     const declared = declaredResponse(route, route.successStatus);
     // JSON answers, or text for the Prometheus metrics.
-    expect(data).toEqual((declared.content['application/json'] ?? declared.content['text/plain']).example);
+    expect(data).toEqual(defaultExample(declared.content['application/json'] ?? declared.content['text/plain']));
     for (const [name, header] of Object.entries<Json>(declared.headers ?? {})) {
       const { example } = resolve(header);
       if (example !== undefined) expect(response.headers.get(name), name).toBe(String(example));
@@ -113,7 +116,7 @@ function parseSse(text: string): Array<{ event?: string; data: string }> {
       return event ? { event, data } : { data };
     });
 }
-const sseExample = (route: RouteDefinition): string => declaredResponse(route, 200).content['text/event-stream'].example;
+const sseExample = (route: RouteDefinition): string => defaultExample(declaredResponse(route, 200).content['text/event-stream']);
 
 /** Streams one operation through the SDK; checks the events come one by one and match the contract's example. */
 async function streamThroughSdk(id: OperationId, options: Json) {
@@ -167,7 +170,7 @@ describe('streaming', () => {
     const { error, response } = await call(sdk(null), 'createResponse', { body: { ...sdkOptions(route).body, stream: true } });
     expect(response.status).toBe(401);
     expect(response.headers.get('content-type')).toContain('application/json');
-    expect(error).toEqual(declaredResponse(route, 401).content['application/json'].example);
+    expect(error).toEqual(defaultExample(declaredResponse(route, 401).content['application/json']));
   });
 
   it('validates a stream request before streaming (422 for a body without messages)', async () => {
@@ -181,25 +184,210 @@ describe('Prism behaviour through the front server', () => {
     const route = routesById.listModels;
     const { error, response } = await call(sdk(null), 'listModels', {});
     expect(response.status).toBe(401);
-    expect(error).toEqual(declaredResponse(route, 401).content['application/json'].example);
+    expect(error).toEqual(defaultExample(declaredResponse(route, 401).content['application/json']));
   });
 
   it('answers a management call without Authorization with the management 401', async () => {
     const route = routesById.listKeys;
     const { error, response } = await call(sdk(null), 'listKeys', {});
     expect(response.status).toBe(401);
-    expect(error).toEqual(declaredResponse(route, 401).content['application/json'].example);
+    expect(error).toEqual(defaultExample(declaredResponse(route, 401).content['application/json']));
   });
 
   it('passes Prefer: code=404 through to pick a declared error example', async () => {
     const route = routesById.getItem;
     const { error, response } = await call(sdk(), 'getItem', { ...sdkOptions(route), headers: { Prefer: 'code=404' } });
     expect(response.status).toBe(404);
-    expect(error).toEqual(declaredResponse(route, 404).content['application/json'].example);
+    expect(error).toEqual(defaultExample(declaredResponse(route, 404).content['application/json']));
   });
 
   it('answers an undeclared path with 404', async () => {
     const res = await fetch(`${mock.url}/no/such/path`, { headers: { Authorization: 'Bearer sk_test' } });
     expect(res.status).toBe(404);
+  });
+});
+
+/** A raw call to the mock (no SDK): JSON body, Bearer key. */
+async function raw(path: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) {
+  const headers: Record<string, string> = { Authorization: 'Bearer sk_test', ...init.headers };
+  if (init.body !== undefined) headers['Content-Type'] = 'application/json';
+  const res = await fetch(`${mock.url}${path}`, { method: init.method ?? 'GET', headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
+  const text = await res.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { res, text, json };
+}
+
+describe('trace ids on the mock\'s own errors (issue 9)', () => {
+  it('answers an unknown path with a gateway-shaped 404 carrying a fresh trace id, also in X-Trace-Id', async () => {
+    const { res, json } = await raw('/no/such/path');
+    expect(res.status).toBe(404);
+    expect(res.headers.get('content-type')).toContain('application/json');
+    expect(json).toMatchObject({ error: expect.any(String), code: 'not_found', trace_id: expect.stringMatching(TRACE_ID) });
+    expect(res.headers.get('x-trace-id')).toBe(json.trace_id);
+  });
+
+  it('answers an unknown management path in the management error shape', async () => {
+    const { res, json } = await raw('/api/v1/no-such-thing');
+    expect(res.status).toBe(404);
+    expect(json).toMatchObject({ error: { code: 'not_found' }, trace_id: expect.stringMatching(TRACE_ID) });
+    expect(res.headers.get('x-trace-id')).toBe(json.trace_id);
+  });
+
+  it('answers an undeclared Prefer code in the operation\'s error shape', async () => {
+    const route = routesById.getItem;
+    const { path } = sampleRequest(route);
+    const { res, json } = await raw(path, { headers: { Prefer: 'code=418' } });
+    expect(res.status).toBe(404);
+    expect(contractProblems('getItem', 404, json)).toEqual([]);
+    expect(json.detail).toContain('418');
+    expect(json.trace_id).toMatch(TRACE_ID);
+    expect(res.headers.get('x-trace-id')).toBe(json.trace_id);
+  });
+
+  it('answers a request validation failure with its reasons in the contract 422 shape and a fresh trace id', async () => {
+    const { res, json } = await raw(routesById.createGuardedChatCompletion.path, { method: 'POST', body: { auto_routing: true } });
+    expect(res.status).toBe(422);
+    expect(contractProblems('createGuardedChatCompletion', 422, json)).toEqual([]);
+    expect(json.detail.some((d: Json) => d.loc[0] === 'body' && /messages/.test(d.msg + d.loc.join('.')))).toBe(true);
+    expect(json.trace_id).toMatch(TRACE_ID);
+    expect(res.headers.get('x-trace-id')).toBe(json.trace_id);
+    expect(res.headers.get('sl-violations')).toBeTruthy();
+  });
+
+  it('refuses an invalid stream request the same way, before streaming', async () => {
+    const { res, json } = await raw(routesById.createGuardedChatCompletion.path, { method: 'POST', body: { auto_routing: true, stream: true } });
+    expect(res.status).toBe(422);
+    expect(json.trace_id).toMatch(TRACE_ID);
+    expect(res.headers.get('x-trace-id')).toBe(json.trace_id);
+  });
+
+  it('answers an unknown example name itself (front-server error) with the known names and a trace id', async () => {
+    const { res, json } = await raw(routesById.createGuardedChatCompletion.path, {
+      method: 'POST',
+      body: sdkOptions(routesById.createGuardedChatCompletion).body,
+      headers: { Prefer: 'example=no_such_example' },
+    });
+    expect(res.status).toBe(404);
+    expect(contractProblems('createGuardedChatCompletion', 400, json)).toEqual([]); // AIError shape
+    expect(json.error.message).toContain('no_such_example');
+    expect(json.trace_id).toMatch(TRACE_ID);
+    expect(res.headers.get('x-trace-id')).toBe(json.trace_id);
+  });
+
+  it('keeps a contract error example unchanged and sends its trace id as X-Trace-Id', async () => {
+    const route = routesById.getItem;
+    const { res, json } = await raw(sampleRequest(route).path, { headers: { Prefer: 'code=404' } });
+    expect(json).toEqual(defaultExample(declaredResponse(route, 404).content['application/json']));
+    expect(res.headers.get('x-trace-id')).toBe(json.trace_id);
+  });
+
+  it('sends a fresh X-Trace-Id with successful answers and streams', async () => {
+    const ok = await raw(routesById.listModels.path);
+    expect(ok.res.headers.get('x-trace-id')).toMatch(TRACE_ID);
+    const body = { ...sdkOptions(routesById.createGuardedChatCompletion).body, stream: true };
+    const streamed = await raw(routesById.createGuardedChatCompletion.path, { method: 'POST', body });
+    expect(streamed.res.headers.get('content-type')).toBe('text/event-stream');
+    expect(streamed.res.headers.get('x-trace-id')).toMatch(TRACE_ID);
+  });
+});
+
+describe('include_citations on grounded completions (issue 9)', () => {
+  const grounded = () => sdkOptions(routesById.createGroundedChatCompletion).body;
+  const PATH = routesById.createGroundedChatCompletion.path;
+
+  it('leaves citations out of the JSON answer when include_citations is false or absent', async () => {
+    const off = await raw(PATH, { method: 'POST', body: { ...grounded(), include_citations: false } });
+    expect(off.res.status).toBe(200);
+    expect(off.json).not.toHaveProperty('citations');
+    expect(off.json.sources_returned).toBe(true);
+    const { include_citations: _dropped, ...withoutFlag } = grounded();
+    const absent = await raw(PATH, { method: 'POST', body: withoutFlag });
+    expect(absent.json).not.toHaveProperty('citations'); // the contract's default is false
+    const on = await raw(PATH, { method: 'POST', body: { ...grounded(), include_citations: true } });
+    expect(on.json.citations.length).toBeGreaterThan(0);
+  });
+
+  it('leaves the citations event out of the stream when include_citations is false', async () => {
+    const off = await raw(PATH, { method: 'POST', body: { ...grounded(), include_citations: false, stream: true } });
+    const events = parseSse(off.text);
+    expect(events.at(-1)!.data).toBe('[DONE]');
+    expect(off.text).not.toContain('citations');
+    const full = parseSse(sseExample(routesById.createGroundedChatCompletion));
+    expect(events).toEqual(full.filter((e) => !e.data.includes('"citations"')));
+    const on = await raw(PATH, { method: 'POST', body: { ...grounded(), include_citations: true, stream: true } });
+    expect(parseSse(on.text)).toEqual(full);
+  });
+
+  it('does the same on the grounded alias path', async () => {
+    const alias = routesById.createGroundedChatCompletionAlias;
+    const off = await raw(alias.path, { method: 'POST', body: { ...grounded(), include_citations: false } });
+    expect(off.res.status).toBe(200);
+    expect(off.json).not.toHaveProperty('citations');
+  });
+});
+
+describe('uploads (issue 9)', () => {
+  const upload = (content: string, name: string, type: string) => {
+    const form = new FormData();
+    form.append('publisher_id', '6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d');
+    form.append('files', new Blob([content], { type }), name);
+    return fetch(`${mock.url}${routesById.ingestFiles.path}`, { method: 'POST', body: form, headers: { Authorization: 'Bearer sk_test' } });
+  };
+
+  it('accepts a Markdown file (content with #, /, (, ...) on ingestFiles', async () => {
+    const res = await upload('# Sabbath rest\n\nSee [notes](https://example.org/a?b=c&d=e) — rest, (received) #1!\n', 'sabbath.md', 'text/markdown');
+    expect(res.headers.get('sl-violations')).toBeNull();
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual(defaultExample(declaredResponse(routesById.ingestFiles, 200).content['application/json']));
+  });
+
+  it('accepts a Markdown file through the SDK, with a second file', async () => {
+    const body = {
+      publisher_id: '6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d',
+      files: [new Blob(['# One\n'], { type: 'text/markdown' }), new Blob(['## Two, with a / slash\n'], { type: 'text/markdown' })],
+    };
+    const { response } = await call(sdk(), 'ingestFiles', { body });
+    expect(response.headers.get('sl-violations')).toBeNull();
+    expect(response.status).toBe(200);
+  });
+
+  it('still refuses an upload without files', async () => {
+    const form = new FormData();
+    form.append('publisher_id', '6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d');
+    const res = await fetch(`${mock.url}${routesById.ingestFiles.path}`, { method: 'POST', body: form, headers: { Authorization: 'Bearer sk_test' } });
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect((await res.json()).trace_id).toMatch(TRACE_ID);
+  });
+});
+
+describe('Prism errors without a trace id (issue 9)', () => {
+  it('answers a malformed JSON body in the operation\'s error shape with a trace id', async () => {
+    const res = await fetch(`${mock.url}${routesById.createGuardedChatCompletion.path}`, {
+      method: 'POST',
+      headers: { Authorization: 'Bearer sk_test', 'Content-Type': 'application/json' },
+      body: '{not json',
+    });
+    expect(res.status).toBe(400);
+    const body = await res.json();
+    expect(contractProblems('createGuardedChatCompletion', 400, body)).toEqual([]);
+    expect(body.trace_id).toMatch(TRACE_ID);
+    expect(res.headers.get('x-trace-id')).toBe(body.trace_id);
+  });
+});
+
+describe('Retry-After (issue 9)', () => {
+  it('sends no Retry-After with a non-retryable 429 example (spending limit), as the contract says', async () => {
+    const { res, json } = await raw(routesById.createGuardedChatCompletion.path, {
+      method: 'POST',
+      body: sdkOptions(routesById.createGuardedChatCompletion).body,
+      headers: { Prefer: 'code=429' },
+    });
+    expect(res.status).toBe(429);
+    expect(res.headers.get('retry-after') === null).toBe(json.error.retryable === false);
   });
 });
