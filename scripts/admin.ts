@@ -3,7 +3,10 @@
 // one owner). Secrets it creates are printed once.
 import { parseArgs } from 'node:util';
 import { scopes as allScopes, type Scope } from '../generated/contract/routes.js';
+import { BILLING_MODES, BillingService, type BillingMode } from '../server/billing/billing-service.js';
 import { CreditService, formatUsd, usdToMicros } from '../server/billing/credit.js';
+import { weekStart } from '../server/billing/pricing.js';
+import { loadCatalog } from '../server/gateway/catalog.js';
 import { loadConfig } from '../server/config.js';
 import { createIdentity } from '../server/identity/index.js';
 import { createLogger } from '../server/logging.js';
@@ -19,6 +22,12 @@ const USAGE = `Usage: npm run admin -- <command> [options]
   create-oauth-client <org> [--scopes a,b] deprecated OAuth client credentials
   revoke-oauth-client <client_id>          revokes the client and its tokens
   add-credit <org> <usd> [--reason text]   prepaid credit for the billing gate
+  set-billing <org> prepaid|unmetered      billing mode (new organizations: unmetered, no gate)
+  set-weekly-cap <org> <usd|none>          weekly spending cap of a prepaid organization
+                                           (ISO week: Monday 00:00 UTC to Monday 00:00 UTC)
+  set-coding-plan <org> <product> <usd> [--topup] [--period month|week]
+                                           coding-agent allowance per period (default month)
+  usage <org> [--since YYYY-MM-DD]         usage per model (default: since this week's Monday)
   list-orgs                                organizations with their publishers
 
 Scopes: ${Object.keys(allScopes).join(', ')}`;
@@ -31,6 +40,10 @@ const ARITY: Record<string, number> = {
   'create-oauth-client': 1,
   'revoke-oauth-client': 1,
   'add-credit': 2,
+  'set-billing': 2,
+  'set-weekly-cap': 2,
+  'set-coding-plan': 3,
+  usage: 1,
   'list-orgs': 0,
 };
 
@@ -50,6 +63,9 @@ async function main(): Promise<void> {
       label: { type: 'string' },
       'expires-in-days': { type: 'string' },
       reason: { type: 'string' },
+      topup: { type: 'boolean' },
+      period: { type: 'string' },
+      since: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -64,6 +80,16 @@ async function main(): Promise<void> {
   const scopes = parseScopes(values.scopes);
   const credit = command === 'add-credit' ? usdToMicros(args[1]) : null;
   if (command === 'add-credit' && (credit === null || credit <= 0n)) throw new Error('the amount must be a positive number of US dollars, e.g. 25.00');
+  const mode = command === 'set-billing' ? (args[1] as BillingMode) : null;
+  if (mode !== null && !BILLING_MODES.includes(mode)) throw new Error(`the billing mode must be one of ${BILLING_MODES.join(', ')}`);
+  const cap = command === 'set-weekly-cap' && args[1] !== 'none' ? usdToMicros(args[1]) : null;
+  if (command === 'set-weekly-cap' && args[1] !== 'none' && cap === null) throw new Error('the cap must be a number of US dollars, e.g. 100.00, or none');
+  const allowance = command === 'set-coding-plan' ? usdToMicros(args[2]) : null;
+  if (command === 'set-coding-plan' && allowance === null) throw new Error('the allowance must be a number of US dollars, e.g. 20.00');
+  const period = values.period ?? 'month';
+  if (period !== 'month' && period !== 'week') throw new Error('--period must be month or week');
+  const since = values.since ? new Date(`${values.since}T00:00:00Z`) : weekStart();
+  if (Number.isNaN(since.getTime())) throw new Error('--since must be a date, YYYY-MM-DD');
   const days = values['expires-in-days'] ? Number(values['expires-in-days']) : undefined;
   if (days !== undefined && !(days > 0)) throw new Error('--expires-in-days must be a positive number');
 
@@ -73,6 +99,7 @@ async function main(): Promise<void> {
   const redis = config.redisUrl ? await connectRedis(config.redisUrl, logger) : null;
   const identity = await createIdentity({ database, redis, logger, credentialCacheTtlMs: config.credentialCacheTtlMs });
   const { prisma } = database;
+  const billing = () => new BillingService(prisma, loadCatalog(), logger);
   try {
     switch (command) {
       case 'create-org': {
@@ -110,6 +137,34 @@ async function main(): Promise<void> {
         const org = await identity.organizations.findOrganization(args[0]);
         const balance = await new CreditService(prisma).add(org.id, credit!, values.reason ?? 'operator top-up');
         console.log(`added ${formatUsd(credit!)} to ${org.name}; ledger balance ${formatUsd(balance)}`);
+        break;
+      }
+      case 'set-billing': {
+        const org = await identity.organizations.findOrganization(args[0]);
+        await billing().setMode(org.id, mode!);
+        console.log(`${org.name} is ${mode}${mode === 'prepaid' ? `: requests need credit (balance ${formatUsd(await new CreditService(prisma).balance(org.id))})` : ': usage is recorded, nothing is gated'}`);
+        break;
+      }
+      case 'set-weekly-cap': {
+        const org = await identity.organizations.findOrganization(args[0]);
+        await billing().setWeeklyCap(org.id, cap);
+        console.log(cap === null ? `${org.name} has no weekly cap` : `${org.name}: weekly cap ${formatUsd(cap)} (weeks start Monday 00:00 UTC)`);
+        break;
+      }
+      case 'set-coding-plan': {
+        const org = await identity.organizations.findOrganization(args[0]);
+        await billing().setCodingPlan(org.id, args[1], { allowanceMicros: allowance!, topupAvailable: values.topup === true, period });
+        console.log(`${org.name}: ${args[1]} plan, ${formatUsd(allowance!)} per ${period}${values.topup ? ', top-up available' : ''}`);
+        break;
+      }
+      case 'usage': {
+        const org = await identity.organizations.findOrganization(args[0]);
+        const lines = await billing().usage(org.id, since);
+        console.log(`usage of ${org.name} since ${since.toISOString()}`);
+        console.log(['model', 'calls', 'input tokens', 'output tokens', 'cost', 'billed'].join('\t'));
+        for (const l of lines) console.log([l.model ?? '-', l.calls, l.inputTokens, l.outputTokens, formatUsd(l.costMicros), formatUsd(l.billedMicros)].join('\t'));
+        const total = lines.reduce((sum, l) => sum + l.billedMicros, 0n);
+        console.log(`total billed ${formatUsd(total)}`);
         break;
       }
       case 'list-orgs': {

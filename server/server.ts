@@ -19,6 +19,8 @@ import { IdempotencyStore } from './storage/idempotency-store.js';
 import { MemoryIdempotencyStore, RedisIdempotencyStore } from './storage/idempotency-cache.js';
 import { idempotencyStage } from './http/idempotency.js';
 import { AgentService } from './agents/agent-service.js';
+import { billingStage } from './billing/admission.js';
+import { BillingService, RESERVATION_TTL_MS } from './billing/billing-service.js';
 import { ItemService } from './data/items.js';
 import { loadCatalog, type Catalog } from './gateway/catalog.js';
 import { createInference } from './gateway/index.js';
@@ -70,6 +72,12 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     const embedder = createLocalEmbedder();
     const inference = await createInference(options.catalog ?? loadCatalog(), { logger, health, embedder, redis, metrics });
     cleanup.push(() => inference.close());
+    // Billing (server/billing): holds a crashed instance left open are released at start (all
+    // of them on PGlite, which has one owner), then swept every minute.
+    const billing = new BillingService(database.prisma, inference.gateway.catalog, logger);
+    await billing.reconcile(database.kind === 'pglite' ? 0 : RESERVATION_TTL_MS);
+    const stopBillingSweep = billing.startSweeping();
+    cleanup.push(async () => (stopBillingSweep(), billing.drain()));
     const services: Services = {
       config,
       database,
@@ -79,12 +87,17 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
       items: new ItemService(database.prisma, identity.organizations),
       inference,
       metrics,
+      billing,
     };
     const idempotency = new IdempotencyStore(database.prisma);
     idempotency.startSweeping();
     cleanup.push(async () => idempotency.stopSweeping());
     const stores = { durable: idempotency, inference: redis ? new RedisIdempotencyStore(redis.client) : new MemoryIdempotencyStore() };
-    const admission = [idempotencyStage(stores, { waitMs: config.idempotencyWaitMs, pollMs: 100 }), ...(options.admission ?? [])];
+    const admission = [
+      idempotencyStage(stores, { waitMs: config.idempotencyWaitMs, pollMs: 100 }),
+      billingStage(billing, inference.gateway.catalog, logger),
+      ...(options.admission ?? []),
+    ];
     const apps = await createApps({ services, logger, authenticator: identity.authenticator, admission });
 
     // A client that sends its request slowly, or never finishes it, cannot hold a connection.

@@ -1,6 +1,7 @@
 // The domain services handlers reach through their context. Later areas (data engine,
 // billing) add their service here and are wired in server.ts.
 import type { AgentService } from './agents/agent-service.js';
+import type { BillingService } from './billing/billing-service.js';
 import type { Config } from './config.js';
 import type { ItemService } from './data/items.js';
 import type { HealthService } from './health/health-service.js';
@@ -18,4 +19,6 @@ export interface Services {
   items: ItemService;
   inference: Inference;
   metrics: Metrics;
+  /** Metering, prepaid credit, weekly caps, coding-agent allowances. */
+  billing: BillingService;
 }

@@ -92,6 +92,33 @@ export type UsageRecord = Prisma.UsageRecordModel
  */
 export type CreditLedger = Prisma.CreditLedgerModel
 /**
+ * Model BillingAccount
+ * Hot counters of a prepaid organization, kept in step with the ledger and the
+ * reservations so that admission is one conditional UPDATE of this row.
+ * balance = SUM(credit_ledger.amount_micros); reserved = SUM(open reservations
+ * of API credit); week_spent = billed this ISO week (week_start, Monday UTC).
+ */
+export type BillingAccount = Prisma.BillingAccountModel
+/**
+ * Model BillingReservation
+ * An admission hold: prompt + max tokens at the model's price, taken before the
+ * model call and settled (replaced by the actual charge) when the request ends.
+ * Open holds older than the longest request are released at start and by a sweep.
+ */
+export type BillingReservation = Prisma.BillingReservationModel
+/**
+ * Model CodingPlan
+ * A coding-agent plan: an allowance per period for one product, separate from API credit.
+ */
+export type CodingPlan = Prisma.CodingPlanModel
+/**
+ * Model RateLimit
+ * Requests and tokens per minute for an organization (api_key_id null) or one of its
+ * keys. null limits: unlimited. One organization-wide row per organization (a partial
+ * unique index in the migration).
+ */
+export type RateLimit = Prisma.RateLimitModel
+/**
  * Model IdempotencyRecord
  * The answer to the first POST with an Idempotency-Key, replayed to its repeats for 24 h.
  */

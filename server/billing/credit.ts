@@ -1,5 +1,6 @@
-// Prepaid credit: an append-only ledger per organization. The billing gate (402
-// INSUFFICIENT_CREDIT) and usage settlement build on it.
+// Prepaid credit: an append-only ledger per organization, with its running balance kept on
+// the organization's billing account (billing-service.ts) so that admission is one
+// conditional UPDATE. Every ledger write goes through here or the billing service.
 import type { PrismaClient } from '../../generated/prisma/client.js';
 
 export const MICROS_PER_USD = 1_000_000n;
@@ -9,7 +10,13 @@ export class CreditService {
 
   async add(organizationId: string, amountMicros: bigint, reason: string): Promise<bigint> {
     if (amountMicros <= 0n) throw new RangeError('credit must be positive');
-    await this.prisma.creditLedger.create({ data: { organizationId, amountMicros, reason } });
+    // The account exists before the ledger row, so its balance (started from the ledger's
+    // sum when it was created) counts the new row exactly once.
+    await ensureBillingAccount(this.prisma, organizationId);
+    await this.prisma.$transaction([
+      this.prisma.creditLedger.create({ data: { organizationId, amountMicros, reason } }),
+      this.prisma.billingAccount.update({ where: { organizationId }, data: { balanceMicros: { increment: amountMicros } } }),
+    ]);
     return this.balance(organizationId);
   }
 
@@ -17,6 +24,14 @@ export class CreditService {
     const total = await this.prisma.creditLedger.aggregate({ where: { organizationId }, _sum: { amountMicros: true } });
     return total._sum.amountMicros ?? 0n;
   }
+}
+
+/** Creates the organization's billing account on first need, its balance taken from the ledger. */
+export async function ensureBillingAccount(prisma: PrismaClient, organizationId: string): Promise<void> {
+  await prisma.$executeRaw`
+    INSERT INTO billing_accounts (organization_id, balance_micros)
+    SELECT ${organizationId}::uuid, COALESCE((SELECT SUM(amount_micros) FROM credit_ledger WHERE organization_id = ${organizationId}::uuid), 0)
+    ON CONFLICT (organization_id) DO NOTHING`;
 }
 
 /** "12.5" → 12_500_000 micro-dollars, exactly (no floating point). */
@@ -27,6 +42,7 @@ export function usdToMicros(usd: string): bigint | null {
 }
 
 export function formatUsd(micros: bigint): string {
-  const cents = (micros + 5_000n) / 10_000n;
-  return `$${cents / 100n}.${String(cents % 100n).padStart(2, '0')}`;
+  const negative = micros < 0n;
+  const cents = ((negative ? -micros : micros) + 5_000n) / 10_000n;
+  return `${negative ? '-' : ''}$${cents / 100n}.${String(cents % 100n).padStart(2, '0')}`;
 }

@@ -12,6 +12,7 @@ import type { Catalog, DeploymentConfig, ModelConfig } from './catalog.js';
 import { kindFacts, toCallerError } from './errors.js';
 import type { DeploymentHealth } from './health.js';
 import type { RoutePlan } from './routing.js';
+import { trackUsage } from './usage-scope.js';
 
 /** Who answered (or is answering) a call. */
 export interface Served {
@@ -176,11 +177,17 @@ export class GatewayService {
 
   async chat(call: ChatCall): Promise<ChatOutcome> {
     const attempts: Attempt[] = [];
-    const { value, candidate, settle } = await this.withFailover(call, attempts, (c, signal) =>
-      this.provider(c).chat({ ...call.request, model: c.deployment.model }, this.callContext(signal)),
-    );
-    settle({ ok: true, usage: value.usage });
-    return { result: value, served: this.served(candidate), attempts };
+    // Metering hook (usage-scope.ts): the request's attempts are billed once final.
+    const metered = trackUsage(attempts);
+    try {
+      const { value, candidate, settle } = await this.withFailover(call, attempts, (c, signal) =>
+        this.provider(c).chat({ ...call.request, model: c.deployment.model }, this.callContext(signal)),
+      );
+      settle({ ok: true, usage: value.usage });
+      return { result: value, served: this.served(candidate), attempts };
+    } finally {
+      metered();
+    }
   }
 
   /**
@@ -192,7 +199,12 @@ export class GatewayService {
   async chatStream(call: ChatCall): Promise<GatewayStream> {
     const attempts: Attempt[] = [];
     const tried = new Set<string>();
-    const opened = await this.openStream(call, attempts, undefined, tried);
+    // Metering hook (usage-scope.ts): final when the stream ends, breaks or is left.
+    const metered = trackUsage(attempts);
+    const opened = await this.openStream(call, attempts, undefined, tried).catch((error: unknown) => {
+      metered();
+      throw error;
+    });
     const gateway = this;
     const state = { served: this.served(opened.candidate) };
     const promptTokens = estimateMessageTokens(call.request.messages);
@@ -238,6 +250,7 @@ export class GatewayService {
           await current.close();
           current.settle({ ok: false, error: new Error('stream left by its consumer'), aborted: true, usage: estimate() });
         }
+        metered();
       }
     }
     return {
@@ -310,6 +323,8 @@ export class GatewayService {
     try {
       const result = await this.provider(candidate).embed({ model: deployment.model, input, dimensions }, this.callContext(signal));
       finish({ ok: true, latencyMs: performance.now() - started });
+      // Metering hook (usage-scope.ts): one upstream call, input tokens only.
+      trackUsage([{ deploymentId, modelId: model.id, outcome: 'ok', usage: { promptTokens: result.promptTokens, completionTokens: 0 } }])();
       return { result, served: this.served(candidate) };
     } catch (error) {
       const facts = kindFacts(error);

@@ -17,7 +17,8 @@ export interface GuardrailCheck {
 
 /** Local rules: categories of requests the platform refuses outright, matched on the text. */
 export const DEFAULT_RULES: Readonly<Record<string, RegExp>> = {
-  weapons_of_mass_harm: /\b(how (do i|to|can i) (make|build|synthesi[sz]e|produce)|instructions for (making|building)|recipe for)\b.{0,40}\b(nerve agent|sarin|vx gas|bioweapon|anthrax spores|pipe bomb|dirty bomb|nuclear (bomb|weapon))/i,
+  // Making one, in a question or in an answer ("to make a nerve agent, mix …").
+  weapons_of_mass_harm: /\b(make|making|build|building|synthesi[sz]e|synthesi[sz]ing|produce|producing|manufactur\w*|recipe for|instructions for)\b.{0,40}\b(nerve agents?|sarin|vx gas|bioweapons?|anthrax spores|pipe bombs?|dirty bombs?|nuclear (bombs?|weapons?))\b/i,
   self_harm_instructions: /\b(best|easiest|painless|quickest) (way|method)s? to (kill myself|end my life|commit suicide)\b/i,
   child_sexual_content: /\b(sexual|explicit|nude)\b.{0,30}\b(child|minor|under-?age|kid)s?\b|\b(child|minor|under-?age)s?\b.{0,30}\b(sexual|explicit|nude)\b/i,
 };

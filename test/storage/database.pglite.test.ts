@@ -3,7 +3,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../server/storage/index.js';
-import { captureLogger, crudRoundTrip, transactionRoundTrip, tempDir, WARN } from './helpers.js';
+import { ALL_MIGRATIONS, captureLogger, crudRoundTrip, transactionRoundTrip, tempDir, WARN } from './helpers.js';
 
 describe('openDatabase with PGlite (memory)', { timeout: 20_000 }, () => {
   let db: Database;
@@ -17,7 +17,7 @@ describe('openDatabase with PGlite (memory)', { timeout: 20_000 }, () => {
   it('is migrated, has pgvector and full-text, and logs no capability warning', () => {
     expect(db.kind).toBe('pglite');
     expect(db.capabilities).toEqual({ vector: true, fullText: true });
-    expect(db.appliedMigrations).toEqual(['20261122144449_init']);
+    expect(db.appliedMigrations).toEqual(ALL_MIGRATIONS);
     expect(lines.filter((l) => l.level >= WARN)).toEqual([]);
     expect(lines.find((l) => l.msg === 'database ready')).toMatchObject({ kind: 'pglite' });
   });

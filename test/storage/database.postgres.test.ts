@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../server/storage/index.js';
 import { describePostgres, useTestDatabase } from '../support/postgres.js';
-import { captureLogger, crudRoundTrip, transactionRoundTrip, WARN } from './helpers.js';
+import { ALL_MIGRATIONS, captureLogger, crudRoundTrip, transactionRoundTrip, WARN } from './helpers.js';
 
 describePostgres('openDatabase with PostgreSQL', () => {
   const database = useTestDatabase('open');
@@ -17,7 +17,7 @@ describePostgres('openDatabase with PostgreSQL', () => {
 
   it('migrates on open and reports that pgvector is missing, once, at warn level', () => {
     expect(db.kind).toBe('postgres');
-    expect(db.appliedMigrations).toEqual(['20261122144449_init']);
+    expect(db.appliedMigrations).toEqual(ALL_MIGRATIONS);
     expect(db.capabilities).toEqual({ vector: false, fullText: true });
     const warnings = lines.filter((l) => l.level === WARN);
     expect(warnings).toHaveLength(1);

@@ -7,6 +7,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { expect } from 'vitest';
 import { DEFAULT_MIGRATIONS_DIR, type Database, type SqlExecutor } from '../../server/storage/index.js';
+import { readMigrations } from '../../server/storage/migrate.js';
 
 export interface LogLine {
   level: number;
@@ -160,3 +161,6 @@ export async function transactionRoundTrip(db: Database): Promise<void> {
   expect(seenOutside).toBe(0);
   expect(await prisma.organization.count({ where: { name } })).toBe(0);
 }
+
+/** Every migration in prisma/migrations, in the order they apply. */
+export const ALL_MIGRATIONS = (await readMigrations(DEFAULT_MIGRATIONS_DIR)).map((m) => m.name);

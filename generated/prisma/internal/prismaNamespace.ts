@@ -411,6 +411,10 @@ export const ModelName = {
   Message: 'Message',
   UsageRecord: 'UsageRecord',
   CreditLedger: 'CreditLedger',
+  BillingAccount: 'BillingAccount',
+  BillingReservation: 'BillingReservation',
+  CodingPlan: 'CodingPlan',
+  RateLimit: 'RateLimit',
   IdempotencyRecord: 'IdempotencyRecord'
 } as const
 
@@ -427,7 +431,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "publisher" | "apiKey" | "oAuthClient" | "oAuthAccessToken" | "collection" | "item" | "chunk" | "ingestionJob" | "agent" | "chat" | "message" | "usageRecord" | "creditLedger" | "idempotencyRecord"
+    modelProps: "organization" | "publisher" | "apiKey" | "oAuthClient" | "oAuthAccessToken" | "collection" | "item" | "chunk" | "ingestionJob" | "agent" | "chat" | "message" | "usageRecord" | "creditLedger" | "billingAccount" | "billingReservation" | "codingPlan" | "rateLimit" | "idempotencyRecord"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -1467,6 +1471,302 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    BillingAccount: {
+      payload: Prisma.$BillingAccountPayload<ExtArgs>
+      fields: Prisma.BillingAccountFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.BillingAccountFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingAccountPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.BillingAccountFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingAccountPayload>
+        }
+        findFirst: {
+          args: Prisma.BillingAccountFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingAccountPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.BillingAccountFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingAccountPayload>
+        }
+        findMany: {
+          args: Prisma.BillingAccountFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingAccountPayload>[]
+        }
+        create: {
+          args: Prisma.BillingAccountCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingAccountPayload>
+        }
+        createMany: {
+          args: Prisma.BillingAccountCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.BillingAccountCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingAccountPayload>[]
+        }
+        delete: {
+          args: Prisma.BillingAccountDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingAccountPayload>
+        }
+        update: {
+          args: Prisma.BillingAccountUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingAccountPayload>
+        }
+        deleteMany: {
+          args: Prisma.BillingAccountDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.BillingAccountUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.BillingAccountUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingAccountPayload>[]
+        }
+        upsert: {
+          args: Prisma.BillingAccountUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingAccountPayload>
+        }
+        aggregate: {
+          args: Prisma.BillingAccountAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateBillingAccount>
+        }
+        groupBy: {
+          args: Prisma.BillingAccountGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BillingAccountGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.BillingAccountCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BillingAccountCountAggregateOutputType> | number
+        }
+      }
+    }
+    BillingReservation: {
+      payload: Prisma.$BillingReservationPayload<ExtArgs>
+      fields: Prisma.BillingReservationFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.BillingReservationFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingReservationPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.BillingReservationFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingReservationPayload>
+        }
+        findFirst: {
+          args: Prisma.BillingReservationFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingReservationPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.BillingReservationFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingReservationPayload>
+        }
+        findMany: {
+          args: Prisma.BillingReservationFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingReservationPayload>[]
+        }
+        create: {
+          args: Prisma.BillingReservationCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingReservationPayload>
+        }
+        createMany: {
+          args: Prisma.BillingReservationCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.BillingReservationCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingReservationPayload>[]
+        }
+        delete: {
+          args: Prisma.BillingReservationDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingReservationPayload>
+        }
+        update: {
+          args: Prisma.BillingReservationUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingReservationPayload>
+        }
+        deleteMany: {
+          args: Prisma.BillingReservationDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.BillingReservationUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.BillingReservationUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingReservationPayload>[]
+        }
+        upsert: {
+          args: Prisma.BillingReservationUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingReservationPayload>
+        }
+        aggregate: {
+          args: Prisma.BillingReservationAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateBillingReservation>
+        }
+        groupBy: {
+          args: Prisma.BillingReservationGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BillingReservationGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.BillingReservationCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BillingReservationCountAggregateOutputType> | number
+        }
+      }
+    }
+    CodingPlan: {
+      payload: Prisma.$CodingPlanPayload<ExtArgs>
+      fields: Prisma.CodingPlanFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.CodingPlanFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CodingPlanPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.CodingPlanFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CodingPlanPayload>
+        }
+        findFirst: {
+          args: Prisma.CodingPlanFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CodingPlanPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.CodingPlanFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CodingPlanPayload>
+        }
+        findMany: {
+          args: Prisma.CodingPlanFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CodingPlanPayload>[]
+        }
+        create: {
+          args: Prisma.CodingPlanCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CodingPlanPayload>
+        }
+        createMany: {
+          args: Prisma.CodingPlanCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.CodingPlanCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CodingPlanPayload>[]
+        }
+        delete: {
+          args: Prisma.CodingPlanDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CodingPlanPayload>
+        }
+        update: {
+          args: Prisma.CodingPlanUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CodingPlanPayload>
+        }
+        deleteMany: {
+          args: Prisma.CodingPlanDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.CodingPlanUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.CodingPlanUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CodingPlanPayload>[]
+        }
+        upsert: {
+          args: Prisma.CodingPlanUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CodingPlanPayload>
+        }
+        aggregate: {
+          args: Prisma.CodingPlanAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateCodingPlan>
+        }
+        groupBy: {
+          args: Prisma.CodingPlanGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.CodingPlanGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.CodingPlanCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.CodingPlanCountAggregateOutputType> | number
+        }
+      }
+    }
+    RateLimit: {
+      payload: Prisma.$RateLimitPayload<ExtArgs>
+      fields: Prisma.RateLimitFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.RateLimitFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RateLimitPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.RateLimitFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RateLimitPayload>
+        }
+        findFirst: {
+          args: Prisma.RateLimitFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RateLimitPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.RateLimitFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RateLimitPayload>
+        }
+        findMany: {
+          args: Prisma.RateLimitFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RateLimitPayload>[]
+        }
+        create: {
+          args: Prisma.RateLimitCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RateLimitPayload>
+        }
+        createMany: {
+          args: Prisma.RateLimitCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.RateLimitCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RateLimitPayload>[]
+        }
+        delete: {
+          args: Prisma.RateLimitDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RateLimitPayload>
+        }
+        update: {
+          args: Prisma.RateLimitUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RateLimitPayload>
+        }
+        deleteMany: {
+          args: Prisma.RateLimitDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.RateLimitUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.RateLimitUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RateLimitPayload>[]
+        }
+        upsert: {
+          args: Prisma.RateLimitUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RateLimitPayload>
+        }
+        aggregate: {
+          args: Prisma.RateLimitAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateRateLimit>
+        }
+        groupBy: {
+          args: Prisma.RateLimitGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RateLimitGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.RateLimitCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RateLimitCountAggregateOutputType> | number
+        }
+      }
+    }
     IdempotencyRecord: {
       payload: Prisma.$IdempotencyRecordPayload<ExtArgs>
       fields: Prisma.IdempotencyRecordFieldRefs
@@ -1583,7 +1883,9 @@ export type TransactionIsolationLevel = (typeof TransactionIsolationLevel)[keyof
 export const OrganizationScalarFieldEnum = {
   id: 'id',
   name: 'name',
-  createdAt: 'createdAt'
+  createdAt: 'createdAt',
+  billingMode: 'billingMode',
+  weeklyCapMicros: 'weeklyCapMicros'
 } as const
 
 export type OrganizationScalarFieldEnum = (typeof OrganizationScalarFieldEnum)[keyof typeof OrganizationScalarFieldEnum]
@@ -1769,6 +2071,9 @@ export const UsageRecordScalarFieldEnum = {
   inputTokens: 'inputTokens',
   outputTokens: 'outputTokens',
   costMicros: 'costMicros',
+  billedMicros: 'billedMicros',
+  product: 'product',
+  reservationId: 'reservationId',
   traceId: 'traceId',
   createdAt: 'createdAt'
 } as const
@@ -1785,6 +2090,61 @@ export const CreditLedgerScalarFieldEnum = {
 } as const
 
 export type CreditLedgerScalarFieldEnum = (typeof CreditLedgerScalarFieldEnum)[keyof typeof CreditLedgerScalarFieldEnum]
+
+
+export const BillingAccountScalarFieldEnum = {
+  organizationId: 'organizationId',
+  balanceMicros: 'balanceMicros',
+  reservedMicros: 'reservedMicros',
+  weekStart: 'weekStart',
+  weekSpentMicros: 'weekSpentMicros'
+} as const
+
+export type BillingAccountScalarFieldEnum = (typeof BillingAccountScalarFieldEnum)[keyof typeof BillingAccountScalarFieldEnum]
+
+
+export const BillingReservationScalarFieldEnum = {
+  id: 'id',
+  organizationId: 'organizationId',
+  apiKeyId: 'apiKeyId',
+  operation: 'operation',
+  model: 'model',
+  product: 'product',
+  estimateMicros: 'estimateMicros',
+  traceId: 'traceId',
+  createdAt: 'createdAt',
+  settledAt: 'settledAt',
+  outcome: 'outcome'
+} as const
+
+export type BillingReservationScalarFieldEnum = (typeof BillingReservationScalarFieldEnum)[keyof typeof BillingReservationScalarFieldEnum]
+
+
+export const CodingPlanScalarFieldEnum = {
+  id: 'id',
+  organizationId: 'organizationId',
+  product: 'product',
+  allowanceMicros: 'allowanceMicros',
+  period: 'period',
+  periodStart: 'periodStart',
+  usedMicros: 'usedMicros',
+  reservedMicros: 'reservedMicros',
+  topupAvailable: 'topupAvailable',
+  createdAt: 'createdAt'
+} as const
+
+export type CodingPlanScalarFieldEnum = (typeof CodingPlanScalarFieldEnum)[keyof typeof CodingPlanScalarFieldEnum]
+
+
+export const RateLimitScalarFieldEnum = {
+  id: 'id',
+  organizationId: 'organizationId',
+  apiKeyId: 'apiKeyId',
+  requestsPerMinute: 'requestsPerMinute',
+  tokensPerMinute: 'tokensPerMinute'
+} as const
+
+export type RateLimitScalarFieldEnum = (typeof RateLimitScalarFieldEnum)[keyof typeof RateLimitScalarFieldEnum]
 
 
 export const IdempotencyRecordScalarFieldEnum = {
@@ -1885,6 +2245,20 @@ export type ListDateTimeFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaM
 
 
 /**
+ * Reference to a field of type 'BigInt'
+ */
+export type BigIntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'BigInt'>
+    
+
+
+/**
+ * Reference to a field of type 'BigInt[]'
+ */
+export type ListBigIntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'BigInt[]'>
+    
+
+
+/**
  * Reference to a field of type 'Boolean'
  */
 export type BooleanFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Boolean'>
@@ -1916,20 +2290,6 @@ export type JsonFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'J
  * Reference to a field of type 'QueryMode'
  */
 export type EnumQueryModeFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'QueryMode'>
-    
-
-
-/**
- * Reference to a field of type 'BigInt'
- */
-export type BigIntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'BigInt'>
-    
-
-
-/**
- * Reference to a field of type 'BigInt[]'
- */
-export type ListBigIntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'BigInt[]'>
     
 
 
@@ -2111,6 +2471,10 @@ export type GlobalOmitConfig = {
   message?: Prisma.MessageOmit
   usageRecord?: Prisma.UsageRecordOmit
   creditLedger?: Prisma.CreditLedgerOmit
+  billingAccount?: Prisma.BillingAccountOmit
+  billingReservation?: Prisma.BillingReservationOmit
+  codingPlan?: Prisma.CodingPlanOmit
+  rateLimit?: Prisma.RateLimitOmit
   idempotencyRecord?: Prisma.IdempotencyRecordOmit
 }
 

@@ -65,6 +65,10 @@ export const ModelName = {
   Message: 'Message',
   UsageRecord: 'UsageRecord',
   CreditLedger: 'CreditLedger',
+  BillingAccount: 'BillingAccount',
+  BillingReservation: 'BillingReservation',
+  CodingPlan: 'CodingPlan',
+  RateLimit: 'RateLimit',
   IdempotencyRecord: 'IdempotencyRecord'
 } as const
 
@@ -87,7 +91,9 @@ export type TransactionIsolationLevel = (typeof TransactionIsolationLevel)[keyof
 export const OrganizationScalarFieldEnum = {
   id: 'id',
   name: 'name',
-  createdAt: 'createdAt'
+  createdAt: 'createdAt',
+  billingMode: 'billingMode',
+  weeklyCapMicros: 'weeklyCapMicros'
 } as const
 
 export type OrganizationScalarFieldEnum = (typeof OrganizationScalarFieldEnum)[keyof typeof OrganizationScalarFieldEnum]
@@ -273,6 +279,9 @@ export const UsageRecordScalarFieldEnum = {
   inputTokens: 'inputTokens',
   outputTokens: 'outputTokens',
   costMicros: 'costMicros',
+  billedMicros: 'billedMicros',
+  product: 'product',
+  reservationId: 'reservationId',
   traceId: 'traceId',
   createdAt: 'createdAt'
 } as const
@@ -289,6 +298,61 @@ export const CreditLedgerScalarFieldEnum = {
 } as const
 
 export type CreditLedgerScalarFieldEnum = (typeof CreditLedgerScalarFieldEnum)[keyof typeof CreditLedgerScalarFieldEnum]
+
+
+export const BillingAccountScalarFieldEnum = {
+  organizationId: 'organizationId',
+  balanceMicros: 'balanceMicros',
+  reservedMicros: 'reservedMicros',
+  weekStart: 'weekStart',
+  weekSpentMicros: 'weekSpentMicros'
+} as const
+
+export type BillingAccountScalarFieldEnum = (typeof BillingAccountScalarFieldEnum)[keyof typeof BillingAccountScalarFieldEnum]
+
+
+export const BillingReservationScalarFieldEnum = {
+  id: 'id',
+  organizationId: 'organizationId',
+  apiKeyId: 'apiKeyId',
+  operation: 'operation',
+  model: 'model',
+  product: 'product',
+  estimateMicros: 'estimateMicros',
+  traceId: 'traceId',
+  createdAt: 'createdAt',
+  settledAt: 'settledAt',
+  outcome: 'outcome'
+} as const
+
+export type BillingReservationScalarFieldEnum = (typeof BillingReservationScalarFieldEnum)[keyof typeof BillingReservationScalarFieldEnum]
+
+
+export const CodingPlanScalarFieldEnum = {
+  id: 'id',
+  organizationId: 'organizationId',
+  product: 'product',
+  allowanceMicros: 'allowanceMicros',
+  period: 'period',
+  periodStart: 'periodStart',
+  usedMicros: 'usedMicros',
+  reservedMicros: 'reservedMicros',
+  topupAvailable: 'topupAvailable',
+  createdAt: 'createdAt'
+} as const
+
+export type CodingPlanScalarFieldEnum = (typeof CodingPlanScalarFieldEnum)[keyof typeof CodingPlanScalarFieldEnum]
+
+
+export const RateLimitScalarFieldEnum = {
+  id: 'id',
+  organizationId: 'organizationId',
+  apiKeyId: 'apiKeyId',
+  requestsPerMinute: 'requestsPerMinute',
+  tokensPerMinute: 'tokensPerMinute'
+} as const
+
+export type RateLimitScalarFieldEnum = (typeof RateLimitScalarFieldEnum)[keyof typeof RateLimitScalarFieldEnum]
 
 
 export const IdempotencyRecordScalarFieldEnum = {

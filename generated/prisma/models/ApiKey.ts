@@ -247,6 +247,7 @@ export type ApiKeyWhereInput = {
   createdKeys?: Prisma.ApiKeyListRelationFilter
   chats?: Prisma.ChatListRelationFilter
   usageRecords?: Prisma.UsageRecordListRelationFilter
+  rateLimits?: Prisma.RateLimitListRelationFilter
 }
 
 export type ApiKeyOrderByWithRelationInput = {
@@ -268,6 +269,7 @@ export type ApiKeyOrderByWithRelationInput = {
   createdKeys?: Prisma.ApiKeyOrderByRelationAggregateInput
   chats?: Prisma.ChatOrderByRelationAggregateInput
   usageRecords?: Prisma.UsageRecordOrderByRelationAggregateInput
+  rateLimits?: Prisma.RateLimitOrderByRelationAggregateInput
 }
 
 export type ApiKeyWhereUniqueInput = Prisma.AtLeast<{
@@ -292,6 +294,7 @@ export type ApiKeyWhereUniqueInput = Prisma.AtLeast<{
   createdKeys?: Prisma.ApiKeyListRelationFilter
   chats?: Prisma.ChatListRelationFilter
   usageRecords?: Prisma.UsageRecordListRelationFilter
+  rateLimits?: Prisma.RateLimitListRelationFilter
 }, "id" | "lookupId" | "keyHash">
 
 export type ApiKeyOrderByWithAggregationInput = {
@@ -349,6 +352,7 @@ export type ApiKeyCreateInput = {
   createdKeys?: Prisma.ApiKeyCreateNestedManyWithoutCreatedByInput
   chats?: Prisma.ChatCreateNestedManyWithoutApiKeyInput
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutApiKeyInput
+  rateLimits?: Prisma.RateLimitCreateNestedManyWithoutApiKeyInput
 }
 
 export type ApiKeyUncheckedCreateInput = {
@@ -368,6 +372,7 @@ export type ApiKeyUncheckedCreateInput = {
   createdKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutCreatedByInput
   chats?: Prisma.ChatUncheckedCreateNestedManyWithoutApiKeyInput
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutApiKeyInput
+  rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutApiKeyInput
 }
 
 export type ApiKeyUpdateInput = {
@@ -387,6 +392,7 @@ export type ApiKeyUpdateInput = {
   createdKeys?: Prisma.ApiKeyUpdateManyWithoutCreatedByNestedInput
   chats?: Prisma.ChatUpdateManyWithoutApiKeyNestedInput
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutApiKeyNestedInput
+  rateLimits?: Prisma.RateLimitUpdateManyWithoutApiKeyNestedInput
 }
 
 export type ApiKeyUncheckedUpdateInput = {
@@ -406,6 +412,7 @@ export type ApiKeyUncheckedUpdateInput = {
   createdKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutCreatedByNestedInput
   chats?: Prisma.ChatUncheckedUpdateManyWithoutApiKeyNestedInput
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutApiKeyNestedInput
+  rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutApiKeyNestedInput
 }
 
 export type ApiKeyCreateManyInput = {
@@ -672,6 +679,22 @@ export type ApiKeyUpdateOneWithoutUsageRecordsNestedInput = {
   update?: Prisma.XOR<Prisma.XOR<Prisma.ApiKeyUpdateToOneWithWhereWithoutUsageRecordsInput, Prisma.ApiKeyUpdateWithoutUsageRecordsInput>, Prisma.ApiKeyUncheckedUpdateWithoutUsageRecordsInput>
 }
 
+export type ApiKeyCreateNestedOneWithoutRateLimitsInput = {
+  create?: Prisma.XOR<Prisma.ApiKeyCreateWithoutRateLimitsInput, Prisma.ApiKeyUncheckedCreateWithoutRateLimitsInput>
+  connectOrCreate?: Prisma.ApiKeyCreateOrConnectWithoutRateLimitsInput
+  connect?: Prisma.ApiKeyWhereUniqueInput
+}
+
+export type ApiKeyUpdateOneWithoutRateLimitsNestedInput = {
+  create?: Prisma.XOR<Prisma.ApiKeyCreateWithoutRateLimitsInput, Prisma.ApiKeyUncheckedCreateWithoutRateLimitsInput>
+  connectOrCreate?: Prisma.ApiKeyCreateOrConnectWithoutRateLimitsInput
+  upsert?: Prisma.ApiKeyUpsertWithoutRateLimitsInput
+  disconnect?: Prisma.ApiKeyWhereInput | boolean
+  delete?: Prisma.ApiKeyWhereInput | boolean
+  connect?: Prisma.ApiKeyWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.ApiKeyUpdateToOneWithWhereWithoutRateLimitsInput, Prisma.ApiKeyUpdateWithoutRateLimitsInput>, Prisma.ApiKeyUncheckedUpdateWithoutRateLimitsInput>
+}
+
 export type ApiKeyCreateWithoutOrganizationInput = {
   id?: string
   label?: string | null
@@ -688,6 +711,7 @@ export type ApiKeyCreateWithoutOrganizationInput = {
   createdKeys?: Prisma.ApiKeyCreateNestedManyWithoutCreatedByInput
   chats?: Prisma.ChatCreateNestedManyWithoutApiKeyInput
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutApiKeyInput
+  rateLimits?: Prisma.RateLimitCreateNestedManyWithoutApiKeyInput
 }
 
 export type ApiKeyUncheckedCreateWithoutOrganizationInput = {
@@ -706,6 +730,7 @@ export type ApiKeyUncheckedCreateWithoutOrganizationInput = {
   createdKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutCreatedByInput
   chats?: Prisma.ChatUncheckedCreateNestedManyWithoutApiKeyInput
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutApiKeyInput
+  rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutApiKeyInput
 }
 
 export type ApiKeyCreateOrConnectWithoutOrganizationInput = {
@@ -769,6 +794,7 @@ export type ApiKeyCreateWithoutCreatedKeysInput = {
   createdBy?: Prisma.ApiKeyCreateNestedOneWithoutCreatedKeysInput
   chats?: Prisma.ChatCreateNestedManyWithoutApiKeyInput
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutApiKeyInput
+  rateLimits?: Prisma.RateLimitCreateNestedManyWithoutApiKeyInput
 }
 
 export type ApiKeyUncheckedCreateWithoutCreatedKeysInput = {
@@ -787,6 +813,7 @@ export type ApiKeyUncheckedCreateWithoutCreatedKeysInput = {
   createdByKeyId?: string | null
   chats?: Prisma.ChatUncheckedCreateNestedManyWithoutApiKeyInput
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutApiKeyInput
+  rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutApiKeyInput
 }
 
 export type ApiKeyCreateOrConnectWithoutCreatedKeysInput = {
@@ -810,6 +837,7 @@ export type ApiKeyCreateWithoutCreatedByInput = {
   createdKeys?: Prisma.ApiKeyCreateNestedManyWithoutCreatedByInput
   chats?: Prisma.ChatCreateNestedManyWithoutApiKeyInput
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutApiKeyInput
+  rateLimits?: Prisma.RateLimitCreateNestedManyWithoutApiKeyInput
 }
 
 export type ApiKeyUncheckedCreateWithoutCreatedByInput = {
@@ -828,6 +856,7 @@ export type ApiKeyUncheckedCreateWithoutCreatedByInput = {
   createdKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutCreatedByInput
   chats?: Prisma.ChatUncheckedCreateNestedManyWithoutApiKeyInput
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutApiKeyInput
+  rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutApiKeyInput
 }
 
 export type ApiKeyCreateOrConnectWithoutCreatedByInput = {
@@ -867,6 +896,7 @@ export type ApiKeyUpdateWithoutCreatedKeysInput = {
   createdBy?: Prisma.ApiKeyUpdateOneWithoutCreatedKeysNestedInput
   chats?: Prisma.ChatUpdateManyWithoutApiKeyNestedInput
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutApiKeyNestedInput
+  rateLimits?: Prisma.RateLimitUpdateManyWithoutApiKeyNestedInput
 }
 
 export type ApiKeyUncheckedUpdateWithoutCreatedKeysInput = {
@@ -885,6 +915,7 @@ export type ApiKeyUncheckedUpdateWithoutCreatedKeysInput = {
   createdByKeyId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   chats?: Prisma.ChatUncheckedUpdateManyWithoutApiKeyNestedInput
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutApiKeyNestedInput
+  rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutApiKeyNestedInput
 }
 
 export type ApiKeyUpsertWithWhereUniqueWithoutCreatedByInput = {
@@ -919,6 +950,7 @@ export type ApiKeyCreateWithoutChatsInput = {
   createdBy?: Prisma.ApiKeyCreateNestedOneWithoutCreatedKeysInput
   createdKeys?: Prisma.ApiKeyCreateNestedManyWithoutCreatedByInput
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutApiKeyInput
+  rateLimits?: Prisma.RateLimitCreateNestedManyWithoutApiKeyInput
 }
 
 export type ApiKeyUncheckedCreateWithoutChatsInput = {
@@ -937,6 +969,7 @@ export type ApiKeyUncheckedCreateWithoutChatsInput = {
   createdByKeyId?: string | null
   createdKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutCreatedByInput
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutApiKeyInput
+  rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutApiKeyInput
 }
 
 export type ApiKeyCreateOrConnectWithoutChatsInput = {
@@ -971,6 +1004,7 @@ export type ApiKeyUpdateWithoutChatsInput = {
   createdBy?: Prisma.ApiKeyUpdateOneWithoutCreatedKeysNestedInput
   createdKeys?: Prisma.ApiKeyUpdateManyWithoutCreatedByNestedInput
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutApiKeyNestedInput
+  rateLimits?: Prisma.RateLimitUpdateManyWithoutApiKeyNestedInput
 }
 
 export type ApiKeyUncheckedUpdateWithoutChatsInput = {
@@ -989,6 +1023,7 @@ export type ApiKeyUncheckedUpdateWithoutChatsInput = {
   createdByKeyId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutCreatedByNestedInput
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutApiKeyNestedInput
+  rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutApiKeyNestedInput
 }
 
 export type ApiKeyCreateWithoutUsageRecordsInput = {
@@ -1007,6 +1042,7 @@ export type ApiKeyCreateWithoutUsageRecordsInput = {
   createdBy?: Prisma.ApiKeyCreateNestedOneWithoutCreatedKeysInput
   createdKeys?: Prisma.ApiKeyCreateNestedManyWithoutCreatedByInput
   chats?: Prisma.ChatCreateNestedManyWithoutApiKeyInput
+  rateLimits?: Prisma.RateLimitCreateNestedManyWithoutApiKeyInput
 }
 
 export type ApiKeyUncheckedCreateWithoutUsageRecordsInput = {
@@ -1025,6 +1061,7 @@ export type ApiKeyUncheckedCreateWithoutUsageRecordsInput = {
   createdByKeyId?: string | null
   createdKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutCreatedByInput
   chats?: Prisma.ChatUncheckedCreateNestedManyWithoutApiKeyInput
+  rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutApiKeyInput
 }
 
 export type ApiKeyCreateOrConnectWithoutUsageRecordsInput = {
@@ -1059,6 +1096,7 @@ export type ApiKeyUpdateWithoutUsageRecordsInput = {
   createdBy?: Prisma.ApiKeyUpdateOneWithoutCreatedKeysNestedInput
   createdKeys?: Prisma.ApiKeyUpdateManyWithoutCreatedByNestedInput
   chats?: Prisma.ChatUpdateManyWithoutApiKeyNestedInput
+  rateLimits?: Prisma.RateLimitUpdateManyWithoutApiKeyNestedInput
 }
 
 export type ApiKeyUncheckedUpdateWithoutUsageRecordsInput = {
@@ -1077,6 +1115,99 @@ export type ApiKeyUncheckedUpdateWithoutUsageRecordsInput = {
   createdByKeyId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutCreatedByNestedInput
   chats?: Prisma.ChatUncheckedUpdateManyWithoutApiKeyNestedInput
+  rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutApiKeyNestedInput
+}
+
+export type ApiKeyCreateWithoutRateLimitsInput = {
+  id?: string
+  label?: string | null
+  lookupId: string
+  keyHash: string
+  keyPrefix: string
+  scopes?: Prisma.ApiKeyCreatescopesInput | string[]
+  status?: string
+  createdAt?: Date | string
+  expiresAt?: Date | string | null
+  revokedAt?: Date | string | null
+  lastUsedAt?: Date | string | null
+  organization: Prisma.OrganizationCreateNestedOneWithoutApiKeysInput
+  createdBy?: Prisma.ApiKeyCreateNestedOneWithoutCreatedKeysInput
+  createdKeys?: Prisma.ApiKeyCreateNestedManyWithoutCreatedByInput
+  chats?: Prisma.ChatCreateNestedManyWithoutApiKeyInput
+  usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutApiKeyInput
+}
+
+export type ApiKeyUncheckedCreateWithoutRateLimitsInput = {
+  id?: string
+  organizationId: string
+  label?: string | null
+  lookupId: string
+  keyHash: string
+  keyPrefix: string
+  scopes?: Prisma.ApiKeyCreatescopesInput | string[]
+  status?: string
+  createdAt?: Date | string
+  expiresAt?: Date | string | null
+  revokedAt?: Date | string | null
+  lastUsedAt?: Date | string | null
+  createdByKeyId?: string | null
+  createdKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutCreatedByInput
+  chats?: Prisma.ChatUncheckedCreateNestedManyWithoutApiKeyInput
+  usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutApiKeyInput
+}
+
+export type ApiKeyCreateOrConnectWithoutRateLimitsInput = {
+  where: Prisma.ApiKeyWhereUniqueInput
+  create: Prisma.XOR<Prisma.ApiKeyCreateWithoutRateLimitsInput, Prisma.ApiKeyUncheckedCreateWithoutRateLimitsInput>
+}
+
+export type ApiKeyUpsertWithoutRateLimitsInput = {
+  update: Prisma.XOR<Prisma.ApiKeyUpdateWithoutRateLimitsInput, Prisma.ApiKeyUncheckedUpdateWithoutRateLimitsInput>
+  create: Prisma.XOR<Prisma.ApiKeyCreateWithoutRateLimitsInput, Prisma.ApiKeyUncheckedCreateWithoutRateLimitsInput>
+  where?: Prisma.ApiKeyWhereInput
+}
+
+export type ApiKeyUpdateToOneWithWhereWithoutRateLimitsInput = {
+  where?: Prisma.ApiKeyWhereInput
+  data: Prisma.XOR<Prisma.ApiKeyUpdateWithoutRateLimitsInput, Prisma.ApiKeyUncheckedUpdateWithoutRateLimitsInput>
+}
+
+export type ApiKeyUpdateWithoutRateLimitsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  label?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  lookupId?: Prisma.StringFieldUpdateOperationsInput | string
+  keyHash?: Prisma.StringFieldUpdateOperationsInput | string
+  keyPrefix?: Prisma.StringFieldUpdateOperationsInput | string
+  scopes?: Prisma.ApiKeyUpdatescopesInput | string[]
+  status?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  expiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  organization?: Prisma.OrganizationUpdateOneRequiredWithoutApiKeysNestedInput
+  createdBy?: Prisma.ApiKeyUpdateOneWithoutCreatedKeysNestedInput
+  createdKeys?: Prisma.ApiKeyUpdateManyWithoutCreatedByNestedInput
+  chats?: Prisma.ChatUpdateManyWithoutApiKeyNestedInput
+  usageRecords?: Prisma.UsageRecordUpdateManyWithoutApiKeyNestedInput
+}
+
+export type ApiKeyUncheckedUpdateWithoutRateLimitsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  organizationId?: Prisma.StringFieldUpdateOperationsInput | string
+  label?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  lookupId?: Prisma.StringFieldUpdateOperationsInput | string
+  keyHash?: Prisma.StringFieldUpdateOperationsInput | string
+  keyPrefix?: Prisma.StringFieldUpdateOperationsInput | string
+  scopes?: Prisma.ApiKeyUpdatescopesInput | string[]
+  status?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  expiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdByKeyId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  createdKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutCreatedByNestedInput
+  chats?: Prisma.ChatUncheckedUpdateManyWithoutApiKeyNestedInput
+  usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutApiKeyNestedInput
 }
 
 export type ApiKeyCreateManyOrganizationInput = {
@@ -1110,6 +1241,7 @@ export type ApiKeyUpdateWithoutOrganizationInput = {
   createdKeys?: Prisma.ApiKeyUpdateManyWithoutCreatedByNestedInput
   chats?: Prisma.ChatUpdateManyWithoutApiKeyNestedInput
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutApiKeyNestedInput
+  rateLimits?: Prisma.RateLimitUpdateManyWithoutApiKeyNestedInput
 }
 
 export type ApiKeyUncheckedUpdateWithoutOrganizationInput = {
@@ -1128,6 +1260,7 @@ export type ApiKeyUncheckedUpdateWithoutOrganizationInput = {
   createdKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutCreatedByNestedInput
   chats?: Prisma.ChatUncheckedUpdateManyWithoutApiKeyNestedInput
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutApiKeyNestedInput
+  rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutApiKeyNestedInput
 }
 
 export type ApiKeyUncheckedUpdateManyWithoutOrganizationInput = {
@@ -1176,6 +1309,7 @@ export type ApiKeyUpdateWithoutCreatedByInput = {
   createdKeys?: Prisma.ApiKeyUpdateManyWithoutCreatedByNestedInput
   chats?: Prisma.ChatUpdateManyWithoutApiKeyNestedInput
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutApiKeyNestedInput
+  rateLimits?: Prisma.RateLimitUpdateManyWithoutApiKeyNestedInput
 }
 
 export type ApiKeyUncheckedUpdateWithoutCreatedByInput = {
@@ -1194,6 +1328,7 @@ export type ApiKeyUncheckedUpdateWithoutCreatedByInput = {
   createdKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutCreatedByNestedInput
   chats?: Prisma.ChatUncheckedUpdateManyWithoutApiKeyNestedInput
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutApiKeyNestedInput
+  rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutApiKeyNestedInput
 }
 
 export type ApiKeyUncheckedUpdateManyWithoutCreatedByInput = {
@@ -1220,12 +1355,14 @@ export type ApiKeyCountOutputType = {
   createdKeys: number
   chats: number
   usageRecords: number
+  rateLimits: number
 }
 
 export type ApiKeyCountOutputTypeSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   createdKeys?: boolean | ApiKeyCountOutputTypeCountCreatedKeysArgs
   chats?: boolean | ApiKeyCountOutputTypeCountChatsArgs
   usageRecords?: boolean | ApiKeyCountOutputTypeCountUsageRecordsArgs
+  rateLimits?: boolean | ApiKeyCountOutputTypeCountRateLimitsArgs
 }
 
 /**
@@ -1259,6 +1396,13 @@ export type ApiKeyCountOutputTypeCountUsageRecordsArgs<ExtArgs extends runtime.T
   where?: Prisma.UsageRecordWhereInput
 }
 
+/**
+ * ApiKeyCountOutputType without action
+ */
+export type ApiKeyCountOutputTypeCountRateLimitsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.RateLimitWhereInput
+}
+
 
 export type ApiKeySelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   id?: boolean
@@ -1279,6 +1423,7 @@ export type ApiKeySelect<ExtArgs extends runtime.Types.Extensions.InternalArgs =
   createdKeys?: boolean | Prisma.ApiKey$createdKeysArgs<ExtArgs>
   chats?: boolean | Prisma.ApiKey$chatsArgs<ExtArgs>
   usageRecords?: boolean | Prisma.ApiKey$usageRecordsArgs<ExtArgs>
+  rateLimits?: boolean | Prisma.ApiKey$rateLimitsArgs<ExtArgs>
   _count?: boolean | Prisma.ApiKeyCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["apiKey"]>
 
@@ -1341,6 +1486,7 @@ export type ApiKeyInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   createdKeys?: boolean | Prisma.ApiKey$createdKeysArgs<ExtArgs>
   chats?: boolean | Prisma.ApiKey$chatsArgs<ExtArgs>
   usageRecords?: boolean | Prisma.ApiKey$usageRecordsArgs<ExtArgs>
+  rateLimits?: boolean | Prisma.ApiKey$rateLimitsArgs<ExtArgs>
   _count?: boolean | Prisma.ApiKeyCountOutputTypeDefaultArgs<ExtArgs>
 }
 export type ApiKeyIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
@@ -1360,6 +1506,7 @@ export type $ApiKeyPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs
     createdKeys: Prisma.$ApiKeyPayload<ExtArgs>[]
     chats: Prisma.$ChatPayload<ExtArgs>[]
     usageRecords: Prisma.$UsageRecordPayload<ExtArgs>[]
+    rateLimits: Prisma.$RateLimitPayload<ExtArgs>[]
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     id: string
@@ -1786,6 +1933,7 @@ export interface Prisma__ApiKeyClient<T, Null = never, ExtArgs extends runtime.T
   createdKeys<T extends Prisma.ApiKey$createdKeysArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.ApiKey$createdKeysArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$ApiKeyPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   chats<T extends Prisma.ApiKey$chatsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.ApiKey$chatsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$ChatPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   usageRecords<T extends Prisma.ApiKey$usageRecordsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.ApiKey$usageRecordsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$UsageRecordPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  rateLimits<T extends Prisma.ApiKey$rateLimitsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.ApiKey$rateLimitsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$RateLimitPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -2317,6 +2465,30 @@ export type ApiKey$usageRecordsArgs<ExtArgs extends runtime.Types.Extensions.Int
   take?: number
   skip?: number
   distinct?: Prisma.UsageRecordScalarFieldEnum | Prisma.UsageRecordScalarFieldEnum[]
+}
+
+/**
+ * ApiKey.rateLimits
+ */
+export type ApiKey$rateLimitsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the RateLimit
+   */
+  select?: Prisma.RateLimitSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the RateLimit
+   */
+  omit?: Prisma.RateLimitOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.RateLimitInclude<ExtArgs> | null
+  where?: Prisma.RateLimitWhereInput
+  orderBy?: Prisma.RateLimitOrderByWithRelationInput | Prisma.RateLimitOrderByWithRelationInput[]
+  cursor?: Prisma.RateLimitWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.RateLimitScalarFieldEnum | Prisma.RateLimitScalarFieldEnum[]
 }
 
 /**

@@ -491,14 +491,6 @@ export type IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput =
   deleteMany?: Prisma.IdempotencyRecordScalarWhereInput | Prisma.IdempotencyRecordScalarWhereInput[]
 }
 
-export type NullableIntFieldUpdateOperationsInput = {
-  set?: number | null
-  increment?: number
-  decrement?: number
-  multiply?: number
-  divide?: number
-}
-
 export type IdempotencyRecordCreateWithoutOrganizationInput = {
   id?: string
   key: string

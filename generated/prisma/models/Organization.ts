@@ -20,46 +20,76 @@ export type OrganizationModel = runtime.Types.Result.DefaultSelection<Prisma.$Or
 
 export type AggregateOrganization = {
   _count: OrganizationCountAggregateOutputType | null
+  _avg: OrganizationAvgAggregateOutputType | null
+  _sum: OrganizationSumAggregateOutputType | null
   _min: OrganizationMinAggregateOutputType | null
   _max: OrganizationMaxAggregateOutputType | null
+}
+
+export type OrganizationAvgAggregateOutputType = {
+  weeklyCapMicros: number | null
+}
+
+export type OrganizationSumAggregateOutputType = {
+  weeklyCapMicros: bigint | null
 }
 
 export type OrganizationMinAggregateOutputType = {
   id: string | null
   name: string | null
   createdAt: Date | null
+  billingMode: string | null
+  weeklyCapMicros: bigint | null
 }
 
 export type OrganizationMaxAggregateOutputType = {
   id: string | null
   name: string | null
   createdAt: Date | null
+  billingMode: string | null
+  weeklyCapMicros: bigint | null
 }
 
 export type OrganizationCountAggregateOutputType = {
   id: number
   name: number
   createdAt: number
+  billingMode: number
+  weeklyCapMicros: number
   _all: number
 }
 
+
+export type OrganizationAvgAggregateInputType = {
+  weeklyCapMicros?: true
+}
+
+export type OrganizationSumAggregateInputType = {
+  weeklyCapMicros?: true
+}
 
 export type OrganizationMinAggregateInputType = {
   id?: true
   name?: true
   createdAt?: true
+  billingMode?: true
+  weeklyCapMicros?: true
 }
 
 export type OrganizationMaxAggregateInputType = {
   id?: true
   name?: true
   createdAt?: true
+  billingMode?: true
+  weeklyCapMicros?: true
 }
 
 export type OrganizationCountAggregateInputType = {
   id?: true
   name?: true
   createdAt?: true
+  billingMode?: true
+  weeklyCapMicros?: true
   _all?: true
 }
 
@@ -101,6 +131,18 @@ export type OrganizationAggregateArgs<ExtArgs extends runtime.Types.Extensions.I
   /**
    * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
    * 
+   * Select which fields to average
+  **/
+  _avg?: OrganizationAvgAggregateInputType
+  /**
+   * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
+   * 
+   * Select which fields to sum
+  **/
+  _sum?: OrganizationSumAggregateInputType
+  /**
+   * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
+   * 
    * Select which fields to find the minimum value
   **/
   _min?: OrganizationMinAggregateInputType
@@ -131,6 +173,8 @@ export type OrganizationGroupByArgs<ExtArgs extends runtime.Types.Extensions.Int
   take?: number
   skip?: number
   _count?: OrganizationCountAggregateInputType | true
+  _avg?: OrganizationAvgAggregateInputType
+  _sum?: OrganizationSumAggregateInputType
   _min?: OrganizationMinAggregateInputType
   _max?: OrganizationMaxAggregateInputType
 }
@@ -139,7 +183,11 @@ export type OrganizationGroupByOutputType = {
   id: string
   name: string
   createdAt: Date
+  billingMode: string
+  weeklyCapMicros: bigint | null
   _count: OrganizationCountAggregateOutputType | null
+  _avg: OrganizationAvgAggregateOutputType | null
+  _sum: OrganizationSumAggregateOutputType | null
   _min: OrganizationMinAggregateOutputType | null
   _max: OrganizationMaxAggregateOutputType | null
 }
@@ -166,6 +214,8 @@ export type OrganizationWhereInput = {
   id?: Prisma.UuidFilter<"Organization"> | string
   name?: Prisma.StringFilter<"Organization"> | string
   createdAt?: Prisma.DateTimeFilter<"Organization"> | Date | string
+  billingMode?: Prisma.StringFilter<"Organization"> | string
+  weeklyCapMicros?: Prisma.BigIntNullableFilter<"Organization"> | bigint | number | null
   publishers?: Prisma.PublisherListRelationFilter
   apiKeys?: Prisma.ApiKeyListRelationFilter
   oauthClients?: Prisma.OAuthClientListRelationFilter
@@ -175,12 +225,18 @@ export type OrganizationWhereInput = {
   usageRecords?: Prisma.UsageRecordListRelationFilter
   creditLedger?: Prisma.CreditLedgerListRelationFilter
   idempotency?: Prisma.IdempotencyRecordListRelationFilter
+  billingAccount?: Prisma.XOR<Prisma.BillingAccountNullableScalarRelationFilter, Prisma.BillingAccountWhereInput> | null
+  billingReservations?: Prisma.BillingReservationListRelationFilter
+  codingPlans?: Prisma.CodingPlanListRelationFilter
+  rateLimits?: Prisma.RateLimitListRelationFilter
 }
 
 export type OrganizationOrderByWithRelationInput = {
   id?: Prisma.SortOrder
   name?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  billingMode?: Prisma.SortOrder
+  weeklyCapMicros?: Prisma.SortOrderInput | Prisma.SortOrder
   publishers?: Prisma.PublisherOrderByRelationAggregateInput
   apiKeys?: Prisma.ApiKeyOrderByRelationAggregateInput
   oauthClients?: Prisma.OAuthClientOrderByRelationAggregateInput
@@ -190,6 +246,10 @@ export type OrganizationOrderByWithRelationInput = {
   usageRecords?: Prisma.UsageRecordOrderByRelationAggregateInput
   creditLedger?: Prisma.CreditLedgerOrderByRelationAggregateInput
   idempotency?: Prisma.IdempotencyRecordOrderByRelationAggregateInput
+  billingAccount?: Prisma.BillingAccountOrderByWithRelationInput
+  billingReservations?: Prisma.BillingReservationOrderByRelationAggregateInput
+  codingPlans?: Prisma.CodingPlanOrderByRelationAggregateInput
+  rateLimits?: Prisma.RateLimitOrderByRelationAggregateInput
 }
 
 export type OrganizationWhereUniqueInput = Prisma.AtLeast<{
@@ -199,6 +259,8 @@ export type OrganizationWhereUniqueInput = Prisma.AtLeast<{
   OR?: Prisma.OrganizationWhereInput[]
   NOT?: Prisma.OrganizationWhereInput | Prisma.OrganizationWhereInput[]
   createdAt?: Prisma.DateTimeFilter<"Organization"> | Date | string
+  billingMode?: Prisma.StringFilter<"Organization"> | string
+  weeklyCapMicros?: Prisma.BigIntNullableFilter<"Organization"> | bigint | number | null
   publishers?: Prisma.PublisherListRelationFilter
   apiKeys?: Prisma.ApiKeyListRelationFilter
   oauthClients?: Prisma.OAuthClientListRelationFilter
@@ -208,15 +270,23 @@ export type OrganizationWhereUniqueInput = Prisma.AtLeast<{
   usageRecords?: Prisma.UsageRecordListRelationFilter
   creditLedger?: Prisma.CreditLedgerListRelationFilter
   idempotency?: Prisma.IdempotencyRecordListRelationFilter
+  billingAccount?: Prisma.XOR<Prisma.BillingAccountNullableScalarRelationFilter, Prisma.BillingAccountWhereInput> | null
+  billingReservations?: Prisma.BillingReservationListRelationFilter
+  codingPlans?: Prisma.CodingPlanListRelationFilter
+  rateLimits?: Prisma.RateLimitListRelationFilter
 }, "id" | "name">
 
 export type OrganizationOrderByWithAggregationInput = {
   id?: Prisma.SortOrder
   name?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  billingMode?: Prisma.SortOrder
+  weeklyCapMicros?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.OrganizationCountOrderByAggregateInput
+  _avg?: Prisma.OrganizationAvgOrderByAggregateInput
   _max?: Prisma.OrganizationMaxOrderByAggregateInput
   _min?: Prisma.OrganizationMinOrderByAggregateInput
+  _sum?: Prisma.OrganizationSumOrderByAggregateInput
 }
 
 export type OrganizationScalarWhereWithAggregatesInput = {
@@ -226,12 +296,16 @@ export type OrganizationScalarWhereWithAggregatesInput = {
   id?: Prisma.UuidWithAggregatesFilter<"Organization"> | string
   name?: Prisma.StringWithAggregatesFilter<"Organization"> | string
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Organization"> | Date | string
+  billingMode?: Prisma.StringWithAggregatesFilter<"Organization"> | string
+  weeklyCapMicros?: Prisma.BigIntNullableWithAggregatesFilter<"Organization"> | bigint | number | null
 }
 
 export type OrganizationCreateInput = {
   id?: string
   name: string
   createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
@@ -241,12 +315,18 @@ export type OrganizationCreateInput = {
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
   idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateInput = {
   id?: string
   name: string
   createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
@@ -256,12 +336,18 @@ export type OrganizationUncheckedCreateInput = {
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
   idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountUncheckedCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUpdateInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
@@ -271,12 +357,18 @@ export type OrganizationUpdateInput = {
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
   idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -286,42 +378,66 @@ export type OrganizationUncheckedUpdateInput = {
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
   idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUncheckedUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateManyInput = {
   id?: string
   name: string
   createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
 }
 
 export type OrganizationUpdateManyMutationInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type OrganizationUncheckedUpdateManyInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type OrganizationCountOrderByAggregateInput = {
   id?: Prisma.SortOrder
   name?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  billingMode?: Prisma.SortOrder
+  weeklyCapMicros?: Prisma.SortOrder
+}
+
+export type OrganizationAvgOrderByAggregateInput = {
+  weeklyCapMicros?: Prisma.SortOrder
 }
 
 export type OrganizationMaxOrderByAggregateInput = {
   id?: Prisma.SortOrder
   name?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  billingMode?: Prisma.SortOrder
+  weeklyCapMicros?: Prisma.SortOrder
 }
 
 export type OrganizationMinOrderByAggregateInput = {
   id?: Prisma.SortOrder
   name?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  billingMode?: Prisma.SortOrder
+  weeklyCapMicros?: Prisma.SortOrder
+}
+
+export type OrganizationSumOrderByAggregateInput = {
+  weeklyCapMicros?: Prisma.SortOrder
 }
 
 export type OrganizationScalarRelationFilter = {
@@ -335,6 +451,14 @@ export type StringFieldUpdateOperationsInput = {
 
 export type DateTimeFieldUpdateOperationsInput = {
   set?: Date | string
+}
+
+export type NullableBigIntFieldUpdateOperationsInput = {
+  set?: bigint | number | null
+  increment?: bigint | number
+  decrement?: bigint | number
+  multiply?: bigint | number
+  divide?: bigint | number
 }
 
 export type OrganizationCreateNestedOneWithoutPublishersInput = {
@@ -449,6 +573,62 @@ export type OrganizationUpdateOneRequiredWithoutCreditLedgerNestedInput = {
   update?: Prisma.XOR<Prisma.XOR<Prisma.OrganizationUpdateToOneWithWhereWithoutCreditLedgerInput, Prisma.OrganizationUpdateWithoutCreditLedgerInput>, Prisma.OrganizationUncheckedUpdateWithoutCreditLedgerInput>
 }
 
+export type OrganizationCreateNestedOneWithoutBillingAccountInput = {
+  create?: Prisma.XOR<Prisma.OrganizationCreateWithoutBillingAccountInput, Prisma.OrganizationUncheckedCreateWithoutBillingAccountInput>
+  connectOrCreate?: Prisma.OrganizationCreateOrConnectWithoutBillingAccountInput
+  connect?: Prisma.OrganizationWhereUniqueInput
+}
+
+export type OrganizationUpdateOneRequiredWithoutBillingAccountNestedInput = {
+  create?: Prisma.XOR<Prisma.OrganizationCreateWithoutBillingAccountInput, Prisma.OrganizationUncheckedCreateWithoutBillingAccountInput>
+  connectOrCreate?: Prisma.OrganizationCreateOrConnectWithoutBillingAccountInput
+  upsert?: Prisma.OrganizationUpsertWithoutBillingAccountInput
+  connect?: Prisma.OrganizationWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.OrganizationUpdateToOneWithWhereWithoutBillingAccountInput, Prisma.OrganizationUpdateWithoutBillingAccountInput>, Prisma.OrganizationUncheckedUpdateWithoutBillingAccountInput>
+}
+
+export type OrganizationCreateNestedOneWithoutBillingReservationsInput = {
+  create?: Prisma.XOR<Prisma.OrganizationCreateWithoutBillingReservationsInput, Prisma.OrganizationUncheckedCreateWithoutBillingReservationsInput>
+  connectOrCreate?: Prisma.OrganizationCreateOrConnectWithoutBillingReservationsInput
+  connect?: Prisma.OrganizationWhereUniqueInput
+}
+
+export type OrganizationUpdateOneRequiredWithoutBillingReservationsNestedInput = {
+  create?: Prisma.XOR<Prisma.OrganizationCreateWithoutBillingReservationsInput, Prisma.OrganizationUncheckedCreateWithoutBillingReservationsInput>
+  connectOrCreate?: Prisma.OrganizationCreateOrConnectWithoutBillingReservationsInput
+  upsert?: Prisma.OrganizationUpsertWithoutBillingReservationsInput
+  connect?: Prisma.OrganizationWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.OrganizationUpdateToOneWithWhereWithoutBillingReservationsInput, Prisma.OrganizationUpdateWithoutBillingReservationsInput>, Prisma.OrganizationUncheckedUpdateWithoutBillingReservationsInput>
+}
+
+export type OrganizationCreateNestedOneWithoutCodingPlansInput = {
+  create?: Prisma.XOR<Prisma.OrganizationCreateWithoutCodingPlansInput, Prisma.OrganizationUncheckedCreateWithoutCodingPlansInput>
+  connectOrCreate?: Prisma.OrganizationCreateOrConnectWithoutCodingPlansInput
+  connect?: Prisma.OrganizationWhereUniqueInput
+}
+
+export type OrganizationUpdateOneRequiredWithoutCodingPlansNestedInput = {
+  create?: Prisma.XOR<Prisma.OrganizationCreateWithoutCodingPlansInput, Prisma.OrganizationUncheckedCreateWithoutCodingPlansInput>
+  connectOrCreate?: Prisma.OrganizationCreateOrConnectWithoutCodingPlansInput
+  upsert?: Prisma.OrganizationUpsertWithoutCodingPlansInput
+  connect?: Prisma.OrganizationWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.OrganizationUpdateToOneWithWhereWithoutCodingPlansInput, Prisma.OrganizationUpdateWithoutCodingPlansInput>, Prisma.OrganizationUncheckedUpdateWithoutCodingPlansInput>
+}
+
+export type OrganizationCreateNestedOneWithoutRateLimitsInput = {
+  create?: Prisma.XOR<Prisma.OrganizationCreateWithoutRateLimitsInput, Prisma.OrganizationUncheckedCreateWithoutRateLimitsInput>
+  connectOrCreate?: Prisma.OrganizationCreateOrConnectWithoutRateLimitsInput
+  connect?: Prisma.OrganizationWhereUniqueInput
+}
+
+export type OrganizationUpdateOneRequiredWithoutRateLimitsNestedInput = {
+  create?: Prisma.XOR<Prisma.OrganizationCreateWithoutRateLimitsInput, Prisma.OrganizationUncheckedCreateWithoutRateLimitsInput>
+  connectOrCreate?: Prisma.OrganizationCreateOrConnectWithoutRateLimitsInput
+  upsert?: Prisma.OrganizationUpsertWithoutRateLimitsInput
+  connect?: Prisma.OrganizationWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.OrganizationUpdateToOneWithWhereWithoutRateLimitsInput, Prisma.OrganizationUpdateWithoutRateLimitsInput>, Prisma.OrganizationUncheckedUpdateWithoutRateLimitsInput>
+}
+
 export type OrganizationCreateNestedOneWithoutIdempotencyInput = {
   create?: Prisma.XOR<Prisma.OrganizationCreateWithoutIdempotencyInput, Prisma.OrganizationUncheckedCreateWithoutIdempotencyInput>
   connectOrCreate?: Prisma.OrganizationCreateOrConnectWithoutIdempotencyInput
@@ -467,6 +647,8 @@ export type OrganizationCreateWithoutPublishersInput = {
   id?: string
   name: string
   createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
   collections?: Prisma.CollectionCreateNestedManyWithoutOrganizationInput
@@ -475,12 +657,18 @@ export type OrganizationCreateWithoutPublishersInput = {
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
   idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutPublishersInput = {
   id?: string
   name: string
   createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
   collections?: Prisma.CollectionUncheckedCreateNestedManyWithoutOrganizationInput
@@ -489,6 +677,10 @@ export type OrganizationUncheckedCreateWithoutPublishersInput = {
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
   idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountUncheckedCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutPublishersInput = {
@@ -511,6 +703,8 @@ export type OrganizationUpdateWithoutPublishersInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
   collections?: Prisma.CollectionUpdateManyWithoutOrganizationNestedInput
@@ -519,12 +713,18 @@ export type OrganizationUpdateWithoutPublishersInput = {
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
   idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutPublishersInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
   collections?: Prisma.CollectionUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -533,12 +733,18 @@ export type OrganizationUncheckedUpdateWithoutPublishersInput = {
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
   idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUncheckedUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutApiKeysInput = {
   id?: string
   name: string
   createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
   collections?: Prisma.CollectionCreateNestedManyWithoutOrganizationInput
@@ -547,12 +753,18 @@ export type OrganizationCreateWithoutApiKeysInput = {
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
   idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutApiKeysInput = {
   id?: string
   name: string
   createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
   collections?: Prisma.CollectionUncheckedCreateNestedManyWithoutOrganizationInput
@@ -561,6 +773,10 @@ export type OrganizationUncheckedCreateWithoutApiKeysInput = {
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
   idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountUncheckedCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutApiKeysInput = {
@@ -583,6 +799,8 @@ export type OrganizationUpdateWithoutApiKeysInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
   collections?: Prisma.CollectionUpdateManyWithoutOrganizationNestedInput
@@ -591,12 +809,18 @@ export type OrganizationUpdateWithoutApiKeysInput = {
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
   idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutApiKeysInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
   collections?: Prisma.CollectionUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -605,12 +829,18 @@ export type OrganizationUncheckedUpdateWithoutApiKeysInput = {
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
   idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUncheckedUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutOauthClientsInput = {
   id?: string
   name: string
   createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   collections?: Prisma.CollectionCreateNestedManyWithoutOrganizationInput
@@ -619,12 +849,18 @@ export type OrganizationCreateWithoutOauthClientsInput = {
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
   idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutOauthClientsInput = {
   id?: string
   name: string
   createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   collections?: Prisma.CollectionUncheckedCreateNestedManyWithoutOrganizationInput
@@ -633,6 +869,10 @@ export type OrganizationUncheckedCreateWithoutOauthClientsInput = {
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
   idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountUncheckedCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutOauthClientsInput = {
@@ -655,6 +895,8 @@ export type OrganizationUpdateWithoutOauthClientsInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   collections?: Prisma.CollectionUpdateManyWithoutOrganizationNestedInput
@@ -663,12 +905,18 @@ export type OrganizationUpdateWithoutOauthClientsInput = {
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
   idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutOauthClientsInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   collections?: Prisma.CollectionUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -677,12 +925,18 @@ export type OrganizationUncheckedUpdateWithoutOauthClientsInput = {
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
   idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUncheckedUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutCollectionsInput = {
   id?: string
   name: string
   createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
@@ -691,12 +945,18 @@ export type OrganizationCreateWithoutCollectionsInput = {
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
   idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutCollectionsInput = {
   id?: string
   name: string
   createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
@@ -705,6 +965,10 @@ export type OrganizationUncheckedCreateWithoutCollectionsInput = {
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
   idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountUncheckedCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutCollectionsInput = {
@@ -727,6 +991,8 @@ export type OrganizationUpdateWithoutCollectionsInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
@@ -735,12 +1001,18 @@ export type OrganizationUpdateWithoutCollectionsInput = {
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
   idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutCollectionsInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -749,12 +1021,18 @@ export type OrganizationUncheckedUpdateWithoutCollectionsInput = {
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
   idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUncheckedUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutAgentsInput = {
   id?: string
   name: string
   createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
@@ -763,12 +1041,18 @@ export type OrganizationCreateWithoutAgentsInput = {
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
   idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutAgentsInput = {
   id?: string
   name: string
   createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
@@ -777,6 +1061,10 @@ export type OrganizationUncheckedCreateWithoutAgentsInput = {
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
   idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountUncheckedCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutAgentsInput = {
@@ -799,6 +1087,8 @@ export type OrganizationUpdateWithoutAgentsInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
@@ -807,12 +1097,18 @@ export type OrganizationUpdateWithoutAgentsInput = {
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
   idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutAgentsInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -821,12 +1117,18 @@ export type OrganizationUncheckedUpdateWithoutAgentsInput = {
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
   idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUncheckedUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutChatsInput = {
   id?: string
   name: string
   createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
@@ -835,12 +1137,18 @@ export type OrganizationCreateWithoutChatsInput = {
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
   idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutChatsInput = {
   id?: string
   name: string
   createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
@@ -849,6 +1157,10 @@ export type OrganizationUncheckedCreateWithoutChatsInput = {
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
   idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountUncheckedCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutChatsInput = {
@@ -871,6 +1183,8 @@ export type OrganizationUpdateWithoutChatsInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
@@ -879,12 +1193,18 @@ export type OrganizationUpdateWithoutChatsInput = {
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
   idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutChatsInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -893,12 +1213,18 @@ export type OrganizationUncheckedUpdateWithoutChatsInput = {
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
   idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUncheckedUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutUsageRecordsInput = {
   id?: string
   name: string
   createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
@@ -907,12 +1233,18 @@ export type OrganizationCreateWithoutUsageRecordsInput = {
   chats?: Prisma.ChatCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
   idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutUsageRecordsInput = {
   id?: string
   name: string
   createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
@@ -921,6 +1253,10 @@ export type OrganizationUncheckedCreateWithoutUsageRecordsInput = {
   chats?: Prisma.ChatUncheckedCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
   idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountUncheckedCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutUsageRecordsInput = {
@@ -943,6 +1279,8 @@ export type OrganizationUpdateWithoutUsageRecordsInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
@@ -951,12 +1289,18 @@ export type OrganizationUpdateWithoutUsageRecordsInput = {
   chats?: Prisma.ChatUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
   idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutUsageRecordsInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -965,12 +1309,18 @@ export type OrganizationUncheckedUpdateWithoutUsageRecordsInput = {
   chats?: Prisma.ChatUncheckedUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
   idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUncheckedUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutCreditLedgerInput = {
   id?: string
   name: string
   createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
@@ -979,12 +1329,18 @@ export type OrganizationCreateWithoutCreditLedgerInput = {
   chats?: Prisma.ChatCreateNestedManyWithoutOrganizationInput
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
   idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutCreditLedgerInput = {
   id?: string
   name: string
   createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
@@ -993,6 +1349,10 @@ export type OrganizationUncheckedCreateWithoutCreditLedgerInput = {
   chats?: Prisma.ChatUncheckedCreateNestedManyWithoutOrganizationInput
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
   idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountUncheckedCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutCreditLedgerInput = {
@@ -1015,6 +1375,8 @@ export type OrganizationUpdateWithoutCreditLedgerInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
@@ -1023,12 +1385,18 @@ export type OrganizationUpdateWithoutCreditLedgerInput = {
   chats?: Prisma.ChatUpdateManyWithoutOrganizationNestedInput
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
   idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutCreditLedgerInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -1037,12 +1405,18 @@ export type OrganizationUncheckedUpdateWithoutCreditLedgerInput = {
   chats?: Prisma.ChatUncheckedUpdateManyWithoutOrganizationNestedInput
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
   idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUncheckedUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
-export type OrganizationCreateWithoutIdempotencyInput = {
+export type OrganizationCreateWithoutBillingAccountInput = {
   id?: string
   name: string
   createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
@@ -1051,12 +1425,18 @@ export type OrganizationCreateWithoutIdempotencyInput = {
   chats?: Prisma.ChatCreateNestedManyWithoutOrganizationInput
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
 }
 
-export type OrganizationUncheckedCreateWithoutIdempotencyInput = {
+export type OrganizationUncheckedCreateWithoutBillingAccountInput = {
   id?: string
   name: string
   createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
@@ -1065,6 +1445,394 @@ export type OrganizationUncheckedCreateWithoutIdempotencyInput = {
   chats?: Prisma.ChatUncheckedCreateNestedManyWithoutOrganizationInput
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
   creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
+}
+
+export type OrganizationCreateOrConnectWithoutBillingAccountInput = {
+  where: Prisma.OrganizationWhereUniqueInput
+  create: Prisma.XOR<Prisma.OrganizationCreateWithoutBillingAccountInput, Prisma.OrganizationUncheckedCreateWithoutBillingAccountInput>
+}
+
+export type OrganizationUpsertWithoutBillingAccountInput = {
+  update: Prisma.XOR<Prisma.OrganizationUpdateWithoutBillingAccountInput, Prisma.OrganizationUncheckedUpdateWithoutBillingAccountInput>
+  create: Prisma.XOR<Prisma.OrganizationCreateWithoutBillingAccountInput, Prisma.OrganizationUncheckedCreateWithoutBillingAccountInput>
+  where?: Prisma.OrganizationWhereInput
+}
+
+export type OrganizationUpdateToOneWithWhereWithoutBillingAccountInput = {
+  where?: Prisma.OrganizationWhereInput
+  data: Prisma.XOR<Prisma.OrganizationUpdateWithoutBillingAccountInput, Prisma.OrganizationUncheckedUpdateWithoutBillingAccountInput>
+}
+
+export type OrganizationUpdateWithoutBillingAccountInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
+  apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
+  oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
+  collections?: Prisma.CollectionUpdateManyWithoutOrganizationNestedInput
+  agents?: Prisma.AgentUpdateManyWithoutOrganizationNestedInput
+  chats?: Prisma.ChatUpdateManyWithoutOrganizationNestedInput
+  usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
+  creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
+}
+
+export type OrganizationUncheckedUpdateWithoutBillingAccountInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
+  apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
+  oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
+  collections?: Prisma.CollectionUncheckedUpdateManyWithoutOrganizationNestedInput
+  agents?: Prisma.AgentUncheckedUpdateManyWithoutOrganizationNestedInput
+  chats?: Prisma.ChatUncheckedUpdateManyWithoutOrganizationNestedInput
+  usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+  creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
+}
+
+export type OrganizationCreateWithoutBillingReservationsInput = {
+  id?: string
+  name: string
+  createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
+  publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
+  apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
+  oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
+  collections?: Prisma.CollectionCreateNestedManyWithoutOrganizationInput
+  agents?: Prisma.AgentCreateNestedManyWithoutOrganizationInput
+  chats?: Prisma.ChatCreateNestedManyWithoutOrganizationInput
+  usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
+  creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountCreateNestedOneWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
+}
+
+export type OrganizationUncheckedCreateWithoutBillingReservationsInput = {
+  id?: string
+  name: string
+  createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
+  publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
+  apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
+  oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
+  collections?: Prisma.CollectionUncheckedCreateNestedManyWithoutOrganizationInput
+  agents?: Prisma.AgentUncheckedCreateNestedManyWithoutOrganizationInput
+  chats?: Prisma.ChatUncheckedCreateNestedManyWithoutOrganizationInput
+  usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountUncheckedCreateNestedOneWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
+}
+
+export type OrganizationCreateOrConnectWithoutBillingReservationsInput = {
+  where: Prisma.OrganizationWhereUniqueInput
+  create: Prisma.XOR<Prisma.OrganizationCreateWithoutBillingReservationsInput, Prisma.OrganizationUncheckedCreateWithoutBillingReservationsInput>
+}
+
+export type OrganizationUpsertWithoutBillingReservationsInput = {
+  update: Prisma.XOR<Prisma.OrganizationUpdateWithoutBillingReservationsInput, Prisma.OrganizationUncheckedUpdateWithoutBillingReservationsInput>
+  create: Prisma.XOR<Prisma.OrganizationCreateWithoutBillingReservationsInput, Prisma.OrganizationUncheckedCreateWithoutBillingReservationsInput>
+  where?: Prisma.OrganizationWhereInput
+}
+
+export type OrganizationUpdateToOneWithWhereWithoutBillingReservationsInput = {
+  where?: Prisma.OrganizationWhereInput
+  data: Prisma.XOR<Prisma.OrganizationUpdateWithoutBillingReservationsInput, Prisma.OrganizationUncheckedUpdateWithoutBillingReservationsInput>
+}
+
+export type OrganizationUpdateWithoutBillingReservationsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
+  apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
+  oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
+  collections?: Prisma.CollectionUpdateManyWithoutOrganizationNestedInput
+  agents?: Prisma.AgentUpdateManyWithoutOrganizationNestedInput
+  chats?: Prisma.ChatUpdateManyWithoutOrganizationNestedInput
+  usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
+  creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUpdateOneWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
+}
+
+export type OrganizationUncheckedUpdateWithoutBillingReservationsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
+  apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
+  oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
+  collections?: Prisma.CollectionUncheckedUpdateManyWithoutOrganizationNestedInput
+  agents?: Prisma.AgentUncheckedUpdateManyWithoutOrganizationNestedInput
+  chats?: Prisma.ChatUncheckedUpdateManyWithoutOrganizationNestedInput
+  usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+  creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUncheckedUpdateOneWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
+}
+
+export type OrganizationCreateWithoutCodingPlansInput = {
+  id?: string
+  name: string
+  createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
+  publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
+  apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
+  oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
+  collections?: Prisma.CollectionCreateNestedManyWithoutOrganizationInput
+  agents?: Prisma.AgentCreateNestedManyWithoutOrganizationInput
+  chats?: Prisma.ChatCreateNestedManyWithoutOrganizationInput
+  usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
+  creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
+}
+
+export type OrganizationUncheckedCreateWithoutCodingPlansInput = {
+  id?: string
+  name: string
+  createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
+  publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
+  apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
+  oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
+  collections?: Prisma.CollectionUncheckedCreateNestedManyWithoutOrganizationInput
+  agents?: Prisma.AgentUncheckedCreateNestedManyWithoutOrganizationInput
+  chats?: Prisma.ChatUncheckedCreateNestedManyWithoutOrganizationInput
+  usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountUncheckedCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
+}
+
+export type OrganizationCreateOrConnectWithoutCodingPlansInput = {
+  where: Prisma.OrganizationWhereUniqueInput
+  create: Prisma.XOR<Prisma.OrganizationCreateWithoutCodingPlansInput, Prisma.OrganizationUncheckedCreateWithoutCodingPlansInput>
+}
+
+export type OrganizationUpsertWithoutCodingPlansInput = {
+  update: Prisma.XOR<Prisma.OrganizationUpdateWithoutCodingPlansInput, Prisma.OrganizationUncheckedUpdateWithoutCodingPlansInput>
+  create: Prisma.XOR<Prisma.OrganizationCreateWithoutCodingPlansInput, Prisma.OrganizationUncheckedCreateWithoutCodingPlansInput>
+  where?: Prisma.OrganizationWhereInput
+}
+
+export type OrganizationUpdateToOneWithWhereWithoutCodingPlansInput = {
+  where?: Prisma.OrganizationWhereInput
+  data: Prisma.XOR<Prisma.OrganizationUpdateWithoutCodingPlansInput, Prisma.OrganizationUncheckedUpdateWithoutCodingPlansInput>
+}
+
+export type OrganizationUpdateWithoutCodingPlansInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
+  apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
+  oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
+  collections?: Prisma.CollectionUpdateManyWithoutOrganizationNestedInput
+  agents?: Prisma.AgentUpdateManyWithoutOrganizationNestedInput
+  chats?: Prisma.ChatUpdateManyWithoutOrganizationNestedInput
+  usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
+  creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
+}
+
+export type OrganizationUncheckedUpdateWithoutCodingPlansInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
+  apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
+  oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
+  collections?: Prisma.CollectionUncheckedUpdateManyWithoutOrganizationNestedInput
+  agents?: Prisma.AgentUncheckedUpdateManyWithoutOrganizationNestedInput
+  chats?: Prisma.ChatUncheckedUpdateManyWithoutOrganizationNestedInput
+  usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+  creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUncheckedUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
+}
+
+export type OrganizationCreateWithoutRateLimitsInput = {
+  id?: string
+  name: string
+  createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
+  publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
+  apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
+  oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
+  collections?: Prisma.CollectionCreateNestedManyWithoutOrganizationInput
+  agents?: Prisma.AgentCreateNestedManyWithoutOrganizationInput
+  chats?: Prisma.ChatCreateNestedManyWithoutOrganizationInput
+  usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
+  creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
+}
+
+export type OrganizationUncheckedCreateWithoutRateLimitsInput = {
+  id?: string
+  name: string
+  createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
+  publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
+  apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
+  oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
+  collections?: Prisma.CollectionUncheckedCreateNestedManyWithoutOrganizationInput
+  agents?: Prisma.AgentUncheckedCreateNestedManyWithoutOrganizationInput
+  chats?: Prisma.ChatUncheckedCreateNestedManyWithoutOrganizationInput
+  usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountUncheckedCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
+}
+
+export type OrganizationCreateOrConnectWithoutRateLimitsInput = {
+  where: Prisma.OrganizationWhereUniqueInput
+  create: Prisma.XOR<Prisma.OrganizationCreateWithoutRateLimitsInput, Prisma.OrganizationUncheckedCreateWithoutRateLimitsInput>
+}
+
+export type OrganizationUpsertWithoutRateLimitsInput = {
+  update: Prisma.XOR<Prisma.OrganizationUpdateWithoutRateLimitsInput, Prisma.OrganizationUncheckedUpdateWithoutRateLimitsInput>
+  create: Prisma.XOR<Prisma.OrganizationCreateWithoutRateLimitsInput, Prisma.OrganizationUncheckedCreateWithoutRateLimitsInput>
+  where?: Prisma.OrganizationWhereInput
+}
+
+export type OrganizationUpdateToOneWithWhereWithoutRateLimitsInput = {
+  where?: Prisma.OrganizationWhereInput
+  data: Prisma.XOR<Prisma.OrganizationUpdateWithoutRateLimitsInput, Prisma.OrganizationUncheckedUpdateWithoutRateLimitsInput>
+}
+
+export type OrganizationUpdateWithoutRateLimitsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
+  apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
+  oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
+  collections?: Prisma.CollectionUpdateManyWithoutOrganizationNestedInput
+  agents?: Prisma.AgentUpdateManyWithoutOrganizationNestedInput
+  chats?: Prisma.ChatUpdateManyWithoutOrganizationNestedInput
+  usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
+  creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
+}
+
+export type OrganizationUncheckedUpdateWithoutRateLimitsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
+  apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
+  oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
+  collections?: Prisma.CollectionUncheckedUpdateManyWithoutOrganizationNestedInput
+  agents?: Prisma.AgentUncheckedUpdateManyWithoutOrganizationNestedInput
+  chats?: Prisma.ChatUncheckedUpdateManyWithoutOrganizationNestedInput
+  usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+  creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUncheckedUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
+}
+
+export type OrganizationCreateWithoutIdempotencyInput = {
+  id?: string
+  name: string
+  createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
+  publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
+  apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
+  oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
+  collections?: Prisma.CollectionCreateNestedManyWithoutOrganizationInput
+  agents?: Prisma.AgentCreateNestedManyWithoutOrganizationInput
+  chats?: Prisma.ChatCreateNestedManyWithoutOrganizationInput
+  usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
+  creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
+}
+
+export type OrganizationUncheckedCreateWithoutIdempotencyInput = {
+  id?: string
+  name: string
+  createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
+  publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
+  apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
+  oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
+  collections?: Prisma.CollectionUncheckedCreateNestedManyWithoutOrganizationInput
+  agents?: Prisma.AgentUncheckedCreateNestedManyWithoutOrganizationInput
+  chats?: Prisma.ChatUncheckedCreateNestedManyWithoutOrganizationInput
+  usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountUncheckedCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutIdempotencyInput = {
@@ -1087,6 +1855,8 @@ export type OrganizationUpdateWithoutIdempotencyInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
@@ -1095,12 +1865,18 @@ export type OrganizationUpdateWithoutIdempotencyInput = {
   chats?: Prisma.ChatUpdateManyWithoutOrganizationNestedInput
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutIdempotencyInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -1109,6 +1885,10 @@ export type OrganizationUncheckedUpdateWithoutIdempotencyInput = {
   chats?: Prisma.ChatUncheckedUpdateManyWithoutOrganizationNestedInput
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUncheckedUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 
@@ -1126,6 +1906,9 @@ export type OrganizationCountOutputType = {
   usageRecords: number
   creditLedger: number
   idempotency: number
+  billingReservations: number
+  codingPlans: number
+  rateLimits: number
 }
 
 export type OrganizationCountOutputTypeSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
@@ -1138,6 +1921,9 @@ export type OrganizationCountOutputTypeSelect<ExtArgs extends runtime.Types.Exte
   usageRecords?: boolean | OrganizationCountOutputTypeCountUsageRecordsArgs
   creditLedger?: boolean | OrganizationCountOutputTypeCountCreditLedgerArgs
   idempotency?: boolean | OrganizationCountOutputTypeCountIdempotencyArgs
+  billingReservations?: boolean | OrganizationCountOutputTypeCountBillingReservationsArgs
+  codingPlans?: boolean | OrganizationCountOutputTypeCountCodingPlansArgs
+  rateLimits?: boolean | OrganizationCountOutputTypeCountRateLimitsArgs
 }
 
 /**
@@ -1213,11 +1999,34 @@ export type OrganizationCountOutputTypeCountIdempotencyArgs<ExtArgs extends runt
   where?: Prisma.IdempotencyRecordWhereInput
 }
 
+/**
+ * OrganizationCountOutputType without action
+ */
+export type OrganizationCountOutputTypeCountBillingReservationsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.BillingReservationWhereInput
+}
+
+/**
+ * OrganizationCountOutputType without action
+ */
+export type OrganizationCountOutputTypeCountCodingPlansArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.CodingPlanWhereInput
+}
+
+/**
+ * OrganizationCountOutputType without action
+ */
+export type OrganizationCountOutputTypeCountRateLimitsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.RateLimitWhereInput
+}
+
 
 export type OrganizationSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   id?: boolean
   name?: boolean
   createdAt?: boolean
+  billingMode?: boolean
+  weeklyCapMicros?: boolean
   publishers?: boolean | Prisma.Organization$publishersArgs<ExtArgs>
   apiKeys?: boolean | Prisma.Organization$apiKeysArgs<ExtArgs>
   oauthClients?: boolean | Prisma.Organization$oauthClientsArgs<ExtArgs>
@@ -1227,6 +2036,10 @@ export type OrganizationSelect<ExtArgs extends runtime.Types.Extensions.Internal
   usageRecords?: boolean | Prisma.Organization$usageRecordsArgs<ExtArgs>
   creditLedger?: boolean | Prisma.Organization$creditLedgerArgs<ExtArgs>
   idempotency?: boolean | Prisma.Organization$idempotencyArgs<ExtArgs>
+  billingAccount?: boolean | Prisma.Organization$billingAccountArgs<ExtArgs>
+  billingReservations?: boolean | Prisma.Organization$billingReservationsArgs<ExtArgs>
+  codingPlans?: boolean | Prisma.Organization$codingPlansArgs<ExtArgs>
+  rateLimits?: boolean | Prisma.Organization$rateLimitsArgs<ExtArgs>
   _count?: boolean | Prisma.OrganizationCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["organization"]>
 
@@ -1234,21 +2047,27 @@ export type OrganizationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.
   id?: boolean
   name?: boolean
   createdAt?: boolean
+  billingMode?: boolean
+  weeklyCapMicros?: boolean
 }, ExtArgs["result"]["organization"]>
 
 export type OrganizationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   id?: boolean
   name?: boolean
   createdAt?: boolean
+  billingMode?: boolean
+  weeklyCapMicros?: boolean
 }, ExtArgs["result"]["organization"]>
 
 export type OrganizationSelectScalar = {
   id?: boolean
   name?: boolean
   createdAt?: boolean
+  billingMode?: boolean
+  weeklyCapMicros?: boolean
 }
 
-export type OrganizationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "name" | "createdAt", ExtArgs["result"]["organization"]>
+export type OrganizationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "name" | "createdAt" | "billingMode" | "weeklyCapMicros", ExtArgs["result"]["organization"]>
 export type OrganizationInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   publishers?: boolean | Prisma.Organization$publishersArgs<ExtArgs>
   apiKeys?: boolean | Prisma.Organization$apiKeysArgs<ExtArgs>
@@ -1259,6 +2078,10 @@ export type OrganizationInclude<ExtArgs extends runtime.Types.Extensions.Interna
   usageRecords?: boolean | Prisma.Organization$usageRecordsArgs<ExtArgs>
   creditLedger?: boolean | Prisma.Organization$creditLedgerArgs<ExtArgs>
   idempotency?: boolean | Prisma.Organization$idempotencyArgs<ExtArgs>
+  billingAccount?: boolean | Prisma.Organization$billingAccountArgs<ExtArgs>
+  billingReservations?: boolean | Prisma.Organization$billingReservationsArgs<ExtArgs>
+  codingPlans?: boolean | Prisma.Organization$codingPlansArgs<ExtArgs>
+  rateLimits?: boolean | Prisma.Organization$rateLimitsArgs<ExtArgs>
   _count?: boolean | Prisma.OrganizationCountOutputTypeDefaultArgs<ExtArgs>
 }
 export type OrganizationIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {}
@@ -1276,11 +2099,23 @@ export type $OrganizationPayload<ExtArgs extends runtime.Types.Extensions.Intern
     usageRecords: Prisma.$UsageRecordPayload<ExtArgs>[]
     creditLedger: Prisma.$CreditLedgerPayload<ExtArgs>[]
     idempotency: Prisma.$IdempotencyRecordPayload<ExtArgs>[]
+    billingAccount: Prisma.$BillingAccountPayload<ExtArgs> | null
+    billingReservations: Prisma.$BillingReservationPayload<ExtArgs>[]
+    codingPlans: Prisma.$CodingPlanPayload<ExtArgs>[]
+    rateLimits: Prisma.$RateLimitPayload<ExtArgs>[]
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     id: string
     name: string
     createdAt: Date
+    /**
+     * unmetered (usage recorded, no gate: the default) | prepaid (credit gate and weekly cap)
+     */
+    billingMode: string
+    /**
+     * weekly spending cap of a prepaid organization (ISO week, Monday 00:00 UTC); null: none
+     */
+    weeklyCapMicros: bigint | null
   }, ExtArgs["result"]["organization"]>
   composites: {}
 }
@@ -1684,6 +2519,10 @@ export interface Prisma__OrganizationClient<T, Null = never, ExtArgs extends run
   usageRecords<T extends Prisma.Organization$usageRecordsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Organization$usageRecordsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$UsageRecordPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   creditLedger<T extends Prisma.Organization$creditLedgerArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Organization$creditLedgerArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$CreditLedgerPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   idempotency<T extends Prisma.Organization$idempotencyArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Organization$idempotencyArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$IdempotencyRecordPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  billingAccount<T extends Prisma.Organization$billingAccountArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Organization$billingAccountArgs<ExtArgs>>): Prisma.Prisma__BillingAccountClient<runtime.Types.Result.GetResult<Prisma.$BillingAccountPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | null, null, ExtArgs, GlobalOmitOptions>
+  billingReservations<T extends Prisma.Organization$billingReservationsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Organization$billingReservationsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$BillingReservationPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  codingPlans<T extends Prisma.Organization$codingPlansArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Organization$codingPlansArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$CodingPlanPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  rateLimits<T extends Prisma.Organization$rateLimitsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Organization$rateLimitsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$RateLimitPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -1716,6 +2555,8 @@ export interface OrganizationFieldRefs {
   readonly id: Prisma.FieldRef<"Organization", 'String'>
   readonly name: Prisma.FieldRef<"Organization", 'String'>
   readonly createdAt: Prisma.FieldRef<"Organization", 'DateTime'>
+  readonly billingMode: Prisma.FieldRef<"Organization", 'String'>
+  readonly weeklyCapMicros: Prisma.FieldRef<"Organization", 'BigInt'>
 }
     
 
@@ -2322,6 +3163,97 @@ export type Organization$idempotencyArgs<ExtArgs extends runtime.Types.Extension
   take?: number
   skip?: number
   distinct?: Prisma.IdempotencyRecordScalarFieldEnum | Prisma.IdempotencyRecordScalarFieldEnum[]
+}
+
+/**
+ * Organization.billingAccount
+ */
+export type Organization$billingAccountArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the BillingAccount
+   */
+  select?: Prisma.BillingAccountSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the BillingAccount
+   */
+  omit?: Prisma.BillingAccountOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.BillingAccountInclude<ExtArgs> | null
+  where?: Prisma.BillingAccountWhereInput
+}
+
+/**
+ * Organization.billingReservations
+ */
+export type Organization$billingReservationsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the BillingReservation
+   */
+  select?: Prisma.BillingReservationSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the BillingReservation
+   */
+  omit?: Prisma.BillingReservationOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.BillingReservationInclude<ExtArgs> | null
+  where?: Prisma.BillingReservationWhereInput
+  orderBy?: Prisma.BillingReservationOrderByWithRelationInput | Prisma.BillingReservationOrderByWithRelationInput[]
+  cursor?: Prisma.BillingReservationWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.BillingReservationScalarFieldEnum | Prisma.BillingReservationScalarFieldEnum[]
+}
+
+/**
+ * Organization.codingPlans
+ */
+export type Organization$codingPlansArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the CodingPlan
+   */
+  select?: Prisma.CodingPlanSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the CodingPlan
+   */
+  omit?: Prisma.CodingPlanOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.CodingPlanInclude<ExtArgs> | null
+  where?: Prisma.CodingPlanWhereInput
+  orderBy?: Prisma.CodingPlanOrderByWithRelationInput | Prisma.CodingPlanOrderByWithRelationInput[]
+  cursor?: Prisma.CodingPlanWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.CodingPlanScalarFieldEnum | Prisma.CodingPlanScalarFieldEnum[]
+}
+
+/**
+ * Organization.rateLimits
+ */
+export type Organization$rateLimitsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the RateLimit
+   */
+  select?: Prisma.RateLimitSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the RateLimit
+   */
+  omit?: Prisma.RateLimitOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.RateLimitInclude<ExtArgs> | null
+  where?: Prisma.RateLimitWhereInput
+  orderBy?: Prisma.RateLimitOrderByWithRelationInput | Prisma.RateLimitOrderByWithRelationInput[]
+  cursor?: Prisma.RateLimitWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.RateLimitScalarFieldEnum | Prisma.RateLimitScalarFieldEnum[]
 }
 
 /**

@@ -30,12 +30,14 @@ export type UsageRecordAvgAggregateOutputType = {
   inputTokens: number | null
   outputTokens: number | null
   costMicros: number | null
+  billedMicros: number | null
 }
 
 export type UsageRecordSumAggregateOutputType = {
   inputTokens: number | null
   outputTokens: number | null
   costMicros: bigint | null
+  billedMicros: bigint | null
 }
 
 export type UsageRecordMinAggregateOutputType = {
@@ -48,6 +50,9 @@ export type UsageRecordMinAggregateOutputType = {
   inputTokens: number | null
   outputTokens: number | null
   costMicros: bigint | null
+  billedMicros: bigint | null
+  product: string | null
+  reservationId: string | null
   traceId: string | null
   createdAt: Date | null
 }
@@ -62,6 +67,9 @@ export type UsageRecordMaxAggregateOutputType = {
   inputTokens: number | null
   outputTokens: number | null
   costMicros: bigint | null
+  billedMicros: bigint | null
+  product: string | null
+  reservationId: string | null
   traceId: string | null
   createdAt: Date | null
 }
@@ -76,6 +84,9 @@ export type UsageRecordCountAggregateOutputType = {
   inputTokens: number
   outputTokens: number
   costMicros: number
+  billedMicros: number
+  product: number
+  reservationId: number
   traceId: number
   createdAt: number
   _all: number
@@ -86,12 +97,14 @@ export type UsageRecordAvgAggregateInputType = {
   inputTokens?: true
   outputTokens?: true
   costMicros?: true
+  billedMicros?: true
 }
 
 export type UsageRecordSumAggregateInputType = {
   inputTokens?: true
   outputTokens?: true
   costMicros?: true
+  billedMicros?: true
 }
 
 export type UsageRecordMinAggregateInputType = {
@@ -104,6 +117,9 @@ export type UsageRecordMinAggregateInputType = {
   inputTokens?: true
   outputTokens?: true
   costMicros?: true
+  billedMicros?: true
+  product?: true
+  reservationId?: true
   traceId?: true
   createdAt?: true
 }
@@ -118,6 +134,9 @@ export type UsageRecordMaxAggregateInputType = {
   inputTokens?: true
   outputTokens?: true
   costMicros?: true
+  billedMicros?: true
+  product?: true
+  reservationId?: true
   traceId?: true
   createdAt?: true
 }
@@ -132,6 +151,9 @@ export type UsageRecordCountAggregateInputType = {
   inputTokens?: true
   outputTokens?: true
   costMicros?: true
+  billedMicros?: true
+  product?: true
+  reservationId?: true
   traceId?: true
   createdAt?: true
   _all?: true
@@ -233,6 +255,9 @@ export type UsageRecordGroupByOutputType = {
   inputTokens: number
   outputTokens: number
   costMicros: bigint
+  billedMicros: bigint
+  product: string | null
+  reservationId: string | null
   traceId: string
   createdAt: Date
   _count: UsageRecordCountAggregateOutputType | null
@@ -270,6 +295,9 @@ export type UsageRecordWhereInput = {
   inputTokens?: Prisma.IntFilter<"UsageRecord"> | number
   outputTokens?: Prisma.IntFilter<"UsageRecord"> | number
   costMicros?: Prisma.BigIntFilter<"UsageRecord"> | bigint | number
+  billedMicros?: Prisma.BigIntFilter<"UsageRecord"> | bigint | number
+  product?: Prisma.StringNullableFilter<"UsageRecord"> | string | null
+  reservationId?: Prisma.UuidNullableFilter<"UsageRecord"> | string | null
   traceId?: Prisma.StringFilter<"UsageRecord"> | string
   createdAt?: Prisma.DateTimeFilter<"UsageRecord"> | Date | string
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
@@ -286,6 +314,9 @@ export type UsageRecordOrderByWithRelationInput = {
   inputTokens?: Prisma.SortOrder
   outputTokens?: Prisma.SortOrder
   costMicros?: Prisma.SortOrder
+  billedMicros?: Prisma.SortOrder
+  product?: Prisma.SortOrderInput | Prisma.SortOrder
+  reservationId?: Prisma.SortOrderInput | Prisma.SortOrder
   traceId?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   organization?: Prisma.OrganizationOrderByWithRelationInput
@@ -305,6 +336,9 @@ export type UsageRecordWhereUniqueInput = Prisma.AtLeast<{
   inputTokens?: Prisma.IntFilter<"UsageRecord"> | number
   outputTokens?: Prisma.IntFilter<"UsageRecord"> | number
   costMicros?: Prisma.BigIntFilter<"UsageRecord"> | bigint | number
+  billedMicros?: Prisma.BigIntFilter<"UsageRecord"> | bigint | number
+  product?: Prisma.StringNullableFilter<"UsageRecord"> | string | null
+  reservationId?: Prisma.UuidNullableFilter<"UsageRecord"> | string | null
   traceId?: Prisma.StringFilter<"UsageRecord"> | string
   createdAt?: Prisma.DateTimeFilter<"UsageRecord"> | Date | string
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
@@ -321,6 +355,9 @@ export type UsageRecordOrderByWithAggregationInput = {
   inputTokens?: Prisma.SortOrder
   outputTokens?: Prisma.SortOrder
   costMicros?: Prisma.SortOrder
+  billedMicros?: Prisma.SortOrder
+  product?: Prisma.SortOrderInput | Prisma.SortOrder
+  reservationId?: Prisma.SortOrderInput | Prisma.SortOrder
   traceId?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   _count?: Prisma.UsageRecordCountOrderByAggregateInput
@@ -343,6 +380,9 @@ export type UsageRecordScalarWhereWithAggregatesInput = {
   inputTokens?: Prisma.IntWithAggregatesFilter<"UsageRecord"> | number
   outputTokens?: Prisma.IntWithAggregatesFilter<"UsageRecord"> | number
   costMicros?: Prisma.BigIntWithAggregatesFilter<"UsageRecord"> | bigint | number
+  billedMicros?: Prisma.BigIntWithAggregatesFilter<"UsageRecord"> | bigint | number
+  product?: Prisma.StringNullableWithAggregatesFilter<"UsageRecord"> | string | null
+  reservationId?: Prisma.UuidNullableWithAggregatesFilter<"UsageRecord"> | string | null
   traceId?: Prisma.StringWithAggregatesFilter<"UsageRecord"> | string
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"UsageRecord"> | Date | string
 }
@@ -355,6 +395,9 @@ export type UsageRecordCreateInput = {
   inputTokens?: number
   outputTokens?: number
   costMicros?: bigint | number
+  billedMicros?: bigint | number
+  product?: string | null
+  reservationId?: string | null
   traceId: string
   createdAt?: Date | string
   organization: Prisma.OrganizationCreateNestedOneWithoutUsageRecordsInput
@@ -371,6 +414,9 @@ export type UsageRecordUncheckedCreateInput = {
   inputTokens?: number
   outputTokens?: number
   costMicros?: bigint | number
+  billedMicros?: bigint | number
+  product?: string | null
+  reservationId?: string | null
   traceId: string
   createdAt?: Date | string
 }
@@ -383,6 +429,9 @@ export type UsageRecordUpdateInput = {
   inputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   outputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   costMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  reservationId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   traceId?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutUsageRecordsNestedInput
@@ -399,6 +448,9 @@ export type UsageRecordUncheckedUpdateInput = {
   inputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   outputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   costMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  reservationId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   traceId?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -413,6 +465,9 @@ export type UsageRecordCreateManyInput = {
   inputTokens?: number
   outputTokens?: number
   costMicros?: bigint | number
+  billedMicros?: bigint | number
+  product?: string | null
+  reservationId?: string | null
   traceId: string
   createdAt?: Date | string
 }
@@ -425,6 +480,9 @@ export type UsageRecordUpdateManyMutationInput = {
   inputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   outputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   costMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  reservationId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   traceId?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -439,6 +497,9 @@ export type UsageRecordUncheckedUpdateManyInput = {
   inputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   outputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   costMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  reservationId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   traceId?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -463,6 +524,9 @@ export type UsageRecordCountOrderByAggregateInput = {
   inputTokens?: Prisma.SortOrder
   outputTokens?: Prisma.SortOrder
   costMicros?: Prisma.SortOrder
+  billedMicros?: Prisma.SortOrder
+  product?: Prisma.SortOrder
+  reservationId?: Prisma.SortOrder
   traceId?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
@@ -471,6 +535,7 @@ export type UsageRecordAvgOrderByAggregateInput = {
   inputTokens?: Prisma.SortOrder
   outputTokens?: Prisma.SortOrder
   costMicros?: Prisma.SortOrder
+  billedMicros?: Prisma.SortOrder
 }
 
 export type UsageRecordMaxOrderByAggregateInput = {
@@ -483,6 +548,9 @@ export type UsageRecordMaxOrderByAggregateInput = {
   inputTokens?: Prisma.SortOrder
   outputTokens?: Prisma.SortOrder
   costMicros?: Prisma.SortOrder
+  billedMicros?: Prisma.SortOrder
+  product?: Prisma.SortOrder
+  reservationId?: Prisma.SortOrder
   traceId?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
@@ -497,6 +565,9 @@ export type UsageRecordMinOrderByAggregateInput = {
   inputTokens?: Prisma.SortOrder
   outputTokens?: Prisma.SortOrder
   costMicros?: Prisma.SortOrder
+  billedMicros?: Prisma.SortOrder
+  product?: Prisma.SortOrder
+  reservationId?: Prisma.SortOrder
   traceId?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
@@ -505,6 +576,7 @@ export type UsageRecordSumOrderByAggregateInput = {
   inputTokens?: Prisma.SortOrder
   outputTokens?: Prisma.SortOrder
   costMicros?: Prisma.SortOrder
+  billedMicros?: Prisma.SortOrder
 }
 
 export type UsageRecordCreateNestedManyWithoutOrganizationInput = {
@@ -607,6 +679,9 @@ export type UsageRecordCreateWithoutOrganizationInput = {
   inputTokens?: number
   outputTokens?: number
   costMicros?: bigint | number
+  billedMicros?: bigint | number
+  product?: string | null
+  reservationId?: string | null
   traceId: string
   createdAt?: Date | string
   apiKey?: Prisma.ApiKeyCreateNestedOneWithoutUsageRecordsInput
@@ -621,6 +696,9 @@ export type UsageRecordUncheckedCreateWithoutOrganizationInput = {
   inputTokens?: number
   outputTokens?: number
   costMicros?: bigint | number
+  billedMicros?: bigint | number
+  product?: string | null
+  reservationId?: string | null
   traceId: string
   createdAt?: Date | string
 }
@@ -664,6 +742,9 @@ export type UsageRecordScalarWhereInput = {
   inputTokens?: Prisma.IntFilter<"UsageRecord"> | number
   outputTokens?: Prisma.IntFilter<"UsageRecord"> | number
   costMicros?: Prisma.BigIntFilter<"UsageRecord"> | bigint | number
+  billedMicros?: Prisma.BigIntFilter<"UsageRecord"> | bigint | number
+  product?: Prisma.StringNullableFilter<"UsageRecord"> | string | null
+  reservationId?: Prisma.UuidNullableFilter<"UsageRecord"> | string | null
   traceId?: Prisma.StringFilter<"UsageRecord"> | string
   createdAt?: Prisma.DateTimeFilter<"UsageRecord"> | Date | string
 }
@@ -676,6 +757,9 @@ export type UsageRecordCreateWithoutApiKeyInput = {
   inputTokens?: number
   outputTokens?: number
   costMicros?: bigint | number
+  billedMicros?: bigint | number
+  product?: string | null
+  reservationId?: string | null
   traceId: string
   createdAt?: Date | string
   organization: Prisma.OrganizationCreateNestedOneWithoutUsageRecordsInput
@@ -690,6 +774,9 @@ export type UsageRecordUncheckedCreateWithoutApiKeyInput = {
   inputTokens?: number
   outputTokens?: number
   costMicros?: bigint | number
+  billedMicros?: bigint | number
+  product?: string | null
+  reservationId?: string | null
   traceId: string
   createdAt?: Date | string
 }
@@ -729,6 +816,9 @@ export type UsageRecordCreateManyOrganizationInput = {
   inputTokens?: number
   outputTokens?: number
   costMicros?: bigint | number
+  billedMicros?: bigint | number
+  product?: string | null
+  reservationId?: string | null
   traceId: string
   createdAt?: Date | string
 }
@@ -741,6 +831,9 @@ export type UsageRecordUpdateWithoutOrganizationInput = {
   inputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   outputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   costMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  reservationId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   traceId?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKey?: Prisma.ApiKeyUpdateOneWithoutUsageRecordsNestedInput
@@ -755,6 +848,9 @@ export type UsageRecordUncheckedUpdateWithoutOrganizationInput = {
   inputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   outputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   costMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  reservationId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   traceId?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -768,6 +864,9 @@ export type UsageRecordUncheckedUpdateManyWithoutOrganizationInput = {
   inputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   outputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   costMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  reservationId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   traceId?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -781,6 +880,9 @@ export type UsageRecordCreateManyApiKeyInput = {
   inputTokens?: number
   outputTokens?: number
   costMicros?: bigint | number
+  billedMicros?: bigint | number
+  product?: string | null
+  reservationId?: string | null
   traceId: string
   createdAt?: Date | string
 }
@@ -793,6 +895,9 @@ export type UsageRecordUpdateWithoutApiKeyInput = {
   inputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   outputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   costMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  reservationId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   traceId?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutUsageRecordsNestedInput
@@ -807,6 +912,9 @@ export type UsageRecordUncheckedUpdateWithoutApiKeyInput = {
   inputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   outputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   costMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  reservationId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   traceId?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -820,6 +928,9 @@ export type UsageRecordUncheckedUpdateManyWithoutApiKeyInput = {
   inputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   outputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   costMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  reservationId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   traceId?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -836,6 +947,9 @@ export type UsageRecordSelect<ExtArgs extends runtime.Types.Extensions.InternalA
   inputTokens?: boolean
   outputTokens?: boolean
   costMicros?: boolean
+  billedMicros?: boolean
+  product?: boolean
+  reservationId?: boolean
   traceId?: boolean
   createdAt?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
@@ -852,6 +966,9 @@ export type UsageRecordSelectCreateManyAndReturn<ExtArgs extends runtime.Types.E
   inputTokens?: boolean
   outputTokens?: boolean
   costMicros?: boolean
+  billedMicros?: boolean
+  product?: boolean
+  reservationId?: boolean
   traceId?: boolean
   createdAt?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
@@ -868,6 +985,9 @@ export type UsageRecordSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.E
   inputTokens?: boolean
   outputTokens?: boolean
   costMicros?: boolean
+  billedMicros?: boolean
+  product?: boolean
+  reservationId?: boolean
   traceId?: boolean
   createdAt?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
@@ -884,11 +1004,14 @@ export type UsageRecordSelectScalar = {
   inputTokens?: boolean
   outputTokens?: boolean
   costMicros?: boolean
+  billedMicros?: boolean
+  product?: boolean
+  reservationId?: boolean
   traceId?: boolean
   createdAt?: boolean
 }
 
-export type UsageRecordOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "apiKeyId" | "operation" | "model" | "provider" | "inputTokens" | "outputTokens" | "costMicros" | "traceId" | "createdAt", ExtArgs["result"]["usageRecord"]>
+export type UsageRecordOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "apiKeyId" | "operation" | "model" | "provider" | "inputTokens" | "outputTokens" | "costMicros" | "billedMicros" | "product" | "reservationId" | "traceId" | "createdAt", ExtArgs["result"]["usageRecord"]>
 export type UsageRecordInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
   apiKey?: boolean | Prisma.UsageRecord$apiKeyArgs<ExtArgs>
@@ -920,7 +1043,21 @@ export type $UsageRecordPayload<ExtArgs extends runtime.Types.Extensions.Interna
     provider: string | null
     inputTokens: number
     outputTokens: number
+    /**
+     * what this upstream call cost at the catalog's prices
+     */
     costMicros: bigint
+    /**
+     * what the caller is charged for it: a resumed stream's later attempts do not
+     * charge again for the prompt (or the prefix they were given), so the caller
+     * pays for one answer
+     */
+    billedMicros: bigint
+    /**
+     * coding-agent product whose allowance paid; null: API credit (or unmetered)
+     */
+    product: string | null
+    reservationId: string | null
     traceId: string
     createdAt: Date
   }, ExtArgs["result"]["usageRecord"]>
@@ -1357,6 +1494,9 @@ export interface UsageRecordFieldRefs {
   readonly inputTokens: Prisma.FieldRef<"UsageRecord", 'Int'>
   readonly outputTokens: Prisma.FieldRef<"UsageRecord", 'Int'>
   readonly costMicros: Prisma.FieldRef<"UsageRecord", 'BigInt'>
+  readonly billedMicros: Prisma.FieldRef<"UsageRecord", 'BigInt'>
+  readonly product: Prisma.FieldRef<"UsageRecord", 'String'>
+  readonly reservationId: Prisma.FieldRef<"UsageRecord", 'String'>
   readonly traceId: Prisma.FieldRef<"UsageRecord", 'String'>
   readonly createdAt: Prisma.FieldRef<"UsageRecord", 'DateTime'>
 }
