@@ -1,7 +1,9 @@
 // Composition root of the HTTP side: builds the inference/data app and the management app
 // from the route table, the handlers and the services.
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import express, { type Express } from 'express';
+import cors from 'cors';
+import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { handlers } from '../generated/server/bindings.js';
 import type { Authenticator } from './identity/authenticator.js';
@@ -13,7 +15,13 @@ import { assignTraceId } from './http/trace.js';
 import { createValidator, type OperationValidator } from './http/validation.js';
 import type { Services } from './services.js';
 
-export const CONTRACT_PATH = fileURLToPath(new URL('../openapi.yaml', import.meta.url));
+/**
+ * openapi.yaml at the repository root, read at run time: one level up from server/app.ts,
+ * two from the bundle `npm run build:server` writes to dist/server/main.js.
+ */
+export const CONTRACT_PATH = ['../openapi.yaml', '../../openapi.yaml']
+  .map((relative) => fileURLToPath(new URL(relative, import.meta.url)))
+  .find((path) => existsSync(path)) ?? fileURLToPath(new URL('../openapi.yaml', import.meta.url));
 
 export interface AppParts {
   services: Services;
@@ -36,6 +44,8 @@ function createApp(api: 'api' | 'management', parts: AppParts, validator: Operat
   app.set('etag', false);
   app.use(assignTraceId);
   app.use(requestLogging(app, parts.logger.child({ api })));
+  // Browsers call the inference API, not the management one.
+  if (api === 'api' && config.corsOrigins.length > 0) app.use(corsFor(config.corsOrigins));
   app.use(
     buildRouter({
       api,
@@ -51,4 +61,45 @@ function createApp(api: 'api' | 'management', parts: AppParts, validator: Operat
   app.use(routeNotFound);
   app.use(errorHandler(api));
   return app;
+}
+
+/** Response headers a browser script may read: the ones the contract and the SDK rely on. */
+export const CORS_EXPOSED_HEADERS = [
+  'X-Trace-Id',
+  'X-Request-Id',
+  'Idempotent-Replayed',
+  'Retry-After',
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+  'X-Should-Retry',
+  'Deprecation',
+  'Sunset',
+  'Link',
+  'X-Sources-Returned',
+];
+/** Request headers beyond the CORS-safelisted ones that callers send. */
+export const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id'];
+export const CORS_MAX_AGE_SECONDS = 600;
+
+/**
+ * CORS for the allowed origins (`*`: any). A preflight (OPTIONS with Origin and
+ * Access-Control-Request-Method) is answered 204 here, before routing; a disallowed origin
+ * gets no Access-Control-Allow-Origin, so its browser refuses the call. Bearer keys, not
+ * cookies: no credentials mode. Any other OPTIONS goes on to the router's 405.
+ */
+function corsFor(origins: string[]): RequestHandler {
+  const handle = cors({
+    origin: origins.includes('*') ? '*' : origins,
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    allowedHeaders: CORS_ALLOWED_HEADERS,
+    exposedHeaders: CORS_EXPOSED_HEADERS,
+    maxAge: CORS_MAX_AGE_SECONDS,
+    optionsSuccessStatus: 204,
+  });
+  return (req, res, next) => {
+    const preflight = req.method === 'OPTIONS' && req.headers.origin !== undefined && req.headers['access-control-request-method'] !== undefined;
+    if (req.method === 'OPTIONS' && !preflight) return next();
+    handle(req, res, next);
+  };
 }

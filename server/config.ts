@@ -47,6 +47,20 @@ const schema = z.object({
   IDEMPOTENCY_WAIT_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),
   CREDENTIAL_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(30_000),
   BOOTSTRAP_ADMIN_KEY: bool(true),
+  CORS_ORIGINS: z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      const origins = (value ?? '').split(',').map((o) => o.trim()).filter(Boolean);
+      for (const origin of origins) {
+        // An origin is scheme://host[:port], exactly as a browser sends it: no path, no trailing slash.
+        if (origin !== '*' && !/^https?:\/\/[^/\s]+$/i.test(origin)) {
+          ctx.addIssue({ code: 'custom', message: `expected "*" or origins like https://app.example.com, got "${origin}"` });
+          return z.NEVER;
+        }
+      }
+      return origins;
+    }),
 });
 
 export type Config = {
@@ -71,6 +85,8 @@ export type Config = {
   credentialCacheTtlMs: number;
   /** Print one admin key on first start with an empty database. */
   bootstrapAdminKey: boolean;
+  /** Browser origins allowed to call the API port (CORS); empty: CORS off; `*`: any origin. */
+  corsOrigins: string[];
 };
 
 export class ConfigError extends Error {
@@ -112,5 +128,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     credentialCacheTtlMs: c.CREDENTIAL_CACHE_TTL_MS,
     idempotencyWaitMs: c.IDEMPOTENCY_WAIT_MS,
     bootstrapAdminKey: c.BOOTSTRAP_ADMIN_KEY,
+    corsOrigins: c.CORS_ORIGINS,
   };
 }

@@ -24,16 +24,42 @@ export interface HealthReport {
   gateways: GatewayHealth[];
 }
 
+/** How long one report is served again before the checks run anew (a database ping each). */
+export const HEALTH_REPORT_TTL_MS = 1_000;
+
 export class HealthService {
   private readonly checks: HealthCheck[] = [];
+  /** The last report (or the one being made: concurrent callers share it) and when it was asked for. */
+  private cached: { at: number; report: Promise<HealthReport> } | undefined;
 
-  constructor(private readonly timeoutMs = 2_000) {}
+  /**
+   * `cacheMs`: a health endpoint polled by load balancers, monitors and dashboards would
+   * otherwise ping the database on every call; 0 runs the checks every time.
+   */
+  constructor(
+    private readonly timeoutMs = 2_000,
+    private readonly cacheMs = HEALTH_REPORT_TTL_MS,
+  ) {}
 
   register(check: HealthCheck): void {
     this.checks.push(check);
+    this.cached = undefined;
   }
 
-  async report(): Promise<HealthReport> {
+  /** The platform's health, at most `cacheMs` old. */
+  report(): Promise<HealthReport> {
+    const now = Date.now();
+    if (this.cached && now - this.cached.at < this.cacheMs) return this.cached.report;
+    const cached = { at: now, report: this.check() };
+    this.cached = cached;
+    // A report that failed to be made is not served again.
+    cached.report.catch(() => {
+      if (this.cached === cached) this.cached = undefined;
+    });
+    return cached.report;
+  }
+
+  private async check(): Promise<HealthReport> {
     const gateways = await Promise.all(
       this.checks.map(async (check) => ({
         check,

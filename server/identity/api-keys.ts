@@ -95,6 +95,8 @@ export class ApiKeyService {
     }
     const { data, plaintext } = newKeyRecord(organizationId, input, createdByKeyId);
     const key = await this.prisma.apiKey.create({ data });
+    // An instance that was asked for this lookup id before (and cached it as unknown) must find it now.
+    await this.bus.publishCreated([data.lookupId]);
     return { key: viewKey(key), plaintext };
   }
 

@@ -17,9 +17,30 @@ export interface Authenticator {
 /** How stale `lastUsedAt` may get: writing it on every request would double the database load. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
-export function createAuthenticator(prisma: PrismaClient, bus: RevocationBus, cacheTtlMs: number): Authenticator {
+export interface AuthenticatorOptions {
+  /** How long a lookup id with no key is remembered as unknown (default 5 s, never beyond the credential cache TTL). */
+  missTtlMs?: number;
+  /** How many unknown lookup ids are remembered (default 10 000; the least recently asked go first). */
+  missMax?: number;
+}
+
+export const MISS_CACHE_TTL_MS = 5_000;
+
+export function createAuthenticator(prisma: PrismaClient, bus: RevocationBus, cacheTtlMs: number, options: AuthenticatorOptions = {}): Authenticator {
   // ttl 0 would mean "never expires" to lru-cache; a zero TTL means no caching here.
   const cache = new LRUCache<string, Principal>({ max: 50_000, ttl: Math.max(cacheTtlMs, 1) });
+  // Lookup ids no key has: a client retrying with a wrong or deleted key, or random keys,
+  // would otherwise cost a query each. Only absence is remembered, so revocation is
+  // unaffected; a key created with a remembered lookup id evicts it through the bus.
+  const missTtlMs = Math.min(options.missTtlMs ?? MISS_CACHE_TTL_MS, cacheTtlMs);
+  const misses = new LRUCache<string, true>({ max: options.missMax ?? 10_000, ttl: Math.max(missTtlMs, 1) });
+  // Bumped by every creation: a lookup that started before one must not cache its miss.
+  let creations = 0;
+  bus.subscribeCreated((lookupIds) => {
+    creations++;
+    if (lookupIds) lookupIds.forEach((id) => misses.delete(id));
+    else misses.clear();
+  });
   // Bumped by every revocation: a lookup that started before one must not cache its result,
   // or a credential revoked meanwhile would come back to life until the TTL ran out.
   let epoch = 0;
@@ -31,9 +52,14 @@ export function createAuthenticator(prisma: PrismaClient, bus: RevocationBus, ca
 
   async function resolveKey(token: string, hash: string): Promise<Principal | null> {
     const lookupId = lookupIdOf(token);
-    if (!lookupId) return null;
+    if (!lookupId || misses.has(lookupId)) return null;
+    const startedAt = creations;
     const key = await prisma.apiKey.findUnique({ where: { lookupId } });
-    if (!key || !sameDigest(key.keyHash, hash) || key.status !== 'active') return null;
+    if (!key) {
+      if (missTtlMs > 0 && creations === startedAt) misses.set(lookupId, true);
+      return null;
+    }
+    if (!sameDigest(key.keyHash, hash) || key.status !== 'active') return null;
     const now = Date.now();
     if (!key.lastUsedAt || now - key.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
       // Best effort: a lost update only makes lastUsedAt a little older.

@@ -1,0 +1,51 @@
+// Builds the server for `npm start`: server/main.ts bundled with esbuild into
+// dist/server/main.js (ESM, node_modules left external, generated/ bundled in). Plain
+// JavaScript so that building needs no TypeScript loader.
+//
+//   node scripts/build-server.mjs            build
+//   node scripts/build-server.mjs --if-stale build only when a source is newer than the bundle
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const outfile = join(root, 'dist/server/main.js');
+// What the bundle is made of: a change to any of these makes it stale.
+const inputs = ['server', 'generated', 'package.json', 'package-lock.json', 'tsconfig.json', 'scripts/build-server.mjs'];
+
+function newest(path) {
+  let stat;
+  try {
+    stat = statSync(path);
+  } catch {
+    return 0;
+  }
+  if (!stat.isDirectory()) return stat.mtimeMs;
+  return readdirSync(path).reduce((max, name) => Math.max(max, newest(join(path, name))), stat.mtimeMs);
+}
+
+function built() {
+  try {
+    return statSync(outfile).mtimeMs;
+  } catch {
+    return -1;
+  }
+}
+
+if (process.argv.includes('--if-stale') && built() >= Math.max(...inputs.map((p) => newest(join(root, p))))) process.exit(0);
+
+const started = performance.now();
+await build({
+  absWorkingDir: root,
+  entryPoints: ['server/main.ts'],
+  outfile,
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  packages: 'external',
+  sourcemap: true,
+  logLevel: 'warning',
+});
+console.error(`built dist/server/main.js in ${Math.round(performance.now() - started)} ms`);
