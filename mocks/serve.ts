@@ -190,13 +190,15 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     delete headers['sl-violations'];
     // An in-stream error carries its trace id in the event: the header says the same.
     const streamTrace = events.map((e) => /"trace_id"\s*:\s*"([^"]+)"/.exec(e)?.[1]).find(Boolean) ?? traceId;
-    res.writeHead(route.successStatus, {
+    const streamHeaders: OutgoingHttpHeaders = {
       ...headers,
       ...declaredHeaders(contract, route, route.successStatus),
       'content-type': SSE,
       'cache-control': 'no-cache',
       [TRACE_HEADER.toLowerCase()]: streamTrace,
-    });
+    };
+    mockPlatformHeaders(streamHeaders);
+    res.writeHead(route.successStatus, streamHeaders);
     let gone = false;
     res.on('close', () => (gone = true));
     for (const [index, event] of events.entries()) {
@@ -240,6 +242,8 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     // Prism sends the 429's declared Retry-After whatever the example; a non-retryable error
     // (SPENDING_LIMIT_EXCEEDED) has none in the contract's words.
     if (json?.error?.retryable === false) delete answer.headers['retry-after'];
+    // Nor does it carry quota headers (those come with QUOTA_EXCEEDED).
+    if (json?.error?.name === 'SPENDING_LIMIT_EXCEEDED') for (const name of Object.keys(answer.headers)) if (name.startsWith('x-ratelimit-')) delete answer.headers[name];
     answer.headers[TRACE_HEADER.toLowerCase()] = typeof json?.trace_id === 'string' ? json.trace_id : traceId;
     return answer;
   }
@@ -308,6 +312,7 @@ function requestViolations(header: OutgoingHttpHeaders[string]): Array<{ locatio
 }
 
 function send(res: ServerResponse, answer: Answer): void {
+  mockPlatformHeaders(answer.headers);
   res.writeHead(answer.status, { ...answer.headers, 'content-length': String(answer.body.length) });
   res.end(answer.body);
 }
@@ -321,6 +326,16 @@ function parseJson(body: Buffer): Json | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Prism sends every header the contract declares, with its example. The mock never replays
+ * an Idempotency-Key answer, and its X-Request-Id is the answer's trace id, as the server's.
+ */
+function mockPlatformHeaders(headers: OutgoingHttpHeaders): void {
+  delete headers['idempotent-replayed'];
+  const trace = headers[TRACE_HEADER.toLowerCase()];
+  if (trace !== undefined) headers['x-request-id'] = trace;
 }
 
 // ------------------------------------------------------------------ Prefer header

@@ -8,6 +8,7 @@ import { createClient } from '@hey-api/openapi-ts';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { loadContract } from './codegen/contract.js';
 import { generateServer } from './codegen/server.js';
+import { generateSdkResources } from './codegen/sdk-resources.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const spec = join(root, 'openapi.yaml');
@@ -42,6 +43,9 @@ async function main(): Promise<void> {
   // 3. Server: handler interface, route table, error catalog, bindings, stubs.
   const { scaffolded } = generateServer(contract, { generatedDir: generated, handlersDir: join(root, 'server', 'handlers') });
   for (const file of scaffolded) console.log(`scaffolded ${file.slice(root.length + 1)}`);
+
+  // 3b. The SDK's resource namespaces and readable type names (sdk-resources.map.json).
+  generateSdkResources(contract, { generatedDir: generated, mapFile: join(root, 'scripts', 'codegen', 'sdk-resources.map.json'), log: console.log });
 
   // 4. Prisma client. The CLI insists on locating its schema engine even though
   //    `generate` never runs it; any existing file satisfies the check.

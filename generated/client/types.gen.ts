@@ -5,7 +5,7 @@ export type ClientOptions = {
 };
 
 /**
- * Identifier of the request for support and log correlation (`trc_` + ULID).
+ * Identifier of the request for support and log correlation (`trc_` + 32 hex digits), the same as the `X-Trace-Id` header.
  */
 export type TraceId = string;
 
@@ -27,6 +27,9 @@ export type AiErrorObject = {
      * Numeric internal code (1xxx client, 2xxx provider, 3xxx platform), e.g. 2001.
      */
     code: number;
+    /**
+     * Symbolic error code, stable across versions; branch on it (see `x-error-catalog`).
+     */
     name: ErrorName;
     /**
      * Human-readable message for this occurrence.
@@ -36,6 +39,9 @@ export type AiErrorObject = {
      * Whether retrying the same request can succeed (with backoff).
      */
     retryable: boolean;
+    /**
+     * Who is at fault: `client` (change the request), `provider` (upstream), `platform` (ours).
+     */
     category: ErrorCategory;
     /**
      * Description of the error kind.
@@ -58,7 +64,13 @@ export type AiErrorObject = {
  * Error body of the completion-family endpoints.
  */
 export type AiError = {
+    /**
+     * The enriched error.
+     */
     error: AiErrorObject;
+    /**
+     * Trace id of the request, the same as the `X-Trace-Id` header; quote it to support.
+     */
     trace_id: TraceId;
 };
 
@@ -84,6 +96,9 @@ export type GatewayError = {
      * Machine code, e.g. `unauthorized_missing_authorization`, `forbidden`.
      */
     code: string;
+    /**
+     * Trace id of the request, the same as the `X-Trace-Id` header; quote it to support.
+     */
     trace_id: TraceId;
 };
 
@@ -95,6 +110,9 @@ export type DetailError = {
      * Human-readable reason.
      */
     detail: string;
+    /**
+     * Trace id of the request, the same as the `X-Trace-Id` header; quote it to support.
+     */
     trace_id: TraceId;
 };
 
@@ -123,8 +141,17 @@ export type ValidationErrorItem = {
  *
  */
 export type ValidationError = {
+    /**
+     * One entry per failing field (FastAPI style).
+     */
     detail: Array<ValidationErrorItem>;
+    /**
+     * The first failure as an OpenAI error object, for OpenAI clients.
+     */
     error?: OpenAiErrorObject;
+    /**
+     * Trace id of the request, the same as the `X-Trace-Id` header; quote it to support.
+     */
     trace_id: TraceId;
 };
 
@@ -132,12 +159,21 @@ export type ValidationError = {
  * OpenAI's error object, beside the platform's own error fields.
  */
 export type OpenAiErrorObject = {
+    /**
+     * Human-readable reason (the failing field and why).
+     */
     message: string;
     /**
      * e.g. `invalid_request_error`.
      */
     type: string;
+    /**
+     * Request field the error is about; null when not field-specific.
+     */
     param?: string | null;
+    /**
+     * Machine code of the failure, e.g. `missing`, `float_type`; null when none.
+     */
     code?: string | null;
 };
 
@@ -145,7 +181,13 @@ export type OpenAiErrorObject = {
  * HTTP 422 body of the embeddings endpoint.
  */
 export type EmbeddingsValidationError = {
+    /**
+     * The (first) failing field and why.
+     */
     detail: {
+        /**
+         * Human-readable reason, prefixed with the failing field.
+         */
         message: string;
         /**
          * Error type, e.g. `invalid_request_error`.
@@ -155,13 +197,22 @@ export type EmbeddingsValidationError = {
          * Machine code, e.g. `invalid_input`.
          */
         code: string;
+        /**
+         * Always false: the request must change before it can succeed.
+         */
         retryable: boolean;
         /**
          * Request field the error is about, where applicable.
          */
         param?: string | null;
     };
+    /**
+     * The same failure as an OpenAI error object, for OpenAI clients.
+     */
     error?: OpenAiErrorObject;
+    /**
+     * Trace id of the request, the same as the `X-Trace-Id` header; quote it to support.
+     */
     trace_id: TraceId;
 };
 
@@ -169,18 +220,30 @@ export type EmbeddingsValidationError = {
  * Error body of the platform-management API.
  */
 export type ManagementError = {
+    /**
+     * What went wrong.
+     */
     error: {
         /**
          * Machine code, e.g. `unauthorized`, `forbidden`, `not_found`, `validation_error`, `internal_error`.
          */
         code: string;
+        /**
+         * Human-readable reason.
+         */
         message: string;
         /**
          * Failing fields of a 422.
          */
         details?: Array<ValidationErrorItem>;
     };
+    /**
+     * Request metadata of the management API: request id and pagination state.
+     */
     meta: ManagementMeta;
+    /**
+     * Trace id of the request, the same as the `X-Trace-Id` header; quote it to support.
+     */
     trace_id: TraceId;
 };
 
@@ -188,8 +251,17 @@ export type ManagementError = {
  * RFC 6749 error body of the token endpoint, plus `trace_id`.
  */
 export type OAuthError = {
+    /**
+     * RFC 6749 error code.
+     */
     error: 'invalid_request' | 'invalid_client' | 'unsupported_grant_type';
+    /**
+     * Human-readable reason.
+     */
     error_description: string;
+    /**
+     * Trace id of the request, the same as the `X-Trace-Id` header; quote it to support.
+     */
     trace_id: TraceId;
 };
 
@@ -224,17 +296,32 @@ export type RequestMetadata = {
 };
 
 export type ChatContentPartText = {
+    /**
+     * Content part kind: always `text`.
+     */
     type: 'text';
+    /**
+     * Text of this part of the message.
+     */
     text: string;
 };
 
 export type ChatContentPartImage = {
+    /**
+     * Content part kind: always `image_url`.
+     */
     type: 'image_url';
+    /**
+     * The image to show the model (vision models only).
+     */
     image_url: {
         /**
          * HTTPS URL or `data:` URL of the image.
          */
         url: string;
+        /**
+         * Rendering detail of the image: `low` is cheaper, `high` reads fine print, `auto` lets the model choose.
+         */
         detail?: 'auto' | 'low' | 'high';
     };
 };
@@ -245,9 +332,21 @@ export type ChatContentPart = ChatContentPartText | ChatContentPartImage;
  * A tool call made by the assistant.
  */
 export type ChatToolCall = {
+    /**
+     * Identifier of the call; send it back as `tool_call_id` of the `tool` message with the result.
+     */
     id: string;
+    /**
+     * Tool kind: always `function`.
+     */
     type: 'function';
+    /**
+     * The function to call and its arguments.
+     */
     function: {
+        /**
+         * Name of the function, one of the request `tools`.
+         */
         name: string;
         /**
          * Arguments as a JSON-encoded string.
@@ -268,7 +367,13 @@ export type ChatMessage = {
      * Text, content parts (text, image_url), or null (or empty) for an assistant message that only calls tools.
      */
     content?: string | Array<ChatContentPart> | null;
+    /**
+     * Optional name of the participant, to tell several users or assistants apart.
+     */
     name?: string;
+    /**
+     * On an assistant message: the tool calls it made (send them back with the history).
+     */
     tool_calls?: Array<ChatToolCall>;
     /**
      * For `role: tool`, the id of the tool call answered.
@@ -277,7 +382,13 @@ export type ChatMessage = {
 };
 
 export type FunctionDefinition = {
+    /**
+     * Function name the model calls it by (letters, digits, `_` and `-`, at most 64).
+     */
     name: string;
+    /**
+     * What the function does and when to call it; the model decides from this.
+     */
     description?: string;
     /**
      * JSON Schema of the arguments.
@@ -285,11 +396,20 @@ export type FunctionDefinition = {
     parameters?: {
         [key: string]: unknown;
     };
+    /**
+     * Whether the model must follow the schema exactly (structured outputs); null lets the provider decide.
+     */
     strict?: boolean | null;
 };
 
 export type ChatTool = {
+    /**
+     * Tool kind: always `function`.
+     */
     type: 'function';
+    /**
+     * The function the model may call.
+     */
     function: FunctionDefinition;
 };
 
@@ -297,8 +417,17 @@ export type ChatTool = {
  * `none`, `auto`, `required`, or a named function.
  */
 export type ChatToolChoice = 'none' | 'auto' | 'required' | {
+    /**
+     * Tool kind: always `function`.
+     */
     type: 'function';
+    /**
+     * The function the model must call.
+     */
     function: {
+        /**
+         * Name of the function, one of the request `tools`.
+         */
         name: string;
     };
 };
@@ -307,30 +436,66 @@ export type ChatToolChoice = 'none' | 'auto' | 'required' | {
  * OpenAI chat-completion fields shared by v1 and v2 (unknown fields are ignored).
  */
 export type ChatCompletionRequestCommon = {
+    /**
+     * The conversation so far, oldest first; must contain at least one `user` message (400 NO_USER_MESSAGE).
+     */
     messages: Array<ChatMessage>;
+    /**
+     * Stream the answer as server-sent events (`text/event-stream`) instead of one JSON body.
+     */
     stream?: boolean;
+    /**
+     * Streaming options (only with `stream: true`).
+     */
     stream_options?: {
         /**
          * Send a last chunk with `usage` and empty `choices`.
          */
         include_usage?: boolean;
     };
+    /**
+     * Sampling temperature, 0 to 2: higher is more varied, lower more deterministic. Provider default when absent.
+     */
     temperature?: number;
+    /**
+     * Nucleus sampling: consider only the tokens within this cumulative probability, 0 to 1. Change this or `temperature`, not both.
+     */
     top_p?: number;
+    /**
+     * Maximum tokens to generate; prompt plus this must fit the context window (400 CONTEXT_WINDOW_EXCEEDED).
+     */
     max_tokens?: number;
     /**
      * Newer OpenAI name of `max_tokens`; `max_tokens` wins when both are set.
      */
     max_completion_tokens?: number;
+    /**
+     * Up to 4 sequences where generation stops (not included in the answer).
+     */
     stop?: string | Array<string> | null;
+    /**
+     * Tools (functions) the model may call.
+     */
     tools?: Array<ChatTool>;
+    /**
+     * Whether and which tool the model must call: `auto` (default when tools are given), `none`, `required`, or one named function.
+     */
     tool_choice?: ChatToolChoice;
+    /**
+     * Whether the model may ask for several tool calls in one turn.
+     */
     parallel_tool_calls?: boolean;
+    /**
+     * Output format: free text (default), any JSON object, or JSON matching a schema.
+     */
     response_format?: ChatResponseFormat;
     /**
      * End-user identifier for abuse monitoring.
      */
     user?: string;
+    /**
+     * Up to 16 string key/value pairs of yours, recorded with the request (logs) for your own correlation.
+     */
     metadata?: RequestMetadata;
 };
 
@@ -340,13 +505,31 @@ export type ChatCompletionRequestCommon = {
  *
  */
 export type ChatResponseFormat = {
+    /**
+     * Free text (the default).
+     */
     type: 'text';
 } | {
+    /**
+     * Any valid JSON object.
+     */
     type: 'json_object';
 } | {
+    /**
+     * JSON matching `json_schema` (structured outputs).
+     */
     type: 'json_schema';
+    /**
+     * The schema the answer must match.
+     */
     json_schema: {
+        /**
+         * Name of the schema (letters, digits, `_` and `-`).
+         */
         name: string;
+        /**
+         * What the output is for; helps the model fill it.
+         */
         description?: string;
         /**
          * JSON Schema the answer follows.
@@ -354,6 +537,9 @@ export type ChatResponseFormat = {
         schema?: {
             [key: string]: unknown;
         };
+        /**
+         * Whether the model must follow the schema exactly (structured outputs); null lets the provider decide.
+         */
         strict?: boolean | null;
     };
 };
@@ -373,7 +559,13 @@ export type ChatCompletionRequest = ChatCompletionRequestCommon & {
      * Catalog model id (direct model selection), e.g. `gloo-openai-gpt-5-mini`.
      */
     model?: string;
+    /**
+     * Routing selector: let the platform pick a model of this family. Exactly one of `auto_routing`, `model`, `model_family`.
+     */
     model_family?: ModelFamily;
+    /**
+     * Theological tradition to shape the answer for; none when absent.
+     */
     tradition?: Tradition;
 };
 
@@ -410,21 +602,51 @@ export type ChatCompletionV1Request = ChatCompletionRequestCommon & {
 };
 
 export type CompletionUsage = {
+    /**
+     * Tokens in the prompt (input).
+     */
     prompt_tokens: number;
+    /**
+     * Tokens generated in the answer (output).
+     */
     completion_tokens: number;
+    /**
+     * Prompt plus answer tokens.
+     */
     total_tokens: number;
 };
 
 export type ChatCompletionResponseMessage = {
+    /**
+     * Always `assistant`.
+     */
     role: 'assistant';
+    /**
+     * The answer text; null when the model only called tools or refused.
+     */
     content: string | null;
+    /**
+     * Refusal text when the model declined to answer; null otherwise.
+     */
     refusal?: string | null;
+    /**
+     * Tool (function) calls the model asked for, in order.
+     */
     tool_calls?: Array<ChatToolCall>;
 };
 
 export type ChatCompletionChoice = {
+    /**
+     * Index of the choice (always 0: one choice per request).
+     */
     index: number;
+    /**
+     * The generated message.
+     */
     message: ChatCompletionResponseMessage;
+    /**
+     * Why generation stopped: `stop` (natural end or stop sequence), `length` (max tokens), `tool_calls`, `content_filter` (do not retry unchanged).
+     */
     finish_reason: 'stop' | 'length' | 'tool_calls' | 'content_filter';
 };
 
@@ -432,11 +654,29 @@ export type ChatCompletionChoice = {
  * A retrieved passage the answer is grounded on.
  */
 export type Citation = {
+    /**
+     * Identifier of the content item the passage comes from (UUID); fetch it with `getItem`.
+     */
     item_id: string;
+    /**
+     * Title of the source item; null when it has none.
+     */
     title: string | null;
+    /**
+     * Name of the publisher of the source item; null when unknown.
+     */
     publisher: string | null;
+    /**
+     * Public URL of the source item; null when it has none.
+     */
     url: string | null;
+    /**
+     * The retrieved passage text.
+     */
     snippet: string;
+    /**
+     * Semantic match certainty, 0 to 1 (`(1 + cosine similarity) / 2`); higher is closer.
+     */
     certainty: number;
 };
 
@@ -444,7 +684,13 @@ export type Citation = {
  * OpenAI `chat.completion` plus routing facts.
  */
 export type ChatCompletion = {
+    /**
+     * Identifier of the completion (`chatcmpl-…`).
+     */
     id: string;
+    /**
+     * Always `chat.completion`.
+     */
     object: 'chat.completion';
     /**
      * Unix seconds.
@@ -454,21 +700,45 @@ export type ChatCompletion = {
      * Catalog id of the model that answered.
      */
     model: string;
+    /**
+     * The generated answer (one choice).
+     */
     choices: Array<ChatCompletionChoice>;
+    /**
+     * Token counts of the request, used for billing.
+     */
     usage: CompletionUsage;
+    /**
+     * Backend configuration fingerprint reported by the provider, when it reports one (OpenAI compatibility).
+     */
     system_fingerprint?: string | null;
     /**
      * Upstream provider that served the request.
      */
     provider?: string;
+    /**
+     * Model family that served the request.
+     */
     model_family?: ModelFamily;
+    /**
+     * Whether the platform chose the model (`auto_routing: true` in the request).
+     */
     auto_routing?: boolean;
+    /**
+     * Which routing selector of the request chose the model.
+     */
     routing_mechanism?: RoutingMechanism;
     /**
      * Tier chosen by auto-routing; null otherwise.
      */
     routing_tier?: RoutingTier | null;
+    /**
+     * Confidence of the auto-router in its choice, 0 to 1; null when not auto-routed.
+     */
     routing_confidence?: number | null;
+    /**
+     * Theological tradition the answer was shaped for; null when none was requested.
+     */
     tradition?: Tradition | null;
 };
 
@@ -476,46 +746,127 @@ export type ChatCompletion = {
  * `ChatCompletion` plus `sources_returned` and optional `citations`.
  */
 export type GroundedChatCompletion = {
+    /**
+     * Identifier of the completion (`chatcmpl-…`).
+     */
     id: string;
+    /**
+     * Always `chat.completion`.
+     */
     object: 'chat.completion';
+    /**
+     * Creation time, Unix seconds.
+     */
     created: number;
+    /**
+     * Identifier of the model that produced the answer, e.g. `gloo-openai-gpt-5-mini`.
+     */
     model: string;
+    /**
+     * The generated answer (one choice).
+     */
     choices: Array<ChatCompletionChoice>;
+    /**
+     * Token counts of the request, used for billing.
+     */
     usage: CompletionUsage;
+    /**
+     * Backend configuration fingerprint reported by the provider, when it reports one (OpenAI compatibility).
+     */
     system_fingerprint?: string | null;
+    /**
+     * Upstream provider that served the request (after routing and any failover), e.g. `openai`.
+     */
     provider?: string;
+    /**
+     * Model family that served the request.
+     */
     model_family?: ModelFamily;
+    /**
+     * Whether the platform chose the model (`auto_routing: true` in the request).
+     */
     auto_routing?: boolean;
+    /**
+     * Which routing selector of the request chose the model.
+     */
     routing_mechanism?: RoutingMechanism;
+    /**
+     * Tier auto-routing placed the request in; null when the model was not auto-routed.
+     */
     routing_tier?: RoutingTier | null;
+    /**
+     * Confidence of the auto-router in its choice, 0 to 1; null when not auto-routed.
+     */
     routing_confidence?: number | null;
+    /**
+     * Theological tradition the answer was shaped for; null when none was requested.
+     */
     tradition?: Tradition | null;
     /**
      * Whether any grounding source was retrieved (false is not an error).
      */
     sources_returned: boolean;
+    /**
+     * Passages the answer is grounded on, best first; present when `include_citations` was true.
+     */
     citations?: Array<Citation>;
 };
 
 export type ChatCompletionChunkToolCall = {
+    /**
+     * Which tool call of the message this fragment belongs to; fragments with the same index are concatenated.
+     */
     index: number;
+    /**
+     * Identifier of the call; sent on its first fragment only.
+     */
     id?: string;
+    /**
+     * Tool kind: always `function` (first fragment only).
+     */
     type?: 'function';
+    /**
+     * Fragment of the function call.
+     */
     function?: {
+        /**
+         * Function name (first fragment only).
+         */
         name?: string;
+        /**
+         * Next piece of the JSON arguments text; concatenate the pieces.
+         */
         arguments?: string;
     };
 };
 
 export type ChatCompletionChunkDelta = {
+    /**
+     * Always `assistant`; on the first chunk only.
+     */
     role?: 'assistant';
+    /**
+     * Next piece of the answer text; append it.
+     */
     content?: string | null;
+    /**
+     * Next piece of a refusal text.
+     */
     refusal?: string | null;
+    /**
+     * Fragments of tool calls, keyed by `index`.
+     */
     tool_calls?: Array<ChatCompletionChunkToolCall>;
 };
 
 export type ChatCompletionChunkChoice = {
+    /**
+     * Index of the choice (always 0).
+     */
     index: number;
+    /**
+     * What this chunk adds to the message.
+     */
     delta: ChatCompletionChunkDelta;
     /**
      * Non-null on the terminal chunk. `content_filter` ends the stream without an error object.
@@ -527,22 +878,61 @@ export type ChatCompletionChunkChoice = {
  * OpenAI `chat.completion.chunk`. The first chunk may carry routing facts.
  */
 export type ChatCompletionChunk = {
+    /**
+     * Identifier of the completion; the same on every chunk of the stream.
+     */
     id: string;
+    /**
+     * Always `chat.completion.chunk`.
+     */
     object: 'chat.completion.chunk';
+    /**
+     * Creation time, Unix seconds.
+     */
     created: number;
+    /**
+     * Identifier of the model that produced the answer, e.g. `gloo-openai-gpt-5-mini`.
+     */
     model: string;
+    /**
+     * The choice this chunk extends (empty on a usage-only last chunk).
+     */
     choices: Array<ChatCompletionChunkChoice>;
     /**
      * Set on the last chunk when `stream_options.include_usage` is true.
      */
     usage?: CompletionUsage | null;
+    /**
+     * Backend configuration fingerprint reported by the provider, when it reports one (OpenAI compatibility).
+     */
     system_fingerprint?: string | null;
+    /**
+     * Upstream provider that served the request (after routing and any failover), e.g. `openai`.
+     */
     provider?: string;
+    /**
+     * Model family that served the request.
+     */
     model_family?: ModelFamily;
+    /**
+     * Whether the platform chose the model (`auto_routing: true` in the request).
+     */
     auto_routing?: boolean;
+    /**
+     * Which routing selector of the request chose the model.
+     */
     routing_mechanism?: RoutingMechanism;
+    /**
+     * Tier auto-routing placed the request in; null when the model was not auto-routed.
+     */
     routing_tier?: RoutingTier | null;
+    /**
+     * Confidence of the auto-router in its choice, 0 to 1; null when not auto-routed.
+     */
     routing_confidence?: number | null;
+    /**
+     * Theological tradition the answer was shaped for; null when none was requested.
+     */
     tradition?: Tradition | null;
     /**
      * Grounded streams only.
@@ -557,20 +947,50 @@ export type ChatCompletionChunk = {
  *
  */
 export type ChatCompletionErrorChunk = {
+    /**
+     * Identifier of the completion; the same as the earlier chunks.
+     */
     id: string;
+    /**
+     * Always `chat.completion.chunk`.
+     */
     object: 'chat.completion.chunk';
+    /**
+     * Creation time, Unix seconds.
+     */
     created: number;
+    /**
+     * Identifier of the model that produced the answer, e.g. `gloo-openai-gpt-5-mini`.
+     */
     model: string;
+    /**
+     * One terminal choice with `finish_reason: "error"`.
+     */
     choices: [
         {
+            /**
+             * Always 0.
+             */
             index: 0;
+            /**
+             * Empty: the error adds no text.
+             */
             delta: {
                 [key: string]: never;
             };
+            /**
+             * Always `error`: the stream failed; see `error`.
+             */
             finish_reason: 'error';
         }
     ];
+    /**
+     * What failed; retry only if `retryable` is true.
+     */
     error: AiErrorObject;
+    /**
+     * Trace id of the request, the same as the `X-Trace-Id` header; quote it to support.
+     */
     trace_id: TraceId;
 };
 
@@ -581,12 +1001,33 @@ export type ChatCompletionErrorChunk = {
  *
  */
 export type ChatCompletionCitationsEvent = {
+    /**
+     * Identifier of the completion; the same on every chunk of the stream.
+     */
     id: string;
+    /**
+     * Always `chat.completion.chunk`.
+     */
     object: 'chat.completion.chunk';
+    /**
+     * Creation time, Unix seconds.
+     */
     created: number;
+    /**
+     * Identifier of the model that produced the answer, e.g. `gloo-openai-gpt-5-mini`.
+     */
     model: string;
+    /**
+     * Always empty: this event carries citations only.
+     */
     choices: Array<ChatCompletionChunkChoice>;
+    /**
+     * Passages of the publisher content the answer is grounded on, best first.
+     */
     citations: Array<Citation>;
+    /**
+     * Whether any grounding source was retrieved; false means the answer was generated without grounding (not an error).
+     */
     sources_returned?: boolean;
 };
 
@@ -594,21 +1035,42 @@ export type ChatCompletionCitationsEvent = {
  * Payload of one `data:` line of a chat-completion stream. The stream ends with
  * the chunk whose `finish_reason` is non-null, then `data: [DONE]`.
  *
+ * No discriminator: every event has `object: "chat.completion.chunk"` (OpenAI
+ * compatibility), so no property value tells them apart. Tell them by presence:
+ * `error` (with `finish_reason: "error"`) is the error chunk, `citations` the first
+ * event of a grounded stream, anything else a normal chunk. `anyOf`, not `oneOf`,
+ * because the chunk schema is open to fields added later.
+ *
  */
 export type ChatCompletionStreamEvent = ChatCompletionChunk | ChatCompletionErrorChunk | ChatCompletionCitationsEvent;
 
 export type ResponseInputText = {
+    /**
+     * Content kind: always `input_text`.
+     */
     type: 'input_text';
+    /**
+     * Text of this part of the input.
+     */
     text: string;
 };
 
 export type ResponseInputImage = {
+    /**
+     * Content kind: always `input_image`.
+     */
     type: 'input_image';
     /**
      * HTTPS URL or `data:` URL (base64) of the image.
      */
     image_url?: string;
+    /**
+     * Identifier of an uploaded image file to use instead of `image_url`.
+     */
     file_id?: string;
+    /**
+     * Rendering detail of the image: `low` is cheaper, `high` reads fine print, `auto` lets the model choose.
+     */
     detail?: 'auto' | 'low' | 'high';
 };
 
@@ -616,15 +1078,36 @@ export type ResponseInputImage = {
  * Assistant text of an earlier turn, sent back as history.
  */
 export type ResponseInputOutputText = {
+    /**
+     * Content kind: always `output_text` (earlier assistant output sent back as history).
+     */
     type: 'output_text';
+    /**
+     * Text of the earlier assistant output.
+     */
     text: string;
 };
 
-export type ResponseInputContent = ResponseInputText | ResponseInputImage | ResponseInputOutputText;
+export type ResponseInputContent = ({
+    type: 'input_text';
+} & ResponseInputText) | ({
+    type: 'input_image';
+} & ResponseInputImage) | ({
+    type: 'output_text';
+} & ResponseInputOutputText);
 
 export type ResponseInputMessage = {
+    /**
+     * Input item kind: always `message`.
+     */
     type?: 'message';
+    /**
+     * Author of the message; `system` and `developer` give instructions.
+     */
     role: 'user' | 'assistant' | 'system' | 'developer';
+    /**
+     * Text, or a list of text and image parts.
+     */
     content: string | Array<ResponseInputContent>;
 };
 
@@ -632,10 +1115,25 @@ export type ResponseInputMessage = {
  * A function call of an earlier turn, sent back as history.
  */
 export type ResponseFunctionCallInput = {
+    /**
+     * Input item kind: always `function_call` (an earlier call sent back as history).
+     */
     type: 'function_call';
+    /**
+     * Identifier of the output item of the earlier call.
+     */
     id?: string;
+    /**
+     * Identifier of the function call, linking the call to its `function_call_output`.
+     */
     call_id: string;
+    /**
+     * Name of the function that was called.
+     */
     name: string;
+    /**
+     * Arguments of the call as a JSON text, as generated by the model (validate before use).
+     */
     arguments: string;
 };
 
@@ -643,8 +1141,17 @@ export type ResponseFunctionCallInput = {
  * The result of a function call.
  */
 export type ResponseFunctionCallOutputInput = {
+    /**
+     * Input item kind: always `function_call_output`.
+     */
     type: 'function_call_output';
+    /**
+     * The `call_id` of the function call this is the result of.
+     */
     call_id: string;
+    /**
+     * Result of the function, as text (often JSON).
+     */
     output: string;
 };
 
@@ -654,8 +1161,17 @@ export type ResponseInputItem = ResponseInputMessage | ResponseFunctionCallInput
  * Function tool in the flat Responses form.
  */
 export type ResponseFunctionTool = {
+    /**
+     * Tool kind: always `function`.
+     */
     type: 'function';
+    /**
+     * Function name the model calls it by.
+     */
     name: string;
+    /**
+     * What the function does and when to call it.
+     */
     description?: string;
     /**
      * JSON Schema of the arguments.
@@ -663,6 +1179,9 @@ export type ResponseFunctionTool = {
     parameters?: {
         [key: string]: unknown;
     };
+    /**
+     * Whether the model must follow the schema exactly (structured outputs); null lets the provider decide.
+     */
     strict?: boolean | null;
 };
 
@@ -670,16 +1189,38 @@ export type ResponseFunctionTool = {
  * Built-in image generation (v2).
  */
 export type ResponseImageGenerationTool = {
+    /**
+     * Tool kind: always `image_generation`.
+     */
     type: 'image_generation';
+    /**
+     * Image size in pixels; `auto` lets the model choose.
+     */
     size?: 'auto' | '1024x1024' | '1024x1536' | '1536x1024';
+    /**
+     * Rendering quality; higher costs more.
+     */
     quality?: 'auto' | 'low' | 'medium' | 'high';
+    /**
+     * File format of the generated image.
+     */
     output_format?: 'png' | 'jpeg' | 'webp';
 };
 
-export type ResponseTool = ResponseFunctionTool | ResponseImageGenerationTool;
+export type ResponseTool = ({
+    type: 'function';
+} & ResponseFunctionTool) | ({
+    type: 'image_generation';
+} & ResponseImageGenerationTool);
 
 export type ResponseToolChoice = 'none' | 'auto' | 'required' | {
+    /**
+     * Always `function`: force a call of the named function.
+     */
     type: 'function';
+    /**
+     * Name of the function the model must call.
+     */
     name: string;
 };
 
@@ -695,21 +1236,54 @@ export type CreateResponseRequestCommon = {
      * System-level instructions.
      */
     instructions?: string | null;
+    /**
+     * Maximum tokens to generate, reasoning included; reaching it ends the response `incomplete`.
+     */
     max_output_tokens?: number;
+    /**
+     * Sampling temperature, 0 to 2: higher is more varied, lower more deterministic. Provider default when absent.
+     */
     temperature?: number;
+    /**
+     * Nucleus sampling: consider only the tokens within this cumulative probability, 0 to 1. Change this or `temperature`, not both.
+     */
     top_p?: number;
+    /**
+     * Tools (functions) the model may call.
+     */
     tools?: Array<ResponseTool>;
+    /**
+     * Whether and which tool the model must call: `auto` (default when tools are given), `none`, `required`, or one named function.
+     */
     tool_choice?: ResponseToolChoice;
+    /**
+     * Whether the model may ask for several tool calls in one turn.
+     */
     parallel_tool_calls?: boolean;
+    /**
+     * Reasoning options (reasoning models only).
+     */
     reasoning?: {
+        /**
+         * How much the model reasons before answering: more is slower and costs more tokens.
+         */
         effort?: 'minimal' | 'low' | 'medium' | 'high';
     };
     /**
      * Continue from an earlier response.
      */
     previous_response_id?: string | null;
+    /**
+     * Stream the answer as server-sent events (`text/event-stream`) instead of one JSON body.
+     */
     stream?: boolean;
+    /**
+     * Up to 16 string key/value pairs of yours, recorded with the request (logs) for your own correlation.
+     */
     metadata?: RequestMetadata;
+    /**
+     * Your identifier of the end user, for abuse monitoring; not shown to the model.
+     */
     user?: string;
 };
 
@@ -719,9 +1293,21 @@ export type CreateResponseRequestCommon = {
  *
  */
 export type CreateResponseRequest = CreateResponseRequestCommon & {
+    /**
+     * Routing selector: let the platform choose the model. Exactly one of `auto_routing`, `model`, `model_family`.
+     */
     auto_routing?: boolean;
+    /**
+     * Routing selector: the model id to use (see `listModels`). Exactly one of `auto_routing`, `model`, `model_family`.
+     */
     model?: string;
+    /**
+     * Routing selector: let the platform pick a model of this family.
+     */
     model_family?: ModelFamily;
+    /**
+     * Theological tradition to shape the answer for; none when absent.
+     */
     tradition?: Tradition;
 };
 
@@ -729,6 +1315,9 @@ export type CreateResponseRequest = CreateResponseRequestCommon & {
  * Deprecated Responses API v1 request; `model` is required (direct model access).
  */
 export type CreateResponseV1Request = CreateResponseRequestCommon & {
+    /**
+     * The model id to use (see `listModels`).
+     */
     model: string;
 };
 
@@ -740,50 +1329,114 @@ export type GroundedResponseRequest = CreateResponseRequest & {
      * Name of the publisher whose content grounds the answer.
      */
     rag_publisher: string;
+    /**
+     * Maximum number of passages to ground the answer on, 1 to 10.
+     */
     sources_limit?: number;
+    /**
+     * Minimum certainty of a passage to be used; lower it toward 0.5 to get more sources.
+     */
     certainty_threshold?: number;
 };
 
 export type ResponseOutputText = {
+    /**
+     * Content kind: always `output_text`.
+     */
     type: 'output_text';
+    /**
+     * The generated text.
+     */
     text: string;
+    /**
+     * Annotations of the text (citations, links); empty when none.
+     */
     annotations: Array<{
         [key: string]: unknown;
     }>;
 };
 
 export type ResponseOutputRefusal = {
+    /**
+     * Content kind: always `refusal`.
+     */
     type: 'refusal';
+    /**
+     * Why the model declined to answer.
+     */
     refusal: string;
 };
 
-export type ResponseOutputContent = ResponseOutputText | ResponseOutputRefusal;
+export type ResponseOutputContent = ({
+    type: 'output_text';
+} & ResponseOutputText) | ({
+    type: 'refusal';
+} & ResponseOutputRefusal);
 
 export type ResponseItemStatus = 'in_progress' | 'completed' | 'incomplete';
 
 export type ResponseOutputMessage = {
+    /**
+     * Output item kind: always `message`.
+     */
     type: 'message';
+    /**
+     * Identifier of the output item (`msg_…`).
+     */
     id: string;
+    /**
+     * Always `assistant`.
+     */
     role: 'assistant';
+    /**
+     * Generation state of this item.
+     */
     status: ResponseItemStatus;
+    /**
+     * Text and refusal parts of the message, in order.
+     */
     content: Array<ResponseOutputContent>;
 };
 
 export type ResponseFunctionCall = {
+    /**
+     * Output item kind: always `function_call`.
+     */
     type: 'function_call';
+    /**
+     * Identifier of the output item.
+     */
     id: string;
+    /**
+     * Identifier of the function call, linking the call to its `function_call_output`.
+     */
     call_id: string;
+    /**
+     * Name of the function to call, one of the request `tools`.
+     */
     name: string;
     /**
      * Arguments as a JSON-encoded string.
      */
     arguments: string;
+    /**
+     * Generation state of this item.
+     */
     status: ResponseItemStatus;
 };
 
 export type ResponseImageGenerationCall = {
+    /**
+     * Output item kind: always `image_generation_call`.
+     */
     type: 'image_generation_call';
+    /**
+     * Identifier of the output item.
+     */
     id: string;
+    /**
+     * Generation state of the image.
+     */
     status: 'in_progress' | 'generating' | 'completed' | 'failed';
     /**
      * The generated image, base64-encoded (null until completed).
@@ -792,23 +1445,67 @@ export type ResponseImageGenerationCall = {
 };
 
 export type ResponseReasoningItem = {
+    /**
+     * Output item kind: always `reasoning`.
+     */
     type: 'reasoning';
+    /**
+     * Identifier of the output item.
+     */
     id: string;
+    /**
+     * Readable summary of the model reasoning; may be empty.
+     */
     summary: Array<{
+        /**
+         * Always `summary_text`.
+         */
         type: 'summary_text';
+        /**
+         * A paragraph of the reasoning summary.
+         */
         text: string;
     }>;
+    /**
+     * Opaque reasoning state to send back in a later request; null when not requested.
+     */
     encrypted_content?: string | null;
+    /**
+     * Generation state of this item.
+     */
     status?: ResponseItemStatus;
 };
 
-export type ResponseOutputItem = ResponseOutputMessage | ResponseFunctionCall | ResponseImageGenerationCall | ResponseReasoningItem;
+export type ResponseOutputItem = ({
+    type: 'message';
+} & ResponseOutputMessage) | ({
+    type: 'function_call';
+} & ResponseFunctionCall) | ({
+    type: 'image_generation_call';
+} & ResponseImageGenerationCall) | ({
+    type: 'reasoning';
+} & ResponseReasoningItem);
 
 export type ResponseUsage = {
+    /**
+     * Tokens in the input.
+     */
     input_tokens: number;
+    /**
+     * Tokens generated, reasoning tokens included.
+     */
     output_tokens: number;
+    /**
+     * Prompt plus answer tokens.
+     */
     total_tokens: number;
+    /**
+     * Breakdown of the output tokens.
+     */
     output_tokens_details?: {
+        /**
+         * Output tokens spent on reasoning (not visible in the answer).
+         */
         reasoning_tokens?: number;
     };
 };
@@ -821,10 +1518,16 @@ export type ResponseError = {
      * Symbolic code (an `ErrorName`).
      */
     code: string;
+    /**
+     * Human-readable reason.
+     */
     message: string;
 };
 
 export type ResponseIncompleteDetails = {
+    /**
+     * Why the response stopped early: the token limit or a content filter.
+     */
     reason: 'max_output_tokens' | 'content_filter';
 };
 
@@ -832,27 +1535,69 @@ export type ResponseIncompleteDetails = {
  * Responses API response object.
  */
 export type Response = {
+    /**
+     * Identifier of the response (`resp_…`).
+     */
     id: string;
+    /**
+     * Always `response`.
+     */
     object: 'response';
     /**
      * Unix seconds.
      */
     created_at: number;
+    /**
+     * State: `completed`, `failed` (see `error`), `in_progress` (streams), `incomplete` (see `incomplete_details`).
+     */
     status: 'completed' | 'failed' | 'in_progress' | 'incomplete';
+    /**
+     * Identifier of the model that produced the answer, e.g. `gloo-openai-gpt-5-mini`.
+     */
     model: string;
+    /**
+     * Generated items (messages, function calls, reasoning, images), in order.
+     */
     output: Array<ResponseOutputItem>;
     /**
      * Concatenated text of all `output_text` parts.
      */
     output_text: string;
+    /**
+     * Why the response is `incomplete`; null otherwise.
+     */
     incomplete_details: ResponseIncompleteDetails | null;
+    /**
+     * Why the response `failed`; null otherwise.
+     */
     error: ResponseError | null;
+    /**
+     * Token counts; null until the response is complete.
+     */
     usage: ResponseUsage | null;
+    /**
+     * System-level instructions the response was generated with; null when none.
+     */
     instructions?: string | null;
+    /**
+     * Id of the response this one continues; null for a new conversation.
+     */
     previous_response_id?: string | null;
+    /**
+     * The `metadata` of the request, echoed back.
+     */
     metadata?: RequestMetadata;
+    /**
+     * Upstream provider that served the request (after routing and any failover), e.g. `openai`.
+     */
     provider?: string;
+    /**
+     * Which routing selector of the request chose the model.
+     */
     routing_mechanism?: RoutingMechanism;
+    /**
+     * Theological tradition the answer was shaped for; null when none was requested.
+     */
     tradition?: Tradition | null;
 };
 
@@ -860,99 +1605,291 @@ export type Response = {
  * `Response` plus `sources_returned` and optional `citations`.
  */
 export type GroundedResponse = {
+    /**
+     * Identifier of the response (`resp_…`).
+     */
     id: string;
+    /**
+     * Always `response`.
+     */
     object: 'response';
+    /**
+     * Creation time, Unix seconds.
+     */
     created_at: number;
+    /**
+     * State: `completed`, `failed` (see `error`), `in_progress` (streams), `incomplete` (see `incomplete_details`).
+     */
     status: 'completed' | 'failed' | 'in_progress' | 'incomplete';
+    /**
+     * Identifier of the model that produced the answer, e.g. `gloo-openai-gpt-5-mini`.
+     */
     model: string;
+    /**
+     * Generated items, in order.
+     */
     output: Array<ResponseOutputItem>;
+    /**
+     * Concatenated text of all `output_text` parts.
+     */
     output_text: string;
+    /**
+     * Why the response is `incomplete`; null otherwise.
+     */
     incomplete_details: ResponseIncompleteDetails | null;
+    /**
+     * Why the response `failed`; null otherwise.
+     */
     error: ResponseError | null;
+    /**
+     * Token counts; null until the response is complete.
+     */
     usage: ResponseUsage | null;
+    /**
+     * System-level instructions the response was generated with; null when none.
+     */
     instructions?: string | null;
+    /**
+     * Id of the response this one continues; null for a new conversation.
+     */
     previous_response_id?: string | null;
+    /**
+     * The `metadata` of the request, echoed back.
+     */
     metadata?: RequestMetadata;
+    /**
+     * Upstream provider that served the request (after routing and any failover), e.g. `openai`.
+     */
     provider?: string;
+    /**
+     * Which routing selector of the request chose the model.
+     */
     routing_mechanism?: RoutingMechanism;
+    /**
+     * Theological tradition the answer was shaped for; null when none was requested.
+     */
     tradition?: Tradition | null;
+    /**
+     * Whether any grounding source was retrieved; false means the answer was generated without grounding (not an error).
+     */
     sources_returned: boolean;
+    /**
+     * Passages the answer is grounded on, best first.
+     */
     citations?: Array<Citation>;
 };
 
 export type ResponseCreatedEvent = {
+    /**
+     * Event type, the same as the SSE `event:` name: always `response.created`.
+     */
     type: 'response.created';
+    /**
+     * Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps.
+     */
     sequence_number: number;
+    /**
+     * The new response (`status: in_progress`, no output yet).
+     */
     response: Response;
 };
 
 export type ResponseInProgressEvent = {
+    /**
+     * Event type, the same as the SSE `event:` name: always `response.in_progress`.
+     */
     type: 'response.in_progress';
+    /**
+     * Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps.
+     */
     sequence_number: number;
+    /**
+     * The response while it is generated.
+     */
     response: Response;
 };
 
 export type ResponseOutputItemAddedEvent = {
+    /**
+     * Event type, the same as the SSE `event:` name: always `response.output_item.added`.
+     */
     type: 'response.output_item.added';
+    /**
+     * Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps.
+     */
     sequence_number: number;
+    /**
+     * Index of the output item (in `response.output`) the event is about.
+     */
     output_index: number;
+    /**
+     * The new output item (still `in_progress`).
+     */
     item: ResponseOutputItem;
 };
 
 export type ResponseContentPartAddedEvent = {
+    /**
+     * Event type, the same as the SSE `event:` name: always `response.content_part.added`.
+     */
     type: 'response.content_part.added';
+    /**
+     * Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps.
+     */
     sequence_number: number;
+    /**
+     * Identifier of the output item the part belongs to.
+     */
     item_id: string;
+    /**
+     * Index of the output item (in `response.output`) the event is about.
+     */
     output_index: number;
+    /**
+     * Index of the content part within the output item.
+     */
     content_index: number;
+    /**
+     * The new (empty) content part.
+     */
     part: ResponseOutputContent;
 };
 
 export type ResponseOutputTextDeltaEvent = {
+    /**
+     * Event type, the same as the SSE `event:` name: always `response.output_text.delta`.
+     */
     type: 'response.output_text.delta';
+    /**
+     * Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps.
+     */
     sequence_number: number;
+    /**
+     * Identifier of the output item the text belongs to.
+     */
     item_id: string;
+    /**
+     * Index of the output item (in `response.output`) the event is about.
+     */
     output_index: number;
+    /**
+     * Index of the content part within the output item.
+     */
     content_index: number;
+    /**
+     * Text added by this event; append it to what came before.
+     */
     delta: string;
 };
 
 export type ResponseOutputTextDoneEvent = {
+    /**
+     * Event type, the same as the SSE `event:` name: always `response.output_text.done`.
+     */
     type: 'response.output_text.done';
+    /**
+     * Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps.
+     */
     sequence_number: number;
+    /**
+     * Identifier of the output item the text belongs to.
+     */
     item_id: string;
+    /**
+     * Index of the output item (in `response.output`) the event is about.
+     */
     output_index: number;
+    /**
+     * Index of the content part within the output item.
+     */
     content_index: number;
+    /**
+     * The complete text of the part.
+     */
     text: string;
 };
 
 export type ResponseContentPartDoneEvent = {
+    /**
+     * Event type, the same as the SSE `event:` name: always `response.content_part.done`.
+     */
     type: 'response.content_part.done';
+    /**
+     * Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps.
+     */
     sequence_number: number;
+    /**
+     * Identifier of the output item the part belongs to.
+     */
     item_id: string;
+    /**
+     * Index of the output item (in `response.output`) the event is about.
+     */
     output_index: number;
+    /**
+     * Index of the content part within the output item.
+     */
     content_index: number;
+    /**
+     * The finished content part.
+     */
     part: ResponseOutputContent;
 };
 
 export type ResponseFunctionCallArgumentsDeltaEvent = {
+    /**
+     * Event type, the same as the SSE `event:` name: always `response.function_call_arguments.delta`.
+     */
     type: 'response.function_call_arguments.delta';
+    /**
+     * Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps.
+     */
     sequence_number: number;
+    /**
+     * Identifier of the function-call output item.
+     */
     item_id: string;
+    /**
+     * Index of the output item (in `response.output`) the event is about.
+     */
     output_index: number;
+    /**
+     * Next piece of the JSON arguments text; concatenate the pieces.
+     */
     delta: string;
 };
 
 export type ResponseOutputItemDoneEvent = {
+    /**
+     * Event type, the same as the SSE `event:` name: always `response.output_item.done`.
+     */
     type: 'response.output_item.done';
+    /**
+     * Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps.
+     */
     sequence_number: number;
+    /**
+     * Index of the output item (in `response.output`) the event is about.
+     */
     output_index: number;
+    /**
+     * The finished output item.
+     */
     item: ResponseOutputItem;
 };
 
 export type ResponseCompletedEvent = {
+    /**
+     * Event type, the same as the SSE `event:` name: always `response.completed`.
+     */
     type: 'response.completed';
+    /**
+     * Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps.
+     */
     sequence_number: number;
+    /**
+     * The complete response (`status: completed`), with usage.
+     */
     response: Response;
 };
 
@@ -960,14 +1897,32 @@ export type ResponseCompletedEvent = {
  * Terminal event when the response stopped early (`status: incomplete`).
  */
 export type ResponseIncompleteEvent = {
+    /**
+     * Event type, the same as the SSE `event:` name: always `response.incomplete`.
+     */
     type: 'response.incomplete';
+    /**
+     * Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps.
+     */
     sequence_number: number;
+    /**
+     * The response as it stopped (`status: incomplete`).
+     */
     response: Response;
 };
 
 export type ResponseFailedEvent = {
+    /**
+     * Event type, the same as the SSE `event:` name: always `response.failed`.
+     */
     type: 'response.failed';
+    /**
+     * Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps.
+     */
     sequence_number: number;
+    /**
+     * The response as it failed (`status: failed`, with `error`).
+     */
     response: Response;
 };
 
@@ -977,15 +1932,33 @@ export type ResponseFailedEvent = {
  *
  */
 export type ResponseErrorEvent = {
+    /**
+     * Event type, the same as the SSE `event:` name: always `error`.
+     */
     type: 'error';
+    /**
+     * Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps.
+     */
     sequence_number: number;
     /**
      * Symbolic code (the `ErrorName`), OpenAI-compatible.
      */
     code: string | null;
+    /**
+     * Human-readable reason.
+     */
     message: string;
+    /**
+     * Request field the error is about; null when none.
+     */
     param: string | null;
+    /**
+     * The enriched error; retry only if `retryable` is true.
+     */
     error: AiErrorObject;
+    /**
+     * Trace id of the request, the same as the `X-Trace-Id` header; quote it to support.
+     */
     trace_id: TraceId;
 };
 
@@ -993,7 +1966,33 @@ export type ResponseErrorEvent = {
  * Payload of one Responses SSE event; the SSE `event:` name equals `type`.
  *
  */
-export type ResponseStreamEvent = ResponseCreatedEvent | ResponseInProgressEvent | ResponseOutputItemAddedEvent | ResponseContentPartAddedEvent | ResponseOutputTextDeltaEvent | ResponseOutputTextDoneEvent | ResponseContentPartDoneEvent | ResponseFunctionCallArgumentsDeltaEvent | ResponseOutputItemDoneEvent | ResponseCompletedEvent | ResponseIncompleteEvent | ResponseFailedEvent | ResponseErrorEvent;
+export type ResponseStreamEvent = ({
+    type: 'response.created';
+} & ResponseCreatedEvent) | ({
+    type: 'response.in_progress';
+} & ResponseInProgressEvent) | ({
+    type: 'response.output_item.added';
+} & ResponseOutputItemAddedEvent) | ({
+    type: 'response.content_part.added';
+} & ResponseContentPartAddedEvent) | ({
+    type: 'response.output_text.delta';
+} & ResponseOutputTextDeltaEvent) | ({
+    type: 'response.output_text.done';
+} & ResponseOutputTextDoneEvent) | ({
+    type: 'response.content_part.done';
+} & ResponseContentPartDoneEvent) | ({
+    type: 'response.function_call_arguments.delta';
+} & ResponseFunctionCallArgumentsDeltaEvent) | ({
+    type: 'response.output_item.done';
+} & ResponseOutputItemDoneEvent) | ({
+    type: 'response.completed';
+} & ResponseCompletedEvent) | ({
+    type: 'response.incomplete';
+} & ResponseIncompleteEvent) | ({
+    type: 'response.failed';
+} & ResponseFailedEvent) | ({
+    type: 'error';
+} & ResponseErrorEvent);
 
 /**
  * OpenAI embeddings request (unknown fields are ignored).
@@ -1015,12 +2014,24 @@ export type EmbeddingsRequest = {
      *
      */
     dimensions?: number;
+    /**
+     * Vector encoding: `float` (JSON numbers) or `base64` (little-endian float32, smaller).
+     */
     encoding_format?: 'float' | 'base64';
+    /**
+     * Your identifier of the end user, for abuse monitoring; not shown to the model.
+     */
     user?: string;
 };
 
 export type Embedding = {
+    /**
+     * Always `embedding`.
+     */
     object: 'embedding';
+    /**
+     * Position of the input this vector belongs to.
+     */
     index: number;
     /**
      * The vector; a base64 string of little-endian float32 when `encoding_format` is `base64`.
@@ -1029,11 +2040,29 @@ export type Embedding = {
 };
 
 export type EmbeddingsResponse = {
+    /**
+     * Always `list`.
+     */
     object: 'list';
+    /**
+     * One vector per input, in input order.
+     */
     data: Array<Embedding>;
+    /**
+     * The embedding model used.
+     */
     model: string;
+    /**
+     * Token counts (embeddings have no output tokens).
+     */
     usage: {
+        /**
+         * Tokens in the input.
+         */
         prompt_tokens: number;
+        /**
+         * The same as `prompt_tokens`.
+         */
         total_tokens: number;
     };
 };
@@ -1043,30 +2072,74 @@ export type Model = {
      * `<platform>-<family>-<model>`, e.g. `gloo-openai-gpt-5-mini`.
      */
     id: string;
+    /**
+     * Always `model`.
+     */
     object: 'model';
     /**
      * Unix seconds.
      */
     created: number;
+    /**
+     * Organization that owns the model (`platform` for local models).
+     */
     owned_by: string;
+    /**
+     * Model family, usable as `model_family` in completion requests.
+     */
     family: 'openai' | 'anthropic' | 'google' | 'open source' | 'local';
     /**
      * Upstream provider serving the model.
      */
     provider: string;
+    /**
+     * Maximum prompt plus output tokens per request.
+     */
     context_window: number;
     /**
      * Null for embedding models.
      */
     max_output_tokens: number | null;
+    /**
+     * What the model can do.
+     */
     capabilities: {
+        /**
+         * Tool (function) calling.
+         */
         tools: boolean;
+        /**
+         * Reasons before answering (reasoning tokens are billed as output).
+         */
         reasoning: boolean;
+        /**
+         * Accepts images in the input.
+         */
         vision: boolean;
+        /**
+         * Can answer with `stream: true`.
+         */
         streaming: boolean;
+        /**
+         * Is an embedding model (usable with `createEmbeddings` only).
+         */
         embeddings: boolean;
+        /**
+         * Can generate images (Responses `image_generation` tool).
+         */
         image_generation: boolean;
     };
+    /**
+     * Whether the model can call tools (function calling); the same as `capabilities.tools`, under the public catalog name.
+     */
+    supports_tools: boolean;
+    /**
+     * Whether the model reasons before answering; the same as `capabilities.reasoning`, under the public catalog name.
+     */
+    supports_reasoning: boolean;
+    /**
+     * Price of the model per million tokens.
+     */
     pricing: {
         /**
          * Price per one million input tokens.
@@ -1076,14 +2149,29 @@ export type Model = {
          * Price per one million output tokens.
          */
         output_per_1m: number;
+        /**
+         * Currency of the prices: always `USD`.
+         */
         currency: 'USD';
     };
+    /**
+     * Whether the model is deprecated: still listed, but requests for it are refused (400 UNSUPPORTED_MODEL) or will be soon.
+     */
     is_deprecated: boolean;
+    /**
+     * `chat` (completions and responses) or `embedding` (embeddings).
+     */
     type: 'chat' | 'embedding';
 };
 
 export type ModelList = {
+    /**
+     * Always `list`.
+     */
     object: 'list';
+    /**
+     * The models, chat and embedding.
+     */
     data: Array<Model>;
 };
 
@@ -1102,7 +2190,13 @@ export type IngestFilesRequest = {
 };
 
 export type IngestFilesResponse = {
+    /**
+     * Whether every file was accepted (duplicates are reported, not failures).
+     */
     success: boolean;
+    /**
+     * Human-readable summary of the ingestion.
+     */
     message: string;
     /**
      * File names accepted and queued for ingestion.
@@ -1118,34 +2212,97 @@ export type IngestFilesResponse = {
  * File record of an item (spec 2.1). Required keys are always present; nullable ones may hold null.
  */
 export type FileData = {
+    /**
+     * Identifier of the content item (UUID).
+     */
     item_id: string;
+    /**
+     * Title of the file; null when it has none.
+     */
     title: string | null;
+    /**
+     * Original name of the uploaded file.
+     */
     file_name: string;
+    /**
+     * Kind of the item, e.g. `article`, `book`, `podcast`; null when unknown.
+     */
     type: string | null;
+    /**
+     * How the file arrived (e.g. `upload`, `api`); null when unknown.
+     */
     ingestion_source?: string | null;
+    /**
+     * Authors of the item; null when unknown.
+     */
     author: Array<string> | null;
     /**
      * Ingestion status, e.g. STARTED, QUEUED, FETCHING, TRANSCRIBING, NORMALIZING, CHUNKING, EMBEDDING, SYNCED, ENRICHED, COMPLETED, FAILED.
      */
     status: string | null;
+    /**
+     * Number of passages the file was split into for search and grounding.
+     */
     chunk_count: number;
+    /**
+     * When the file was uploaded (RFC 3339); null when unknown.
+     */
     upload_date: string | null;
+    /**
+     * Identifier of the owning publisher; null when not attached to one.
+     */
     publisher_id: string | null;
+    /**
+     * Name of the owning publisher; null when not attached to one.
+     */
     publisher_name: string | null;
+    /**
+     * Identifier of the owning organization; null when unknown.
+     */
     organization_id: string | null;
+    /**
+     * Name of the owning organization; null when unknown.
+     */
     organization_name: string | null;
+    /**
+     * Subtitle of the item; null when it has none.
+     */
     item_subtitle?: string | null;
+    /**
+     * URL of the item cover or preview image; null when none.
+     */
     item_image?: string | null;
+    /**
+     * Public URL where the item can be read; null when none.
+     */
     item_url?: string | null;
+    /**
+     * Short summary of the item; null when none.
+     */
     item_summary?: string | null;
+    /**
+     * Tags of the item; null when none.
+     */
     item_tags?: Array<string> | null;
+    /**
+     * ISBN of the item, for books; null otherwise.
+     */
     isbn?: string | null;
     /**
      * Free-form publication date as supplied (not a date-time).
      */
     publication_date?: string | null;
+    /**
+     * URL of the stored original file; null when not hosted.
+     */
     hosted_url?: string | null;
+    /**
+     * Whether the item appears in search; null when not set.
+     */
     visible_in_search?: boolean | null;
+    /**
+     * Whether the item can ground answers; null when not set.
+     */
     visible_in_chat?: boolean | null;
 };
 
@@ -1158,28 +2315,85 @@ export type ItemStatus = 'STARTED' | 'QUEUED' | 'FETCHING' | 'TRANSCRIBING' | 'N
  * Item metadata (engine v2).
  */
 export type Item = {
+    /**
+     * Identifier of the content item (UUID).
+     */
     item_id: string;
+    /**
+     * Processing state of the item.
+     */
     status: ItemStatus;
+    /**
+     * Time of the last change (RFC 3339).
+     */
     updated_at: string;
     /**
      * Version tag of the item's metadata.
      */
     etag: string;
+    /**
+     * Title of the item; null when it has none.
+     */
     item_title: string | null;
+    /**
+     * Subtitle of the item; null when it has none.
+     */
     item_subtitle: string | null;
+    /**
+     * Name of the file the item was ingested from; null when it was not ingested from a file.
+     */
     filename: string | null;
+    /**
+     * Publication date as the publisher gives it (free text, e.g. `March 2021`); null when unknown.
+     */
     publication_date: string | null;
+    /**
+     * Kind of the item, e.g. `article`, `book`, `podcast`; null when unknown.
+     */
     type: string | null;
+    /**
+     * URL of the item cover or preview image; null when none.
+     */
     item_image: string | null;
+    /**
+     * Public URL where the item can be read; null when none.
+     */
     item_url: string | null;
+    /**
+     * Short summary of the item; null when none.
+     */
     item_summary: string | null;
+    /**
+     * Publisher-side number of the item (issue, episode, chapter); null when none.
+     */
     item_number: string | null;
+    /**
+     * Free-form extra data of the publisher for the item; null when none.
+     */
     item_extra: string | null;
+    /**
+     * ISBN of the item, for books; null otherwise.
+     */
     isbn: string | null;
+    /**
+     * Authors of the item, in credit order.
+     */
     author: Array<string>;
+    /**
+     * Tags of the item, used in filters and recommendations.
+     */
     item_tags: Array<string>;
+    /**
+     * Whether the item stays relevant regardless of age (not down-ranked as it ages).
+     */
     evergreen: boolean;
+    /**
+     * Whether the item appears in search results and recommendations.
+     */
     visible_in_search: boolean;
+    /**
+     * Whether the item can ground chat and completion answers.
+     */
     visible_in_chat: boolean;
 };
 
@@ -1189,28 +2403,88 @@ export type Item = {
  *
  */
 export type PatchItemRequest = {
+    /**
+     * Publisher that owns the item (403 when not in your organization).
+     */
     publisher_id: string;
+    /**
+     * Item to change; give it or `producer_id`.
+     */
     item_id?: string;
+    /**
+     * Your own identifier of the item, instead of `item_id` (400 when it matches several files).
+     */
     producer_id?: string;
+    /**
+     * New title; null clears it.
+     */
     item_title?: string | null;
+    /**
+     * New subtitle; null clears it.
+     */
     item_subtitle?: string | null;
+    /**
+     * New publication date (free text); null clears it.
+     */
     publication_date?: string | null;
+    /**
+     * New kind of item; null clears it.
+     */
     type?: string | null;
+    /**
+     * New image URL; null clears it.
+     */
     item_image?: string | null;
+    /**
+     * New public URL; null clears it.
+     */
     item_url?: string | null;
+    /**
+     * New summary; null clears it.
+     */
     item_summary?: string | null;
+    /**
+     * New publisher-side number; null clears it.
+     */
     item_number?: string | null;
+    /**
+     * New extra data; null clears it.
+     */
     item_extra?: string | null;
+    /**
+     * New ISBN; null clears it.
+     */
     isbn?: string | null;
+    /**
+     * New author list (replaces the old one); null clears it.
+     */
     author?: Array<string> | null;
+    /**
+     * New tag list (replaces the old one); null clears it.
+     */
     item_tags?: Array<string> | null;
+    /**
+     * Mark the item as evergreen (not down-ranked with age).
+     */
     evergreen?: boolean;
+    /**
+     * Show or hide the item in search and recommendations (updates the vector store; 502 when that fails).
+     */
     visible_in_search?: boolean;
+    /**
+     * Allow or forbid the item to ground answers (updates the vector store; 502 when that fails).
+     */
     visible_in_chat?: boolean;
 };
 
 export type PatchItemResponse = {
+    /**
+     * Whether the item was updated.
+     */
     success: boolean;
+    /**
+     * Human-readable outcome or reason.
+     */
     message: string;
 };
 
@@ -1220,21 +2494,57 @@ export type PatchItemResponse = {
  *
  */
 export type ItemFilter = {
+    /**
+     * Only these items (UUIDs).
+     */
     item_ids?: Array<string>;
+    /**
+     * Only items of these kinds.
+     */
     types?: Array<string>;
+    /**
+     * Only items in these states.
+     */
     statuses?: Array<ItemStatus>;
+    /**
+     * Only items by any of these authors.
+     */
     authors?: Array<string>;
+    /**
+     * Only items with any of these tags.
+     */
     tags?: Array<string>;
+    /**
+     * Only evergreen (true) or non-evergreen (false) items.
+     */
     evergreen?: boolean;
+    /**
+     * Only items shown (true) or hidden (false) in search.
+     */
     visible_in_search?: boolean;
+    /**
+     * Only items that can (true) or cannot (false) ground answers.
+     */
     visible_in_chat?: boolean;
     /**
      * Case-insensitive substring of title or file name.
      */
     search?: string;
+    /**
+     * Only items created at or after this time.
+     */
     created_after?: string;
+    /**
+     * Only items created before this time.
+     */
     created_before?: string;
+    /**
+     * Only items changed at or after this time.
+     */
     updated_after?: string;
+    /**
+     * Only items changed before this time.
+     */
     updated_before?: string;
 };
 
@@ -1257,26 +2567,71 @@ export type PatchOperation = {
  * Multi-item patch. Missing or empty `ops` is a 400 (checked by the server).
  */
 export type PatchItemsRequest = {
+    /**
+     * Which items to change.
+     */
     filter?: ItemFilter;
+    /**
+     * Changes to apply to every matched item, in order (at least one; 400 otherwise).
+     */
     ops?: Array<PatchOperation>;
+    /**
+     * Maximum number of items to change in this call.
+     */
     limit?: number;
 };
 
 export type PatchItemsResult = {
+    /**
+     * The item.
+     */
     item_id: string;
+    /**
+     * Whether this item was changed.
+     */
     success: boolean;
+    /**
+     * Why this entry failed; null when it succeeded.
+     */
     error: string | null;
+    /**
+     * Version tag of the item after the change; null when it was not changed.
+     */
     etag: string | null;
+    /**
+     * Time of the last change (RFC 3339).
+     */
     updated_at: string | null;
 };
 
 export type PatchItemsResponse = {
+    /**
+     * Whether every matched item was changed.
+     */
     success: boolean;
+    /**
+     * Items the filter matched (up to `limit`).
+     */
     total_matched: number;
+    /**
+     * Items changed.
+     */
     total_patched: number;
+    /**
+     * Items that could not be changed (see `results`).
+     */
     total_failed: number;
+    /**
+     * One result per matched item, in request order.
+     */
     results: Array<PatchItemsResult>;
+    /**
+     * Human-readable summary.
+     */
     message: string;
+    /**
+     * The filter as the server applied it (defaults filled in).
+     */
     filter_applied: ItemFilter;
 };
 
@@ -1284,12 +2639,24 @@ export type PatchItemsResponse = {
  * Up to 1000 item ids. Missing or empty `item_ids` is a 400 (checked by the server).
  */
 export type DeleteItemsRequest = {
+    /**
+     * Items to delete (UUIDs); at least one (400 otherwise).
+     */
     item_ids?: Array<string>;
 };
 
 export type DeleteItemResult = {
+    /**
+     * The item.
+     */
     item_id: string;
+    /**
+     * Whether this item was deleted.
+     */
     success: boolean;
+    /**
+     * Why this entry failed; null when it succeeded.
+     */
     error: string | null;
     /**
      * Store name to whether the item was removed from it.
@@ -1300,15 +2667,33 @@ export type DeleteItemResult = {
 };
 
 export type DeleteItemsResponse = {
+    /**
+     * Whether every requested item was deleted.
+     */
     success: boolean;
     /**
      * Delete mode applied: `soft` (the item is marked deleted, its chunks are removed, and its producer id and content hash are released for re-upload).
      */
     mode: string;
+    /**
+     * Items in the request.
+     */
     total_requested: number;
+    /**
+     * Items deleted.
+     */
     total_deleted: number;
+    /**
+     * Items not deleted (see `results`).
+     */
     total_failed: number;
+    /**
+     * One result per matched item, in request order.
+     */
     results: Array<DeleteItemResult>;
+    /**
+     * Human-readable summary.
+     */
     message: string;
 };
 
@@ -1316,17 +2701,32 @@ export type DeleteItemsResponse = {
  * Up to 10000 producer ids. Missing or empty `producer_ids` is a 400 (checked by the server).
  */
 export type ItemsByProducerRequest = {
+    /**
+     * Your own item identifiers to look up; at least one (400 otherwise).
+     */
     producer_ids?: Array<string>;
 };
 
 export type PublisherItemSummary = {
+    /**
+     * Identifier of the content item (UUID).
+     */
     item_id: string;
+    /**
+     * Title of the item; null when it has none.
+     */
     item_title: string | null;
+    /**
+     * Name of the file the item was ingested from; null when it was not ingested from a file.
+     */
     filename: string | null;
     /**
      * Ingestion status (see `ItemStatus`).
      */
     status: string | null;
+    /**
+     * Your own identifier of the item; null when none was given.
+     */
     producer_id: string | null;
 };
 
@@ -1340,6 +2740,9 @@ export type SearchRequest = {
      * Natural-language query (semantic search).
      */
     query: string;
+    /**
+     * Collection (index) to search, e.g. `GlooProd`; an empty value is refused with 403.
+     */
     collection: string;
     /**
      * Publisher name; required for multi-tenant collections (400 when missing or invalid).
@@ -1364,26 +2767,62 @@ export type SearchHit = {
      * Scores of the hit (further fields may appear).
      */
     metadata: {
+        /**
+         * Vector distance to the query (lower is closer).
+         */
         distance: number;
+        /**
+         * Semantic match certainty, 0 to 1 (`(1 + cosine similarity) / 2`); higher is closer.
+         */
         certainty: number;
+        /**
+         * Ranking score (higher is better).
+         */
         score: number;
     };
     /**
      * Properties of the chunk and its item (further fields may appear).
      */
     properties: {
+        /**
+         * Identifier of the content item (UUID).
+         */
         item_id: string;
+        /**
+         * Title of the item; null when it has none.
+         */
         item_title: string | null;
+        /**
+         * Name of the publisher of the source item; null when unknown.
+         */
         publisher: string | null;
+        /**
+         * Publication date as the publisher gives it (free text, e.g. `March 2021`); null when unknown.
+         */
         publication_date?: string | null;
+        /**
+         * The matching passage.
+         */
         snippet: string;
+        /**
+         * Kind of the item; null when unknown.
+         */
         type?: string | null;
+        /**
+         * Authors of the item; null when unknown.
+         */
         author?: Array<string> | null;
     };
+    /**
+     * Collection the hit comes from.
+     */
     collection: string;
 };
 
 export type SearchResponse = {
+    /**
+     * Hits, best first; empty when nothing matched (not an error).
+     */
     data: Array<SearchHit>;
     /**
      * Intent detected for the query.
@@ -1394,17 +2833,41 @@ export type SearchResponse = {
 export type MediaType = 'audio' | 'video' | 'book' | 'article';
 
 export type RecommendationsRequest = {
+    /**
+     * Text to find related items for (a question, a passage, a topic).
+     */
     query: string;
+    /**
+     * Collection (index) to search.
+     */
     collection: string;
     /**
      * Publisher name; required for multi-tenant collections.
      */
     tenant?: string;
+    /**
+     * Publisher names to restrict the sources to; all visible publishers when absent.
+     */
     publishers?: Array<string>;
+    /**
+     * Maximum passages to consider across all items.
+     */
     max_snippet_count_overall?: number;
+    /**
+     * Minimum certainty of a passage; lower it toward 0.5 for more results.
+     */
     certainty_threshold?: number;
+    /**
+     * Only items of these media types; all when absent.
+     */
     media_types?: Array<MediaType>;
+    /**
+     * Minimum matching passages an item needs to be recommended.
+     */
     min_snippet_count_per_item?: number;
+    /**
+     * Maximum number of items to recommend.
+     */
     item_count?: number;
 };
 
@@ -1412,9 +2875,21 @@ export type RecommendationsRequest = {
  * A matching snippet of the item (further fields may appear).
  */
 export type RecommendedSnippet = {
+    /**
+     * Identifier of the passage.
+     */
     uuid: string;
+    /**
+     * Summary of the item; null when none.
+     */
     item_summary?: string | null;
+    /**
+     * Position of the passage within its item, from 0.
+     */
     part?: number;
+    /**
+     * Semantic match certainty, 0 to 1 (`(1 + cosine similarity) / 2`); higher is closer.
+     */
     certainty: number;
 };
 
@@ -1422,34 +2897,97 @@ export type RecommendedSnippet = {
  * A recommended item with its metadata (further metadata fields may appear).
  */
 export type RecommendedItem = {
+    /**
+     * Identifier of the content item (UUID).
+     */
     item_id: string;
+    /**
+     * Title of the item; null when it has none.
+     */
     item_title: string | null;
+    /**
+     * Subtitle of the item; null when it has none.
+     */
     item_subtitle?: string | null;
+    /**
+     * Authors of the item; null when unknown.
+     */
     author?: Array<string> | null;
+    /**
+     * Kind of the item; null when unknown.
+     */
     type?: string | null;
+    /**
+     * Publication date as the publisher gives it (free text, e.g. `March 2021`); null when unknown.
+     */
     publication_date?: string | null;
+    /**
+     * Public URL where the item can be read; null when none.
+     */
     item_url?: string | null;
+    /**
+     * URL of the item cover or preview image; null when none.
+     */
     item_image?: string | null;
+    /**
+     * Short summary of the item; null when none.
+     */
     item_summary?: string | null;
+    /**
+     * Name of the publisher of the source item; null when unknown.
+     */
     publisher: string | null;
+    /**
+     * Matching passages of this item.
+     */
     snippet_count: number;
+    /**
+     * Sum of the certainties of its matching passages; the ranking key.
+     */
     cumulative_certainty: number;
+    /**
+     * The matching passages.
+     */
     uuids: Array<RecommendedSnippet>;
 };
 
 export type PaywallRelatedRequest = {
+    /**
+     * Which item the paywall is for.
+     */
     request?: {
+        /**
+         * Your own identifier of the paywalled item.
+         */
         producer_id?: string;
     };
+    /**
+     * Where to look for related content.
+     */
     request_body?: {
+        /**
+         * Collection (index) to search.
+         */
         collection?: string;
+        /**
+         * Publisher name that scopes the collection.
+         */
         tenant?: string;
     };
 };
 
 export type PaywallRelatedResult = {
+    /**
+     * Generated teaser of the paywalled item.
+     */
     ai_paywall_summary: string;
+    /**
+     * Generated reason to read the item.
+     */
     ai_why_read: string;
+    /**
+     * Generated key points of the item.
+     */
     bullet_points: Array<string>;
     /**
      * Related articles (element fields not fixed).
@@ -1460,9 +2998,21 @@ export type PaywallRelatedResult = {
 };
 
 export type ChatMessageRequest = {
+    /**
+     * The question to answer.
+     */
     query: string;
+    /**
+     * Maximum length of the answer, in characters.
+     */
     character_limit?: number;
+    /**
+     * Maximum number of sources to ground the answer on, 1 to 10.
+     */
     sources_limit?: number;
+    /**
+     * Publisher names to restrict the sources to; all visible publishers when absent.
+     */
     publishers?: Array<string>;
     /**
      * Existing chat to continue; a new chat is created when absent.
@@ -1474,37 +3024,97 @@ export type ChatMessageRequest = {
  * A source the answer used (further fields may appear).
  */
 export type ChatSource = {
+    /**
+     * Identifier of the source item.
+     */
     item_id?: string;
+    /**
+     * Title of the source item; null when it has none.
+     */
     title?: string | null;
+    /**
+     * Name of the publisher of the source item; null when unknown.
+     */
     publisher?: string | null;
+    /**
+     * Public URL of the source item; null when it has none.
+     */
     url?: string | null;
+    /**
+     * The passage used; null when not returned.
+     */
     snippet?: string | null;
 };
 
 export type ChatMessageResponse = {
+    /**
+     * Identifier of the chat (conversation).
+     */
     chat_id: string;
+    /**
+     * Identifier of the question within the chat.
+     */
     query_id: string;
+    /**
+     * Identifier of the answer message within the chat.
+     */
     message_id: string;
+    /**
+     * The answer.
+     */
     message: string;
+    /**
+     * Source passages the answer is grounded on.
+     */
     sources: Array<ChatSource>;
 };
 
 export type ChatHistoryEntry = {
+    /**
+     * Identifier of the question within the chat.
+     */
     query_id: string;
+    /**
+     * Identifier of the answer message within the chat.
+     */
     message_id: string;
+    /**
+     * The question asked.
+     */
     query: string;
+    /**
+     * The answer given.
+     */
     message: string;
+    /**
+     * Source passages the answer is grounded on.
+     */
     sources: Array<ChatSource>;
+    /**
+     * When the question was asked (RFC 3339).
+     */
     created_at: string;
 };
 
 export type ChatHistory = {
+    /**
+     * Identifier of the chat (conversation).
+     */
     chat_id: string;
+    /**
+     * Questions and answers of the chat, oldest first.
+     */
     messages: Array<ChatHistoryEntry>;
 };
 
 export type DeleteMessageResult = {
+    /**
+     * Always true when answered 200.
+     */
     deleted: boolean;
+    /**
+     * The deleted message.
+     */
     message_id: string;
 };
 
@@ -1512,7 +3122,13 @@ export type DeleteMessageResult = {
  * On every management response; outside lists `hasMore` is false and `nextCursor` null.
  */
 export type ManagementMeta = {
+    /**
+     * Identifier of the request (the trace id).
+     */
     requestId: string;
+    /**
+     * Whether more pages follow; fetch them with `cursor` = `nextCursor`.
+     */
     hasMore: boolean;
     /**
      * Cursor of the next page; null on the last page.
@@ -1523,11 +3139,29 @@ export type ManagementMeta = {
 export type GatewayStatus = 'healthy' | 'degraded' | 'offline';
 
 export type HealthResponse = {
+    /**
+     * Health of the platform.
+     */
     data: {
+        /**
+         * Overall status, the worst of the gateways.
+         */
         status: GatewayStatus;
+        /**
+         * Health of each gateway (inference, data, management).
+         */
         gateways: Array<{
+            /**
+             * Stable identifier of the gateway.
+             */
             id: string;
+            /**
+             * Display name of the gateway.
+             */
             name: string;
+            /**
+             * Status of this gateway.
+             */
             status: GatewayStatus;
             /**
              * Unix milliseconds of the last check.
@@ -1535,6 +3169,9 @@ export type HealthResponse = {
             lastHealthCheck: number;
         }>;
     };
+    /**
+     * Request metadata of the management API: request id and pagination state.
+     */
     meta: ManagementMeta;
 };
 
@@ -1542,25 +3179,58 @@ export type HealthResponse = {
  * How the agent picks its model; `model` with mode `model`, `model_family` with mode `model_family`.
  */
 export type AgentModel = {
+    /**
+     * How the agent picks its model: auto-routing, a fixed `model`, or a `model_family`.
+     */
     mode: 'auto_routing' | 'model' | 'model_family';
+    /**
+     * Model id, with `mode: model`.
+     */
     model?: string;
+    /**
+     * Model family, with `mode: model_family`.
+     */
     model_family?: ModelFamily;
 };
 
 export type AgentStatus = 'active' | 'inactive' | 'archived';
 
 export type Agent = {
+    /**
+     * Identifier of the agent (UUID).
+     */
     id: string;
+    /**
+     * Display name of the agent.
+     */
     name: string;
+    /**
+     * What the agent is for; null when none.
+     */
     description: string | null;
     /**
      * Incremented on every update.
      */
     version: number;
+    /**
+     * Whether the agent is in use.
+     */
     status: AgentStatus;
+    /**
+     * Free-form labels, for filtering and organisation.
+     */
     tags: Array<string>;
+    /**
+     * How the agent chooses its model.
+     */
     model: AgentModel;
+    /**
+     * System instructions the agent runs with; null when none.
+     */
     instructions: string | null;
+    /**
+     * Theological tradition the agent answers in; null when none.
+     */
     tradition: Tradition | null;
     /**
      * Unix milliseconds.
@@ -1573,12 +3243,33 @@ export type Agent = {
 };
 
 export type CreateAgentRequest = {
+    /**
+     * Display name of the agent.
+     */
     name: string;
+    /**
+     * What the agent is for.
+     */
     description?: string | null;
+    /**
+     * Initial state of the agent.
+     */
     status?: AgentStatus;
+    /**
+     * Free-form labels, for filtering and organisation.
+     */
     tags?: Array<string>;
+    /**
+     * How the agent chooses its model.
+     */
     model?: AgentModel;
+    /**
+     * System instructions the agent runs with.
+     */
     instructions?: string | null;
+    /**
+     * Theological tradition the agent answers in; null for none.
+     */
     tradition?: Tradition | null;
 };
 
@@ -1586,30 +3277,75 @@ export type CreateAgentRequest = {
  * Fields to change.
  */
 export type UpdateAgentRequest = {
+    /**
+     * New display name.
+     */
     name?: string;
+    /**
+     * New description; null clears it.
+     */
     description?: string | null;
+    /**
+     * New state.
+     */
     status?: AgentStatus;
+    /**
+     * New tag list (replaces the old one).
+     */
     tags?: Array<string>;
+    /**
+     * New model choice.
+     */
     model?: AgentModel;
+    /**
+     * New system instructions; null clears them.
+     */
     instructions?: string | null;
+    /**
+     * New tradition; null clears it.
+     */
     tradition?: Tradition | null;
 };
 
 export type AgentResponse = {
+    /**
+     * The agent.
+     */
     data: Agent;
+    /**
+     * Request metadata of the management API: request id and pagination state.
+     */
     meta: ManagementMeta;
 };
 
 export type AgentListResponse = {
+    /**
+     * Agents of this page, newest first.
+     */
     data: Array<Agent>;
+    /**
+     * Request metadata of the management API: request id and pagination state.
+     */
     meta: ManagementMeta;
 };
 
 export type AgentDeletedResponse = {
+    /**
+     * The deleted agent.
+     */
     data: {
+        /**
+         * Identifier of the deleted agent.
+         */
         id: string;
+        /**
+         * Always true.
+         */
         deleted: true;
     };
+    /**
+     * Request metadata of the management API: request id and pagination state.
+     */
     meta: ManagementMeta;
 };
 
@@ -1624,13 +3360,25 @@ export type ApiKeyStatus = 'active' | 'revoked' | 'expired';
  * API key record (never the plaintext key).
  */
 export type ApiKey = {
+    /**
+     * Identifier of the key record (UUID); not the key itself.
+     */
     id: string;
     /**
      * Obfuscated key, e.g. `sk_…a1b2`.
      */
     keyPrefix: string;
+    /**
+     * Your name for the key, to tell keys apart; null when none.
+     */
     label: string | null;
+    /**
+     * Permissions of the key (see `x-scopes`).
+     */
     scopes: Array<Scope>;
+    /**
+     * Whether the key works.
+     */
     status: ApiKeyStatus;
     /**
      * Unix milliseconds.
@@ -1640,26 +3388,59 @@ export type ApiKey = {
      * Unix milliseconds; null for no expiry.
      */
     expiresAt: number | null;
+    /**
+     * Revocation time, Unix milliseconds; null while the key is active.
+     */
     revokedAt: number | null;
+    /**
+     * Time of the last authenticated request, Unix milliseconds; null when never used.
+     */
     lastUsedAt: number | null;
 };
 
 export type CreatedApiKey = {
+    /**
+     * Identifier of the key record (UUID); not the key itself.
+     */
     id: string;
     /**
      * The plaintext key (`sk_...`), shown once.
      */
     key: string;
+    /**
+     * Obfuscated key (prefix and last four characters), safe to display; the full key is never shown again.
+     */
     keyPrefix: string;
+    /**
+     * Your name for the key, to tell keys apart; null when none.
+     */
     label: string | null;
+    /**
+     * Permissions of the key (see `x-scopes`).
+     */
     scopes: Array<Scope>;
+    /**
+     * Always `active` for a new key.
+     */
     status: ApiKeyStatus;
+    /**
+     * Creation time, Unix milliseconds.
+     */
     createdAt: number;
+    /**
+     * Expiry time, Unix milliseconds; null when the key does not expire.
+     */
     expiresAt: number | null;
 };
 
 export type CreateKeyRequest = {
+    /**
+     * Permissions of the new key; a key cannot grant scopes it lacks itself (403).
+     */
     scopes: Array<Scope>;
+    /**
+     * Your name for the key.
+     */
     label?: string | null;
     /**
      * Expiry in Unix milliseconds (at most the end of year 9999); null or absent for no
@@ -1671,17 +3452,35 @@ export type CreateKeyRequest = {
 };
 
 export type CreatedKeyResponse = {
+    /**
+     * The new key, with its full value (shown once).
+     */
     data: CreatedApiKey;
+    /**
+     * Request metadata of the management API: request id and pagination state.
+     */
     meta: ManagementMeta;
 };
 
 export type KeyResponse = {
+    /**
+     * The key record.
+     */
     data: ApiKey;
+    /**
+     * Request metadata of the management API: request id and pagination state.
+     */
     meta: ManagementMeta;
 };
 
 export type KeyListResponse = {
+    /**
+     * Key records of this page.
+     */
     data: Array<ApiKey>;
+    /**
+     * Request metadata of the management API: request id and pagination state.
+     */
     meta: ManagementMeta;
 };
 
@@ -1701,11 +3500,17 @@ export type OAuthTokenRequest = {
 };
 
 export type OAuthTokenResponse = {
+    /**
+     * Bearer token for the `Authorization` header.
+     */
     access_token: string;
     /**
      * Lifetime in seconds (3600).
      */
     expires_in: number;
+    /**
+     * Always `Bearer`.
+     */
     token_type: 'Bearer';
 };
 
@@ -1820,23 +3625,48 @@ export type CreateGuardedChatCompletionErrors = {
      */
     403: AiError;
     /**
-     * The upstream provider timed out (PROVIDER_TIMEOUT); retryable with backoff.
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
      */
-    408: AiError;
+    405: GatewayError;
+    /**
+     * The upstream provider timed out (PROVIDER_TIMEOUT, AI error shape), or the request itself did not arrive in time (`request_timeout`, gateway shape, answered before routing). Retryable with backoff.
+     */
+    408: AiError | GatewayError;
+    /**
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished.
+     */
+    409: AiError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged.
+     */
+    413: AiError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body.
+     */
+    415: AiError;
     /**
      * Field validation failure (`ValidationError`, e.g. `messages` absent or a
      * non-float `certainty`), or a provider content filter (`AIError` with
-     * CONTENT_FILTERED; do not retry unchanged).
+     * CONTENT_FILTERED: do not retry unchanged).
      *
      */
     422: ValidationError | AiError;
     /**
-     * Weekly spending cap reached (1005 SPENDING_LIMIT_EXCEEDED: not retryable, no
-     * Retry-After) or an endpoint quota (QUOTA_EXCEEDED, honour Retry-After); a
-     * provider rate limit before streaming is RATE_LIMIT (2004).
+     * Three different 429s; check `error.name`:
+     * - `SPENDING_LIMIT_EXCEEDED` (1005): the weekly spending cap is reached. Not retryable, no
+     * `Retry-After`, and adding credit does not clear it (spec 7.3.1).
+     * - `QUOTA_EXCEEDED` (1019): an endpoint quota is used up. Retryable: honour `Retry-After`;
+     * `X-RateLimit-Limit` / `-Remaining` / `-Reset` may come with it.
+     * - `RATE_LIMIT` (2004): the upstream provider rate-limited the request (before streaming;
+     * in-stream it is an error chunk). Retryable; `Retry-After` when the provider sent one.
+     * None of the headers is guaranteed: clients must not wait on a 429 that has no `Retry-After`.
      *
      */
     429: AiError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal or inference error (e.g. 2013 PROVIDER_INFERENCE_ERROR, 3001 INTERNAL_ERROR).
      */
@@ -1905,23 +3735,48 @@ export type CreateGroundedChatCompletionErrors = {
      */
     403: AiError;
     /**
-     * The upstream provider timed out (PROVIDER_TIMEOUT); retryable with backoff.
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
      */
-    408: AiError;
+    405: GatewayError;
+    /**
+     * The upstream provider timed out (PROVIDER_TIMEOUT, AI error shape), or the request itself did not arrive in time (`request_timeout`, gateway shape, answered before routing). Retryable with backoff.
+     */
+    408: AiError | GatewayError;
+    /**
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished.
+     */
+    409: AiError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged.
+     */
+    413: AiError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body.
+     */
+    415: AiError;
     /**
      * Field validation failure (`ValidationError`, e.g. `messages` absent or a
      * non-float `certainty`), or a provider content filter (`AIError` with
-     * CONTENT_FILTERED; do not retry unchanged).
+     * CONTENT_FILTERED: do not retry unchanged).
      *
      */
     422: ValidationError | AiError;
     /**
-     * Weekly spending cap reached (1005 SPENDING_LIMIT_EXCEEDED: not retryable, no
-     * Retry-After) or an endpoint quota (QUOTA_EXCEEDED, honour Retry-After); a
-     * provider rate limit before streaming is RATE_LIMIT (2004).
+     * Three different 429s; check `error.name`:
+     * - `SPENDING_LIMIT_EXCEEDED` (1005): the weekly spending cap is reached. Not retryable, no
+     * `Retry-After`, and adding credit does not clear it (spec 7.3.1).
+     * - `QUOTA_EXCEEDED` (1019): an endpoint quota is used up. Retryable: honour `Retry-After`;
+     * `X-RateLimit-Limit` / `-Remaining` / `-Reset` may come with it.
+     * - `RATE_LIMIT` (2004): the upstream provider rate-limited the request (before streaming;
+     * in-stream it is an error chunk). Retryable; `Retry-After` when the provider sent one.
+     * None of the headers is guaranteed: clients must not wait on a 429 that has no `Retry-After`.
      *
      */
     429: AiError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal or inference error (e.g. 2013 PROVIDER_INFERENCE_ERROR, 3001 INTERNAL_ERROR).
      */
@@ -1998,23 +3853,48 @@ export type CreateCodingChatCompletionErrors = {
      */
     403: AiError;
     /**
-     * The upstream provider timed out (PROVIDER_TIMEOUT); retryable with backoff.
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
      */
-    408: AiError;
+    405: GatewayError;
+    /**
+     * The upstream provider timed out (PROVIDER_TIMEOUT, AI error shape), or the request itself did not arrive in time (`request_timeout`, gateway shape, answered before routing). Retryable with backoff.
+     */
+    408: AiError | GatewayError;
+    /**
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished.
+     */
+    409: AiError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged.
+     */
+    413: AiError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body.
+     */
+    415: AiError;
     /**
      * Field validation failure (`ValidationError`, e.g. `messages` absent or a
      * non-float `certainty`), or a provider content filter (`AIError` with
-     * CONTENT_FILTERED; do not retry unchanged).
+     * CONTENT_FILTERED: do not retry unchanged).
      *
      */
     422: ValidationError | AiError;
     /**
-     * Weekly spending cap reached (1005 SPENDING_LIMIT_EXCEEDED: not retryable, no
-     * Retry-After) or an endpoint quota (QUOTA_EXCEEDED, honour Retry-After); a
-     * provider rate limit before streaming is RATE_LIMIT (2004).
+     * Three different 429s; check `error.name`:
+     * - `SPENDING_LIMIT_EXCEEDED` (1005): the weekly spending cap is reached. Not retryable, no
+     * `Retry-After`, and adding credit does not clear it (spec 7.3.1).
+     * - `QUOTA_EXCEEDED` (1019): an endpoint quota is used up. Retryable: honour `Retry-After`;
+     * `X-RateLimit-Limit` / `-Remaining` / `-Reset` may come with it.
+     * - `RATE_LIMIT` (2004): the upstream provider rate-limited the request (before streaming;
+     * in-stream it is an error chunk). Retryable; `Retry-After` when the provider sent one.
+     * None of the headers is guaranteed: clients must not wait on a 429 that has no `Retry-After`.
      *
      */
     429: AiError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal or inference error (e.g. 2013 PROVIDER_INFERENCE_ERROR, 3001 INTERNAL_ERROR).
      */
@@ -2055,6 +3935,22 @@ export type ListModelsErrors = {
      * Malformed or invalid credential, or missing permission (gateway).
      */
     403: GatewayError;
+    /**
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
+     */
+    405: GatewayError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
+     * A query parameter the operation does not take, or one with an invalid value.
+     */
+    422: GatewayError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal or inference error (e.g. 2013 PROVIDER_INFERENCE_ERROR, 3001 INTERNAL_ERROR).
      */
@@ -2113,23 +4009,48 @@ export type CreateResponseErrors = {
      */
     403: AiError;
     /**
-     * The upstream provider timed out (PROVIDER_TIMEOUT); retryable with backoff.
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
      */
-    408: AiError;
+    405: GatewayError;
+    /**
+     * The upstream provider timed out (PROVIDER_TIMEOUT, AI error shape), or the request itself did not arrive in time (`request_timeout`, gateway shape, answered before routing). Retryable with backoff.
+     */
+    408: AiError | GatewayError;
+    /**
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished.
+     */
+    409: AiError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged.
+     */
+    413: AiError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body.
+     */
+    415: AiError;
     /**
      * Field validation failure (`ValidationError`, e.g. `messages` absent or a
      * non-float `certainty`), or a provider content filter (`AIError` with
-     * CONTENT_FILTERED; do not retry unchanged).
+     * CONTENT_FILTERED: do not retry unchanged).
      *
      */
     422: ValidationError | AiError;
     /**
-     * Weekly spending cap reached (1005 SPENDING_LIMIT_EXCEEDED: not retryable, no
-     * Retry-After) or an endpoint quota (QUOTA_EXCEEDED, honour Retry-After); a
-     * provider rate limit before streaming is RATE_LIMIT (2004).
+     * Three different 429s; check `error.name`:
+     * - `SPENDING_LIMIT_EXCEEDED` (1005): the weekly spending cap is reached. Not retryable, no
+     * `Retry-After`, and adding credit does not clear it (spec 7.3.1).
+     * - `QUOTA_EXCEEDED` (1019): an endpoint quota is used up. Retryable: honour `Retry-After`;
+     * `X-RateLimit-Limit` / `-Remaining` / `-Reset` may come with it.
+     * - `RATE_LIMIT` (2004): the upstream provider rate-limited the request (before streaming;
+     * in-stream it is an error chunk). Retryable; `Retry-After` when the provider sent one.
+     * None of the headers is guaranteed: clients must not wait on a 429 that has no `Retry-After`.
      *
      */
     429: AiError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal or inference error (e.g. 2013 PROVIDER_INFERENCE_ERROR, 3001 INTERNAL_ERROR).
      */
@@ -2194,23 +4115,48 @@ export type CreateGroundedResponseErrors = {
      */
     403: AiError;
     /**
-     * The upstream provider timed out (PROVIDER_TIMEOUT); retryable with backoff.
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
      */
-    408: AiError;
+    405: GatewayError;
+    /**
+     * The upstream provider timed out (PROVIDER_TIMEOUT, AI error shape), or the request itself did not arrive in time (`request_timeout`, gateway shape, answered before routing). Retryable with backoff.
+     */
+    408: AiError | GatewayError;
+    /**
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished.
+     */
+    409: AiError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged.
+     */
+    413: AiError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body.
+     */
+    415: AiError;
     /**
      * Field validation failure (`ValidationError`, e.g. `messages` absent or a
      * non-float `certainty`), or a provider content filter (`AIError` with
-     * CONTENT_FILTERED; do not retry unchanged).
+     * CONTENT_FILTERED: do not retry unchanged).
      *
      */
     422: ValidationError | AiError;
     /**
-     * Weekly spending cap reached (1005 SPENDING_LIMIT_EXCEEDED: not retryable, no
-     * Retry-After) or an endpoint quota (QUOTA_EXCEEDED, honour Retry-After); a
-     * provider rate limit before streaming is RATE_LIMIT (2004).
+     * Three different 429s; check `error.name`:
+     * - `SPENDING_LIMIT_EXCEEDED` (1005): the weekly spending cap is reached. Not retryable, no
+     * `Retry-After`, and adding credit does not clear it (spec 7.3.1).
+     * - `QUOTA_EXCEEDED` (1019): an endpoint quota is used up. Retryable: honour `Retry-After`;
+     * `X-RateLimit-Limit` / `-Remaining` / `-Reset` may come with it.
+     * - `RATE_LIMIT` (2004): the upstream provider rate-limited the request (before streaming;
+     * in-stream it is an error chunk). Retryable; `Retry-After` when the provider sent one.
+     * None of the headers is guaranteed: clients must not wait on a 429 that has no `Retry-After`.
      *
      */
     429: AiError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal or inference error (e.g. 2013 PROVIDER_INFERENCE_ERROR, 3001 INTERNAL_ERROR).
      */
@@ -2276,20 +4222,45 @@ export type CreateEmbeddingsErrors = {
      */
     403: AiError;
     /**
-     * The upstream provider timed out (PROVIDER_TIMEOUT); retryable with backoff.
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
      */
-    408: AiError;
+    405: GatewayError;
+    /**
+     * The upstream provider timed out (PROVIDER_TIMEOUT, AI error shape), or the request itself did not arrive in time (`request_timeout`, gateway shape, answered before routing). Retryable with backoff.
+     */
+    408: AiError | GatewayError;
+    /**
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished.
+     */
+    409: AiError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged.
+     */
+    413: AiError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body.
+     */
+    415: AiError;
     /**
      * Request validation failed (embeddings use a `detail` object).
      */
     422: EmbeddingsValidationError;
     /**
-     * Weekly spending cap reached (1005 SPENDING_LIMIT_EXCEEDED: not retryable, no
-     * Retry-After) or an endpoint quota (QUOTA_EXCEEDED, honour Retry-After); a
-     * provider rate limit before streaming is RATE_LIMIT (2004).
+     * Three different 429s; check `error.name`:
+     * - `SPENDING_LIMIT_EXCEEDED` (1005): the weekly spending cap is reached. Not retryable, no
+     * `Retry-After`, and adding credit does not clear it (spec 7.3.1).
+     * - `QUOTA_EXCEEDED` (1019): an endpoint quota is used up. Retryable: honour `Retry-After`;
+     * `X-RateLimit-Limit` / `-Remaining` / `-Reset` may come with it.
+     * - `RATE_LIMIT` (2004): the upstream provider rate-limited the request (before streaming;
+     * in-stream it is an error chunk). Retryable; `Retry-After` when the provider sent one.
+     * None of the headers is guaranteed: clients must not wait on a 429 that has no `Retry-After`.
      *
      */
     429: AiError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal or inference error (e.g. 2013 PROVIDER_INFERENCE_ERROR, 3001 INTERNAL_ERROR).
      */
@@ -2352,20 +4323,45 @@ export type CreateEmbeddingsAliasErrors = {
      */
     403: AiError;
     /**
-     * The upstream provider timed out (PROVIDER_TIMEOUT); retryable with backoff.
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
      */
-    408: AiError;
+    405: GatewayError;
+    /**
+     * The upstream provider timed out (PROVIDER_TIMEOUT, AI error shape), or the request itself did not arrive in time (`request_timeout`, gateway shape, answered before routing). Retryable with backoff.
+     */
+    408: AiError | GatewayError;
+    /**
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished.
+     */
+    409: AiError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged.
+     */
+    413: AiError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body.
+     */
+    415: AiError;
     /**
      * Request validation failed (embeddings use a `detail` object).
      */
     422: EmbeddingsValidationError;
     /**
-     * Weekly spending cap reached (1005 SPENDING_LIMIT_EXCEEDED: not retryable, no
-     * Retry-After) or an endpoint quota (QUOTA_EXCEEDED, honour Retry-After); a
-     * provider rate limit before streaming is RATE_LIMIT (2004).
+     * Three different 429s; check `error.name`:
+     * - `SPENDING_LIMIT_EXCEEDED` (1005): the weekly spending cap is reached. Not retryable, no
+     * `Retry-After`, and adding credit does not clear it (spec 7.3.1).
+     * - `QUOTA_EXCEEDED` (1019): an endpoint quota is used up. Retryable: honour `Retry-After`;
+     * `X-RateLimit-Limit` / `-Remaining` / `-Reset` may come with it.
+     * - `RATE_LIMIT` (2004): the upstream provider rate-limited the request (before streaming;
+     * in-stream it is an error chunk). Retryable; `Retry-After` when the provider sent one.
+     * None of the headers is guaranteed: clients must not wait on a 429 that has no `Retry-After`.
      *
      */
     429: AiError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal or inference error (e.g. 2013 PROVIDER_INFERENCE_ERROR, 3001 INTERNAL_ERROR).
      */
@@ -2437,9 +4433,33 @@ export type IngestFilesErrors = {
      */
     404: DetailError;
     /**
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
+     */
+    405: GatewayError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished.
+     */
+    409: DetailError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged.
+     */
+    413: DetailError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body.
+     */
+    415: DetailError;
+    /**
      * Valid JSON (or parameters) failing field validation.
      */
     422: ValidationError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal error.
      */
@@ -2494,9 +4514,21 @@ export type GetFileErrors = {
      */
     404: DetailError;
     /**
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
+     */
+    405: GatewayError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
      * Valid JSON (or parameters) failing field validation.
      */
     422: ValidationError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal error.
      */
@@ -2551,9 +4583,21 @@ export type GetItemErrors = {
      */
     404: DetailError;
     /**
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
+     */
+    405: GatewayError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
      * Valid JSON (or parameters) failing field validation.
      */
     422: ValidationError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal error.
      */
@@ -2603,9 +4647,29 @@ export type PatchItemErrors = {
      */
     404: DetailError;
     /**
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
+     */
+    405: GatewayError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged.
+     */
+    413: DetailError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body.
+     */
+    415: DetailError;
+    /**
      * Valid JSON (or parameters) failing field validation.
      */
     422: ValidationError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal error.
      */
@@ -2655,9 +4719,29 @@ export type DeleteItemsErrors = {
      */
     403: DetailError;
     /**
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
+     */
+    405: GatewayError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged.
+     */
+    413: DetailError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body.
+     */
+    415: DetailError;
+    /**
      * Valid JSON (or parameters) failing field validation.
      */
     422: ValidationError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal error.
      */
@@ -2708,9 +4792,29 @@ export type PatchItemsErrors = {
      */
     403: DetailError;
     /**
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
+     */
+    405: GatewayError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged.
+     */
+    413: DetailError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body.
+     */
+    415: DetailError;
+    /**
      * Valid JSON (or parameters) failing field validation.
      */
     422: ValidationError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal error.
      */
@@ -2774,9 +4878,33 @@ export type GetItemsByProducerErrors = {
      */
     403: DetailError;
     /**
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
+     */
+    405: GatewayError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished.
+     */
+    409: DetailError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged.
+     */
+    413: DetailError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body.
+     */
+    415: DetailError;
+    /**
      * Valid JSON (or parameters) failing field validation.
      */
     422: ValidationError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal error.
      */
@@ -2827,9 +4955,21 @@ export type ListPublisherItemsErrors = {
      */
     403: DetailError;
     /**
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
+     */
+    405: GatewayError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
      * Valid JSON (or parameters) failing field validation.
      */
     422: ValidationError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal error.
      */
@@ -2893,9 +5033,33 @@ export type SearchCollectionErrors = {
      */
     403: GatewayError;
     /**
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
+     */
+    405: GatewayError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished.
+     */
+    409: DetailError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged.
+     */
+    413: DetailError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body.
+     */
+    415: DetailError;
+    /**
      * Valid JSON (or parameters) failing field validation.
      */
     422: ValidationError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal error.
      */
@@ -2959,9 +5123,33 @@ export type SearchCollectionAliasErrors = {
      */
     403: GatewayError;
     /**
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
+     */
+    405: GatewayError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished.
+     */
+    409: DetailError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged.
+     */
+    413: DetailError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body.
+     */
+    415: DetailError;
+    /**
      * Valid JSON (or parameters) failing field validation.
      */
     422: ValidationError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal error.
      */
@@ -3022,9 +5210,33 @@ export type GetRecommendationsErrors = {
      */
     403: GatewayError;
     /**
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
+     */
+    405: GatewayError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished.
+     */
+    409: DetailError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged.
+     */
+    413: DetailError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body.
+     */
+    415: DetailError;
+    /**
      * Valid JSON (or parameters) failing field validation.
      */
     422: ValidationError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal error.
      */
@@ -3055,6 +5267,10 @@ export type GetHealthData = {
 
 export type GetHealthErrors = {
     /**
+     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     */
+    400: ManagementError;
+    /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
     401: ManagementError;
@@ -3062,6 +5278,22 @@ export type GetHealthErrors = {
      * The key lacks the scope this operation needs.
      */
     403: ManagementError;
+    /**
+     * The path exists but not with this method; `Allow` lists the methods it takes.
+     */
+    405: ManagementError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
+     * Field validation failed; `error.details` lists the failing fields.
+     */
+    422: ManagementError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal error.
      */
@@ -3088,6 +5320,10 @@ export type GetMetricsData = {
 
 export type GetMetricsErrors = {
     /**
+     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     */
+    400: ManagementError;
+    /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
     401: ManagementError;
@@ -3095,6 +5331,22 @@ export type GetMetricsErrors = {
      * The key lacks the scope this operation needs.
      */
     403: ManagementError;
+    /**
+     * The path exists but not with this method; `Allow` lists the methods it takes.
+     */
+    405: ManagementError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
+     * Field validation failed; `error.details` lists the failing fields.
+     */
+    422: ManagementError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal error.
      */
@@ -3130,6 +5382,10 @@ export type ListAgentsData = {
 
 export type ListAgentsErrors = {
     /**
+     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     */
+    400: ManagementError;
+    /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
     401: ManagementError;
@@ -3138,9 +5394,21 @@ export type ListAgentsErrors = {
      */
     403: ManagementError;
     /**
+     * The path exists but not with this method; `Allow` lists the methods it takes.
+     */
+    405: ManagementError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
      * Field validation failed; `error.details` lists the failing fields.
      */
     422: ManagementError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal error.
      */
@@ -3180,6 +5448,10 @@ export type CreateAgentData = {
 
 export type CreateAgentErrors = {
     /**
+     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     */
+    400: ManagementError;
+    /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
     401: ManagementError;
@@ -3188,9 +5460,33 @@ export type CreateAgentErrors = {
      */
     403: ManagementError;
     /**
+     * The path exists but not with this method; `Allow` lists the methods it takes.
+     */
+    405: ManagementError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished.
+     */
+    409: ManagementError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged.
+     */
+    413: ManagementError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body.
+     */
+    415: ManagementError;
+    /**
      * Field validation failed; `error.details` lists the failing fields.
      */
     422: ManagementError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal error.
      */
@@ -3222,6 +5518,10 @@ export type DeleteAgentData = {
 
 export type DeleteAgentErrors = {
     /**
+     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     */
+    400: ManagementError;
+    /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
     401: ManagementError;
@@ -3234,9 +5534,21 @@ export type DeleteAgentErrors = {
      */
     404: ManagementError;
     /**
+     * The path exists but not with this method; `Allow` lists the methods it takes.
+     */
+    405: ManagementError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
      * Field validation failed; `error.details` lists the failing fields.
      */
     422: ManagementError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal error.
      */
@@ -3268,6 +5580,10 @@ export type GetAgentData = {
 
 export type GetAgentErrors = {
     /**
+     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     */
+    400: ManagementError;
+    /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
     401: ManagementError;
@@ -3280,9 +5596,21 @@ export type GetAgentErrors = {
      */
     404: ManagementError;
     /**
+     * The path exists but not with this method; `Allow` lists the methods it takes.
+     */
+    405: ManagementError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
      * Field validation failed; `error.details` lists the failing fields.
      */
     422: ManagementError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal error.
      */
@@ -3314,6 +5642,10 @@ export type UpdateAgentData = {
 
 export type UpdateAgentErrors = {
     /**
+     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     */
+    400: ManagementError;
+    /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
     401: ManagementError;
@@ -3326,9 +5658,29 @@ export type UpdateAgentErrors = {
      */
     404: ManagementError;
     /**
+     * The path exists but not with this method; `Allow` lists the methods it takes.
+     */
+    405: ManagementError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged.
+     */
+    413: ManagementError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body.
+     */
+    415: ManagementError;
+    /**
      * Field validation failed; `error.details` lists the failing fields.
      */
     422: ManagementError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal error.
      */
@@ -3364,6 +5716,10 @@ export type ListKeysData = {
 
 export type ListKeysErrors = {
     /**
+     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     */
+    400: ManagementError;
+    /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
     401: ManagementError;
@@ -3372,9 +5728,21 @@ export type ListKeysErrors = {
      */
     403: ManagementError;
     /**
+     * The path exists but not with this method; `Allow` lists the methods it takes.
+     */
+    405: ManagementError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
      * Field validation failed; `error.details` lists the failing fields.
      */
     422: ManagementError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal error.
      */
@@ -3414,6 +5782,10 @@ export type CreateKeyData = {
 
 export type CreateKeyErrors = {
     /**
+     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     */
+    400: ManagementError;
+    /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
     401: ManagementError;
@@ -3422,9 +5794,33 @@ export type CreateKeyErrors = {
      */
     403: ManagementError;
     /**
+     * The path exists but not with this method; `Allow` lists the methods it takes.
+     */
+    405: ManagementError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished.
+     */
+    409: ManagementError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged.
+     */
+    413: ManagementError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body.
+     */
+    415: ManagementError;
+    /**
      * Field validation failed; `error.details` lists the failing fields.
      */
     422: ManagementError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal error.
      */
@@ -3456,6 +5852,10 @@ export type RevokeKeyData = {
 
 export type RevokeKeyErrors = {
     /**
+     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     */
+    400: ManagementError;
+    /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
     401: ManagementError;
@@ -3468,9 +5868,21 @@ export type RevokeKeyErrors = {
      */
     404: ManagementError;
     /**
+     * The path exists but not with this method; `Allow` lists the methods it takes.
+     */
+    405: ManagementError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
      * Field validation failed; `error.details` lists the failing fields.
      */
     422: ManagementError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal error.
      */
@@ -3502,6 +5914,10 @@ export type GetKeyData = {
 
 export type GetKeyErrors = {
     /**
+     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     */
+    400: ManagementError;
+    /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
     401: ManagementError;
@@ -3514,9 +5930,21 @@ export type GetKeyErrors = {
      */
     404: ManagementError;
     /**
+     * The path exists but not with this method; `Allow` lists the methods it takes.
+     */
+    405: ManagementError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
      * Field validation failed; `error.details` lists the failing fields.
      */
     422: ManagementError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
     /**
      * Internal error.
      */
@@ -3563,6 +5991,30 @@ export type CreateOAuthTokenErrors = {
      * Unknown client or wrong secret.
      */
     401: OAuthError;
+    /**
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
+     */
+    405: GatewayError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished.
+     */
+    409: OAuthError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged.
+     */
+    413: OAuthError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body.
+     */
+    415: OAuthError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
 };
 
 export type CreateOAuthTokenError = CreateOAuthTokenErrors[keyof CreateOAuthTokenErrors];
@@ -3604,45 +6056,73 @@ export type CreateChatCompletionAliasErrors = {
      * Structurally invalid request: routing selector absent or more than one
      * (ROUTING_SELECTOR_INVALID), no user message (NO_USER_MESSAGE), context window
      * exceeded, unsupported model, publisher not found (grounded), provider bad request.
+     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      *
      */
     400: AiError;
     /**
-     * Authorization header missing (or the credential is invalid).
+     * Authorization header missing (or the credential is invalid). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     401: AiError;
     /**
-     * Billing entitlement unavailable (INSUFFICIENT_CREDIT); access resumes when credit lands.
+     * Billing entitlement unavailable (INSUFFICIENT_CREDIT); access resumes when credit lands. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     402: AiError;
     /**
-     * Permission or ownership mismatch (FORBIDDEN) or a hard guardrail block (GUARDRAIL_BLOCKED).
+     * Permission or ownership mismatch (FORBIDDEN) or a hard guardrail block (GUARDRAIL_BLOCKED). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     403: AiError;
     /**
-     * The upstream provider timed out (PROVIDER_TIMEOUT); retryable with backoff.
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
      */
-    408: AiError;
+    405: GatewayError;
+    /**
+     * The upstream provider timed out (PROVIDER_TIMEOUT, AI error shape), or the request itself did not arrive in time (`request_timeout`, gateway shape, answered before routing). Retryable with backoff. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    408: AiError | GatewayError;
+    /**
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    409: AiError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    413: AiError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    415: AiError;
     /**
      * Field validation failure (`ValidationError`, e.g. `messages` absent or a
      * non-float `certainty`), or a provider content filter (`AIError` with
-     * CONTENT_FILTERED; do not retry unchanged).
+     * CONTENT_FILTERED: do not retry unchanged).
+     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      *
      */
     422: ValidationError | AiError;
     /**
-     * Weekly spending cap reached (1005 SPENDING_LIMIT_EXCEEDED: not retryable, no
-     * Retry-After) or an endpoint quota (QUOTA_EXCEEDED, honour Retry-After); a
-     * provider rate limit before streaming is RATE_LIMIT (2004).
+     * Three different 429s; check `error.name`:
+     * - `SPENDING_LIMIT_EXCEEDED` (1005): the weekly spending cap is reached. Not retryable, no
+     * `Retry-After`, and adding credit does not clear it (spec 7.3.1).
+     * - `QUOTA_EXCEEDED` (1019): an endpoint quota is used up. Retryable: honour `Retry-After`;
+     * `X-RateLimit-Limit` / `-Remaining` / `-Reset` may come with it.
+     * - `RATE_LIMIT` (2004): the upstream provider rate-limited the request (before streaming;
+     * in-stream it is an error chunk). Retryable; `Retry-After` when the provider sent one.
+     * None of the headers is guaranteed: clients must not wait on a 429 that has no `Retry-After`.
+     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      *
      */
     429: AiError;
     /**
-     * Internal or inference error (e.g. 2013 PROVIDER_INFERENCE_ERROR, 3001 INTERNAL_ERROR).
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
+    /**
+     * Internal or inference error (e.g. 2013 PROVIDER_INFERENCE_ERROR, 3001 INTERNAL_ERROR). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     500: AiError;
     /**
-     * Upstream provider or backing service unavailable (PROVIDER_UNAVAILABLE, SERVICE_UNAVAILABLE).
+     * Upstream provider or backing service unavailable (PROVIDER_UNAVAILABLE, SERVICE_UNAVAILABLE). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     503: AiError;
 };
@@ -3654,6 +6134,7 @@ export type CreateChatCompletionAliasResponses = {
      * The completion. `application/json` when `stream` is false or absent;
      * `text/event-stream` when `stream` is true (each `data:` line is one
      * `ChatCompletionStreamEvent`, then `data: [DONE]`).
+     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      *
      */
     200: ChatCompletion;
@@ -3689,45 +6170,73 @@ export type CreateGroundedChatCompletionAliasErrors = {
      * Structurally invalid request: routing selector absent or more than one
      * (ROUTING_SELECTOR_INVALID), no user message (NO_USER_MESSAGE), context window
      * exceeded, unsupported model, publisher not found (grounded), provider bad request.
+     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      *
      */
     400: AiError;
     /**
-     * Authorization header missing (or the credential is invalid).
+     * Authorization header missing (or the credential is invalid). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     401: AiError;
     /**
-     * Billing entitlement unavailable (INSUFFICIENT_CREDIT); access resumes when credit lands.
+     * Billing entitlement unavailable (INSUFFICIENT_CREDIT); access resumes when credit lands. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     402: AiError;
     /**
-     * Permission or ownership mismatch (FORBIDDEN) or a hard guardrail block (GUARDRAIL_BLOCKED).
+     * Permission or ownership mismatch (FORBIDDEN) or a hard guardrail block (GUARDRAIL_BLOCKED). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     403: AiError;
     /**
-     * The upstream provider timed out (PROVIDER_TIMEOUT); retryable with backoff.
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
      */
-    408: AiError;
+    405: GatewayError;
+    /**
+     * The upstream provider timed out (PROVIDER_TIMEOUT, AI error shape), or the request itself did not arrive in time (`request_timeout`, gateway shape, answered before routing). Retryable with backoff. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    408: AiError | GatewayError;
+    /**
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    409: AiError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    413: AiError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    415: AiError;
     /**
      * Field validation failure (`ValidationError`, e.g. `messages` absent or a
      * non-float `certainty`), or a provider content filter (`AIError` with
-     * CONTENT_FILTERED; do not retry unchanged).
+     * CONTENT_FILTERED: do not retry unchanged).
+     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      *
      */
     422: ValidationError | AiError;
     /**
-     * Weekly spending cap reached (1005 SPENDING_LIMIT_EXCEEDED: not retryable, no
-     * Retry-After) or an endpoint quota (QUOTA_EXCEEDED, honour Retry-After); a
-     * provider rate limit before streaming is RATE_LIMIT (2004).
+     * Three different 429s; check `error.name`:
+     * - `SPENDING_LIMIT_EXCEEDED` (1005): the weekly spending cap is reached. Not retryable, no
+     * `Retry-After`, and adding credit does not clear it (spec 7.3.1).
+     * - `QUOTA_EXCEEDED` (1019): an endpoint quota is used up. Retryable: honour `Retry-After`;
+     * `X-RateLimit-Limit` / `-Remaining` / `-Reset` may come with it.
+     * - `RATE_LIMIT` (2004): the upstream provider rate-limited the request (before streaming;
+     * in-stream it is an error chunk). Retryable; `Retry-After` when the provider sent one.
+     * None of the headers is guaranteed: clients must not wait on a 429 that has no `Retry-After`.
+     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      *
      */
     429: AiError;
     /**
-     * Internal or inference error (e.g. 2013 PROVIDER_INFERENCE_ERROR, 3001 INTERNAL_ERROR).
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
+    /**
+     * Internal or inference error (e.g. 2013 PROVIDER_INFERENCE_ERROR, 3001 INTERNAL_ERROR). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     500: AiError;
     /**
-     * Upstream provider or backing service unavailable (PROVIDER_UNAVAILABLE, SERVICE_UNAVAILABLE).
+     * Upstream provider or backing service unavailable (PROVIDER_UNAVAILABLE, SERVICE_UNAVAILABLE). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     503: AiError;
 };
@@ -3740,6 +6249,7 @@ export type CreateGroundedChatCompletionAliasResponses = {
      * `sources_returned` and, when requested, `citations`); `text/event-stream`
      * when `stream` is true, the first event carrying `citations` when
      * `include_citations` is true and sources were found.
+     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      *
      */
     200: GroundedChatCompletion;
@@ -3772,45 +6282,73 @@ export type CreateChatCompletionV1Errors = {
      * Structurally invalid request: routing selector absent or more than one
      * (ROUTING_SELECTOR_INVALID), no user message (NO_USER_MESSAGE), context window
      * exceeded, unsupported model, publisher not found (grounded), provider bad request.
+     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      *
      */
     400: AiError;
     /**
-     * Authorization header missing (or the credential is invalid).
+     * Authorization header missing (or the credential is invalid). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     401: AiError;
     /**
-     * Billing entitlement unavailable (INSUFFICIENT_CREDIT); access resumes when credit lands.
+     * Billing entitlement unavailable (INSUFFICIENT_CREDIT); access resumes when credit lands. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     402: AiError;
     /**
-     * Permission or ownership mismatch (FORBIDDEN) or a hard guardrail block (GUARDRAIL_BLOCKED).
+     * Permission or ownership mismatch (FORBIDDEN) or a hard guardrail block (GUARDRAIL_BLOCKED). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     403: AiError;
     /**
-     * The upstream provider timed out (PROVIDER_TIMEOUT); retryable with backoff.
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
      */
-    408: AiError;
+    405: GatewayError;
+    /**
+     * The upstream provider timed out (PROVIDER_TIMEOUT, AI error shape), or the request itself did not arrive in time (`request_timeout`, gateway shape, answered before routing). Retryable with backoff. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    408: AiError | GatewayError;
+    /**
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    409: AiError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    413: AiError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    415: AiError;
     /**
      * Field validation failure (`ValidationError`, e.g. `messages` absent or a
      * non-float `certainty`), or a provider content filter (`AIError` with
-     * CONTENT_FILTERED; do not retry unchanged).
+     * CONTENT_FILTERED: do not retry unchanged).
+     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      *
      */
     422: ValidationError | AiError;
     /**
-     * Weekly spending cap reached (1005 SPENDING_LIMIT_EXCEEDED: not retryable, no
-     * Retry-After) or an endpoint quota (QUOTA_EXCEEDED, honour Retry-After); a
-     * provider rate limit before streaming is RATE_LIMIT (2004).
+     * Three different 429s; check `error.name`:
+     * - `SPENDING_LIMIT_EXCEEDED` (1005): the weekly spending cap is reached. Not retryable, no
+     * `Retry-After`, and adding credit does not clear it (spec 7.3.1).
+     * - `QUOTA_EXCEEDED` (1019): an endpoint quota is used up. Retryable: honour `Retry-After`;
+     * `X-RateLimit-Limit` / `-Remaining` / `-Reset` may come with it.
+     * - `RATE_LIMIT` (2004): the upstream provider rate-limited the request (before streaming;
+     * in-stream it is an error chunk). Retryable; `Retry-After` when the provider sent one.
+     * None of the headers is guaranteed: clients must not wait on a 429 that has no `Retry-After`.
+     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      *
      */
     429: AiError;
     /**
-     * Internal or inference error (e.g. 2013 PROVIDER_INFERENCE_ERROR, 3001 INTERNAL_ERROR).
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
+    /**
+     * Internal or inference error (e.g. 2013 PROVIDER_INFERENCE_ERROR, 3001 INTERNAL_ERROR). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     500: AiError;
     /**
-     * Upstream provider or backing service unavailable (PROVIDER_UNAVAILABLE, SERVICE_UNAVAILABLE).
+     * Upstream provider or backing service unavailable (PROVIDER_UNAVAILABLE, SERVICE_UNAVAILABLE). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     503: AiError;
 };
@@ -3822,6 +6360,7 @@ export type CreateChatCompletionV1Responses = {
      * The completion. `application/json` when `stream` is false or absent;
      * `text/event-stream` when `stream` is true (each `data:` line is one
      * `ChatCompletionStreamEvent`, then `data: [DONE]`).
+     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      *
      */
     200: ChatCompletion;
@@ -3838,15 +6377,31 @@ export type ListModelsV1Data = {
 
 export type ListModelsV1Errors = {
     /**
-     * Authorization header missing (gateway).
+     * Authorization header missing (gateway). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     401: GatewayError;
     /**
-     * Malformed or invalid credential, or missing permission (gateway).
+     * Malformed or invalid credential, or missing permission (gateway). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     403: GatewayError;
     /**
-     * Internal or inference error (e.g. 2013 PROVIDER_INFERENCE_ERROR, 3001 INTERNAL_ERROR).
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
+     */
+    405: GatewayError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
+     * A query parameter the operation does not take, or one with an invalid value. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    422: GatewayError;
+    /**
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
+    /**
+     * Internal or inference error (e.g. 2013 PROVIDER_INFERENCE_ERROR, 3001 INTERNAL_ERROR). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     500: AiError;
 };
@@ -3855,7 +6410,7 @@ export type ListModelsV1Error = ListModelsV1Errors[keyof ListModelsV1Errors];
 
 export type ListModelsV1Responses = {
     /**
-     * The model catalog.
+     * The model catalog. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     200: ModelList;
 };
@@ -3887,45 +6442,73 @@ export type CreateResponseV1Errors = {
      * Structurally invalid request: routing selector absent or more than one
      * (ROUTING_SELECTOR_INVALID), no user message (NO_USER_MESSAGE), context window
      * exceeded, unsupported model, publisher not found (grounded), provider bad request.
+     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      *
      */
     400: AiError;
     /**
-     * Authorization header missing (or the credential is invalid).
+     * Authorization header missing (or the credential is invalid). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     401: AiError;
     /**
-     * Billing entitlement unavailable (INSUFFICIENT_CREDIT); access resumes when credit lands.
+     * Billing entitlement unavailable (INSUFFICIENT_CREDIT); access resumes when credit lands. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     402: AiError;
     /**
-     * Permission or ownership mismatch (FORBIDDEN) or a hard guardrail block (GUARDRAIL_BLOCKED).
+     * Permission or ownership mismatch (FORBIDDEN) or a hard guardrail block (GUARDRAIL_BLOCKED). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     403: AiError;
     /**
-     * The upstream provider timed out (PROVIDER_TIMEOUT); retryable with backoff.
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
      */
-    408: AiError;
+    405: GatewayError;
+    /**
+     * The upstream provider timed out (PROVIDER_TIMEOUT, AI error shape), or the request itself did not arrive in time (`request_timeout`, gateway shape, answered before routing). Retryable with backoff. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    408: AiError | GatewayError;
+    /**
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    409: AiError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    413: AiError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    415: AiError;
     /**
      * Field validation failure (`ValidationError`, e.g. `messages` absent or a
      * non-float `certainty`), or a provider content filter (`AIError` with
-     * CONTENT_FILTERED; do not retry unchanged).
+     * CONTENT_FILTERED: do not retry unchanged).
+     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      *
      */
     422: ValidationError | AiError;
     /**
-     * Weekly spending cap reached (1005 SPENDING_LIMIT_EXCEEDED: not retryable, no
-     * Retry-After) or an endpoint quota (QUOTA_EXCEEDED, honour Retry-After); a
-     * provider rate limit before streaming is RATE_LIMIT (2004).
+     * Three different 429s; check `error.name`:
+     * - `SPENDING_LIMIT_EXCEEDED` (1005): the weekly spending cap is reached. Not retryable, no
+     * `Retry-After`, and adding credit does not clear it (spec 7.3.1).
+     * - `QUOTA_EXCEEDED` (1019): an endpoint quota is used up. Retryable: honour `Retry-After`;
+     * `X-RateLimit-Limit` / `-Remaining` / `-Reset` may come with it.
+     * - `RATE_LIMIT` (2004): the upstream provider rate-limited the request (before streaming;
+     * in-stream it is an error chunk). Retryable; `Retry-After` when the provider sent one.
+     * None of the headers is guaranteed: clients must not wait on a 429 that has no `Retry-After`.
+     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      *
      */
     429: AiError;
     /**
-     * Internal or inference error (e.g. 2013 PROVIDER_INFERENCE_ERROR, 3001 INTERNAL_ERROR).
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
+    /**
+     * Internal or inference error (e.g. 2013 PROVIDER_INFERENCE_ERROR, 3001 INTERNAL_ERROR). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     500: AiError;
     /**
-     * Upstream provider or backing service unavailable (PROVIDER_UNAVAILABLE, SERVICE_UNAVAILABLE).
+     * Upstream provider or backing service unavailable (PROVIDER_UNAVAILABLE, SERVICE_UNAVAILABLE). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     503: AiError;
 };
@@ -3936,6 +6519,7 @@ export type CreateResponseV1Responses = {
     /**
      * The response object (`application/json`), or with `stream: true` a stream of
      * named events (`text/event-stream`, `event: <type>` then `data: <JSON>`).
+     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      *
      */
     200: Response;
@@ -3960,31 +6544,44 @@ export type GetChatErrors = {
      * Structurally invalid request: publisher not found, invalid collection,
      * missing or invalid tenant, producer ID with multiple files, file read error,
      * missing patch operations, item IDs or producer IDs.
+     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      *
      */
     400: DetailError;
     /**
-     * Authorization header missing (gateway).
+     * Authorization header missing (gateway). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     401: GatewayError;
     /**
-     * The caller lacks permission for the resource or publisher (ownership mismatch).
+     * The caller lacks permission for the resource or publisher (ownership mismatch). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     403: DetailError;
     /**
-     * Not found, or permanently deleted.
+     * Not found, or permanently deleted. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     404: DetailError;
     /**
-     * Valid JSON (or parameters) failing field validation.
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
+     */
+    405: GatewayError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
+     * Valid JSON (or parameters) failing field validation. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     422: ValidationError;
     /**
-     * Internal error.
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
+    /**
+     * Internal error. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     500: DetailError;
     /**
-     * A backing service is unavailable.
+     * A backing service is unavailable. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     503: DetailError;
 };
@@ -4022,15 +6619,16 @@ export type DeleteMessageErrors = {
      * Structurally invalid request: publisher not found, invalid collection,
      * missing or invalid tenant, producer ID with multiple files, file read error,
      * missing patch operations, item IDs or producer IDs.
+     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      *
      */
     400: DetailError;
     /**
-     * Authorization header missing (gateway).
+     * Authorization header missing (gateway). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     401: GatewayError;
     /**
-     * The caller lacks permission for the resource or publisher (ownership mismatch).
+     * The caller lacks permission for the resource or publisher (ownership mismatch). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     403: DetailError;
     /**
@@ -4038,15 +6636,27 @@ export type DeleteMessageErrors = {
      */
     404: DetailError;
     /**
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
+     */
+    405: GatewayError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
      * `message_id` missing or invalid.
      */
     422: ValidationError;
     /**
-     * Internal error.
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
+    /**
+     * Internal error. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     500: DetailError;
     /**
-     * A backing service is unavailable.
+     * A backing service is unavailable. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     503: DetailError;
 };
@@ -4092,27 +6702,52 @@ export type SendChatMessageErrors = {
      * Structurally invalid request: publisher not found, invalid collection,
      * missing or invalid tenant, producer ID with multiple files, file read error,
      * missing patch operations, item IDs or producer IDs.
+     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      *
      */
     400: DetailError;
     /**
-     * Authorization header missing (gateway).
+     * Authorization header missing (gateway). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     401: GatewayError;
     /**
-     * The caller lacks permission for the resource or publisher (ownership mismatch).
+     * The caller lacks permission for the resource or publisher (ownership mismatch). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     403: DetailError;
     /**
-     * Valid JSON (or parameters) failing field validation.
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
+     */
+    405: GatewayError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    409: DetailError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    413: DetailError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    415: DetailError;
+    /**
+     * Valid JSON (or parameters) failing field validation. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     422: ValidationError;
     /**
-     * Internal error.
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
+    /**
+     * Internal error. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     500: DetailError;
     /**
-     * A backing service is unavailable.
+     * A backing service is unavailable. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     503: DetailError;
 };
@@ -4153,27 +6788,52 @@ export type GetPaywallRelatedErrors = {
      * Structurally invalid request: publisher not found, invalid collection,
      * missing or invalid tenant, producer ID with multiple files, file read error,
      * missing patch operations, item IDs or producer IDs.
+     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      *
      */
     400: DetailError;
     /**
-     * Authorization header missing (gateway).
+     * Authorization header missing (gateway). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     401: GatewayError;
     /**
-     * The caller lacks permission for the resource or publisher (ownership mismatch).
+     * The caller lacks permission for the resource or publisher (ownership mismatch). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     403: DetailError;
     /**
-     * Valid JSON (or parameters) failing field validation.
+     * The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape.
+     */
+    405: GatewayError;
+    /**
+     * The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable.
+     */
+    408: GatewayError;
+    /**
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    409: DetailError;
+    /**
+     * PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    413: DetailError;
+    /**
+     * The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    415: DetailError;
+    /**
+     * Valid JSON (or parameters) failing field validation. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     422: ValidationError;
     /**
-     * Internal error.
+     * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
+     */
+    431: GatewayError;
+    /**
+     * Internal error. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     500: DetailError;
     /**
-     * A backing service is unavailable.
+     * A backing service is unavailable. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     503: DetailError;
 };

@@ -105,7 +105,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: null,
-    errorBodies: {"400":"DetailError","401":"GatewayError","403":"GatewayError","422":"ValidationError","500":"DetailError","503":"DetailError"},
+    errorBodies: {"400":"DetailError","401":"GatewayError","403":"GatewayError","405":"GatewayError","408":"GatewayError","409":"DetailError","413":"DetailError","415":"DetailError","422":"ValidationError","431":"GatewayError","500":"DetailError","503":"DetailError"},
   },
   {
     operationId: "getChat",
@@ -125,7 +125,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","404":"DetailError","422":"ValidationError","500":"DetailError","503":"DetailError"},
+    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","404":"DetailError","405":"GatewayError","408":"GatewayError","422":"ValidationError","431":"GatewayError","500":"DetailError","503":"DetailError"},
   },
   {
     operationId: "createChatCompletionV1",
@@ -145,7 +145,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: "data",
-    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","408":"AIError","422":"ValidationError","429":"AIError","500":"AIError","503":"AIError"},
+    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","405":"GatewayError","408":"AIError","409":"AIError","413":"AIError","415":"AIError","422":"ValidationError","429":"AIError","431":"GatewayError","500":"AIError","503":"AIError"},
   },
   {
     operationId: "getRecommendations",
@@ -165,7 +165,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: null,
-    errorBodies: {"400":"DetailError","401":"GatewayError","403":"GatewayError","422":"ValidationError","500":"DetailError","503":"DetailError"},
+    errorBodies: {"400":"DetailError","401":"GatewayError","403":"GatewayError","405":"GatewayError","408":"GatewayError","409":"DetailError","413":"DetailError","415":"DetailError","422":"ValidationError","431":"GatewayError","500":"DetailError","503":"DetailError"},
   },
   {
     operationId: "searchCollection",
@@ -185,7 +185,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: null,
-    errorBodies: {"400":"DetailError","401":"GatewayError","403":"GatewayError","422":"ValidationError","500":"DetailError","503":"DetailError"},
+    errorBodies: {"400":"DetailError","401":"GatewayError","403":"GatewayError","405":"GatewayError","408":"GatewayError","409":"DetailError","413":"DetailError","415":"DetailError","422":"ValidationError","431":"GatewayError","500":"DetailError","503":"DetailError"},
   },
   {
     operationId: "createGroundedResponse",
@@ -205,7 +205,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: "named",
-    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","408":"AIError","422":"ValidationError","429":"AIError","500":"AIError","503":"AIError"},
+    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","405":"GatewayError","408":"AIError","409":"AIError","413":"AIError","415":"AIError","422":"ValidationError","429":"AIError","431":"GatewayError","500":"AIError","503":"AIError"},
   },
   {
     operationId: "getPaywallRelated",
@@ -225,7 +225,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: null,
-    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","422":"ValidationError","500":"DetailError","503":"DetailError"},
+    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","405":"GatewayError","408":"GatewayError","409":"DetailError","413":"DetailError","415":"DetailError","422":"ValidationError","431":"GatewayError","500":"DetailError","503":"DetailError"},
   },
   {
     operationId: "listModelsV1",
@@ -245,7 +245,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"401":"GatewayError","403":"GatewayError","500":"AIError"},
+    errorBodies: {"401":"GatewayError","403":"GatewayError","405":"GatewayError","408":"GatewayError","422":"GatewayError","431":"GatewayError","500":"AIError"},
   },
   {
     operationId: "createResponseV1",
@@ -265,7 +265,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: "named",
-    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","408":"AIError","422":"ValidationError","429":"AIError","500":"AIError","503":"AIError"},
+    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","405":"GatewayError","408":"AIError","409":"AIError","413":"AIError","415":"AIError","422":"ValidationError","429":"AIError","431":"GatewayError","500":"AIError","503":"AIError"},
   },
   {
     operationId: "createChatCompletionAlias",
@@ -285,7 +285,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: "data",
-    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","408":"AIError","422":"ValidationError","429":"AIError","500":"AIError","503":"AIError"},
+    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","405":"GatewayError","408":"AIError","409":"AIError","413":"AIError","415":"AIError","422":"ValidationError","429":"AIError","431":"GatewayError","500":"AIError","503":"AIError"},
   },
   {
     operationId: "createGroundedChatCompletionAlias",
@@ -305,7 +305,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: "data",
-    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","408":"AIError","422":"ValidationError","429":"AIError","500":"AIError","503":"AIError"},
+    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","405":"GatewayError","408":"AIError","409":"AIError","413":"AIError","415":"AIError","422":"ValidationError","429":"AIError","431":"GatewayError","500":"AIError","503":"AIError"},
   },
   {
     operationId: "createEmbeddings",
@@ -325,7 +325,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: null,
-    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","408":"AIError","422":"EmbeddingsValidationError","429":"AIError","500":"AIError","503":"AIError"},
+    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","405":"GatewayError","408":"AIError","409":"AIError","413":"AIError","415":"AIError","422":"EmbeddingsValidationError","429":"AIError","431":"GatewayError","500":"AIError","503":"AIError"},
   },
   {
     operationId: "createEmbeddingsAlias",
@@ -345,7 +345,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: null,
-    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","408":"AIError","422":"EmbeddingsValidationError","429":"AIError","500":"AIError","503":"AIError"},
+    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","405":"GatewayError","408":"AIError","409":"AIError","413":"AIError","415":"AIError","422":"EmbeddingsValidationError","429":"AIError","431":"GatewayError","500":"AIError","503":"AIError"},
   },
   {
     operationId: "createGroundedChatCompletion",
@@ -365,7 +365,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: "data",
-    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","408":"AIError","422":"ValidationError","429":"AIError","500":"AIError","503":"AIError"},
+    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","405":"GatewayError","408":"AIError","409":"AIError","413":"AIError","415":"AIError","422":"ValidationError","429":"AIError","431":"GatewayError","500":"AIError","503":"AIError"},
   },
   {
     operationId: "createGuardedChatCompletion",
@@ -385,7 +385,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: "data",
-    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","408":"AIError","422":"ValidationError","429":"AIError","500":"AIError","503":"AIError"},
+    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","405":"GatewayError","408":"AIError","409":"AIError","413":"AIError","415":"AIError","422":"ValidationError","429":"AIError","431":"GatewayError","500":"AIError","503":"AIError"},
   },
   {
     operationId: "listModels",
@@ -405,7 +405,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"401":"GatewayError","403":"GatewayError","500":"AIError"},
+    errorBodies: {"401":"GatewayError","403":"GatewayError","405":"GatewayError","408":"GatewayError","422":"GatewayError","431":"GatewayError","500":"AIError"},
   },
   {
     operationId: "createResponse",
@@ -425,7 +425,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: "named",
-    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","408":"AIError","422":"ValidationError","429":"AIError","500":"AIError","503":"AIError"},
+    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","405":"GatewayError","408":"AIError","409":"AIError","413":"AIError","415":"AIError","422":"ValidationError","429":"AIError","431":"GatewayError","500":"AIError","503":"AIError"},
   },
   {
     operationId: "createCodingChatCompletion",
@@ -445,7 +445,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: "data",
-    errorBodies: {"400":"AIError","401":"AIError","402":"CodingAIError","403":"AIError","408":"AIError","422":"ValidationError","429":"AIError","500":"AIError","503":"AIError"},
+    errorBodies: {"400":"AIError","401":"AIError","402":"CodingAIError","403":"AIError","405":"GatewayError","408":"AIError","409":"AIError","413":"AIError","415":"AIError","422":"ValidationError","429":"AIError","431":"GatewayError","500":"AIError","503":"AIError"},
   },
   {
     operationId: "deleteMessage",
@@ -465,7 +465,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","404":"DetailError","422":"ValidationError","500":"DetailError","503":"DetailError"},
+    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","404":"DetailError","405":"GatewayError","408":"GatewayError","422":"ValidationError","431":"GatewayError","500":"DetailError","503":"DetailError"},
   },
   {
     operationId: "sendChatMessage",
@@ -485,7 +485,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: null,
-    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","422":"ValidationError","500":"DetailError","503":"DetailError"},
+    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","405":"GatewayError","408":"GatewayError","409":"DetailError","413":"DetailError","415":"DetailError","422":"ValidationError","431":"GatewayError","500":"DetailError","503":"DetailError"},
   },
   {
     operationId: "listAgents",
@@ -505,7 +505,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"401":"ManagementError","403":"ManagementError","422":"ManagementError","500":"ManagementError"},
+    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
     operationId: "createAgent",
@@ -525,7 +525,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 201,
     idempotent: true,
     sse: null,
-    errorBodies: {"401":"ManagementError","403":"ManagementError","422":"ManagementError","500":"ManagementError"},
+    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","409":"ManagementError","413":"ManagementError","415":"ManagementError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
     operationId: "deleteAgent",
@@ -545,7 +545,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"401":"ManagementError","403":"ManagementError","404":"ManagementError","422":"ManagementError","500":"ManagementError"},
+    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","404":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
     operationId: "getAgent",
@@ -565,7 +565,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"401":"ManagementError","403":"ManagementError","404":"ManagementError","422":"ManagementError","500":"ManagementError"},
+    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","404":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
     operationId: "updateAgent",
@@ -585,7 +585,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"401":"ManagementError","403":"ManagementError","404":"ManagementError","422":"ManagementError","500":"ManagementError"},
+    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","404":"ManagementError","405":"ManagementError","408":"GatewayError","413":"ManagementError","415":"ManagementError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
     operationId: "getHealth",
@@ -605,7 +605,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"401":"ManagementError","403":"ManagementError","500":"ManagementError"},
+    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
     operationId: "listKeys",
@@ -625,7 +625,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"401":"ManagementError","403":"ManagementError","422":"ManagementError","500":"ManagementError"},
+    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
     operationId: "createKey",
@@ -645,7 +645,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 201,
     idempotent: true,
     sse: null,
-    errorBodies: {"401":"ManagementError","403":"ManagementError","422":"ManagementError","500":"ManagementError"},
+    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","409":"ManagementError","413":"ManagementError","415":"ManagementError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
     operationId: "revokeKey",
@@ -665,7 +665,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"401":"ManagementError","403":"ManagementError","404":"ManagementError","422":"ManagementError","500":"ManagementError"},
+    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","404":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
     operationId: "getKey",
@@ -685,7 +685,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"401":"ManagementError","403":"ManagementError","404":"ManagementError","422":"ManagementError","500":"ManagementError"},
+    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","404":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
     operationId: "getMetrics",
@@ -705,7 +705,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"401":"ManagementError","403":"ManagementError","500":"ManagementError"},
+    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
     operationId: "getFile",
@@ -725,7 +725,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","404":"DetailError","422":"ValidationError","500":"DetailError","503":"DetailError"},
+    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","404":"DetailError","405":"GatewayError","408":"GatewayError","422":"ValidationError","431":"GatewayError","500":"DetailError","503":"DetailError"},
   },
   {
     operationId: "patchItem",
@@ -745,7 +745,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","404":"DetailError","422":"ValidationError","500":"DetailError","502":"DetailError","503":"DetailError"},
+    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","404":"DetailError","405":"GatewayError","408":"GatewayError","413":"DetailError","415":"DetailError","422":"ValidationError","431":"GatewayError","500":"DetailError","502":"DetailError","503":"DetailError"},
   },
   {
     operationId: "deleteItems",
@@ -765,7 +765,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","422":"ValidationError","500":"DetailError","503":"DetailError"},
+    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","405":"GatewayError","408":"GatewayError","413":"DetailError","415":"DetailError","422":"ValidationError","431":"GatewayError","500":"DetailError","503":"DetailError"},
   },
   {
     operationId: "patchItems",
@@ -785,7 +785,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","422":"ValidationError","500":"DetailError","503":"DetailError"},
+    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","405":"GatewayError","408":"GatewayError","413":"DetailError","415":"DetailError","422":"ValidationError","431":"GatewayError","500":"DetailError","503":"DetailError"},
   },
   {
     operationId: "getItem",
@@ -805,7 +805,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","404":"DetailError","422":"ValidationError","500":"DetailError","503":"DetailError"},
+    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","404":"DetailError","405":"GatewayError","408":"GatewayError","422":"ValidationError","431":"GatewayError","500":"DetailError","503":"DetailError"},
   },
   {
     operationId: "listPublisherItems",
@@ -825,7 +825,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","422":"ValidationError","500":"DetailError","503":"DetailError"},
+    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","405":"GatewayError","408":"GatewayError","422":"ValidationError","431":"GatewayError","500":"DetailError","503":"DetailError"},
   },
   {
     operationId: "getItemsByProducer",
@@ -845,7 +845,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: null,
-    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","422":"ValidationError","500":"DetailError","503":"DetailError"},
+    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","405":"GatewayError","408":"GatewayError","409":"DetailError","413":"DetailError","415":"DetailError","422":"ValidationError","431":"GatewayError","500":"DetailError","503":"DetailError"},
   },
   {
     operationId: "ingestFiles",
@@ -865,7 +865,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: null,
-    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","404":"DetailError","422":"ValidationError","500":"DetailError","503":"DetailError"},
+    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","404":"DetailError","405":"GatewayError","408":"GatewayError","409":"DetailError","413":"DetailError","415":"DetailError","422":"ValidationError","431":"GatewayError","500":"DetailError","503":"DetailError"},
   },
   {
     operationId: "createOAuthToken",
@@ -885,7 +885,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: null,
-    errorBodies: {"400":"OAuthError","401":"OAuthError"},
+    errorBodies: {"400":"OAuthError","401":"OAuthError","405":"GatewayError","408":"GatewayError","409":"OAuthError","413":"OAuthError","415":"OAuthError","431":"GatewayError"},
   },
 ];
 

@@ -28,9 +28,16 @@ export interface CreateAgentRequest {
 }
 export type CreateAgentResponse =
   | { status: 201; body: operations['createAgent']['responses'][201]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['createAgent']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['createAgent']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['createAgent']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['createAgent']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['createAgent']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['createAgent']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['createAgent']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['createAgent']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['createAgent']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['createAgent']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['createAgent']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
 /** POST /ai/v2/chat/completions — Create a guarded chat completion (previous path) (deprecated) */
@@ -47,9 +54,14 @@ export type CreateChatCompletionAliasResponse =
   | { status: 401; body: operations['createChatCompletionAlias']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 402; body: operations['createChatCompletionAlias']['responses'][402]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['createChatCompletionAlias']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['createChatCompletionAlias']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 408; body: operations['createChatCompletionAlias']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['createChatCompletionAlias']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['createChatCompletionAlias']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['createChatCompletionAlias']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['createChatCompletionAlias']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['createChatCompletionAlias']['responses'][429]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['createChatCompletionAlias']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['createChatCompletionAlias']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['createChatCompletionAlias']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -67,9 +79,14 @@ export type CreateChatCompletionV1Response =
   | { status: 401; body: operations['createChatCompletionV1']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 402; body: operations['createChatCompletionV1']['responses'][402]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['createChatCompletionV1']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['createChatCompletionV1']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 408; body: operations['createChatCompletionV1']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['createChatCompletionV1']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['createChatCompletionV1']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['createChatCompletionV1']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['createChatCompletionV1']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['createChatCompletionV1']['responses'][429]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['createChatCompletionV1']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['createChatCompletionV1']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['createChatCompletionV1']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -87,9 +104,14 @@ export type CreateCodingChatCompletionResponse =
   | { status: 401; body: operations['createCodingChatCompletion']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 402; body: operations['createCodingChatCompletion']['responses'][402]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['createCodingChatCompletion']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['createCodingChatCompletion']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 408; body: operations['createCodingChatCompletion']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['createCodingChatCompletion']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['createCodingChatCompletion']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['createCodingChatCompletion']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['createCodingChatCompletion']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['createCodingChatCompletion']['responses'][429]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['createCodingChatCompletion']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['createCodingChatCompletion']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['createCodingChatCompletion']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -106,9 +128,14 @@ export type CreateEmbeddingsResponse =
   | { status: 401; body: operations['createEmbeddings']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 402; body: operations['createEmbeddings']['responses'][402]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['createEmbeddings']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['createEmbeddings']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 408; body: operations['createEmbeddings']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['createEmbeddings']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['createEmbeddings']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['createEmbeddings']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['createEmbeddings']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['createEmbeddings']['responses'][429]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['createEmbeddings']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['createEmbeddings']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['createEmbeddings']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -125,9 +152,14 @@ export type CreateEmbeddingsAliasResponse =
   | { status: 401; body: operations['createEmbeddingsAlias']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 402; body: operations['createEmbeddingsAlias']['responses'][402]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['createEmbeddingsAlias']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['createEmbeddingsAlias']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 408; body: operations['createEmbeddingsAlias']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['createEmbeddingsAlias']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['createEmbeddingsAlias']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['createEmbeddingsAlias']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['createEmbeddingsAlias']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['createEmbeddingsAlias']['responses'][429]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['createEmbeddingsAlias']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['createEmbeddingsAlias']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['createEmbeddingsAlias']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -145,9 +177,14 @@ export type CreateGroundedChatCompletionResponse =
   | { status: 401; body: operations['createGroundedChatCompletion']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 402; body: operations['createGroundedChatCompletion']['responses'][402]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['createGroundedChatCompletion']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['createGroundedChatCompletion']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 408; body: operations['createGroundedChatCompletion']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['createGroundedChatCompletion']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['createGroundedChatCompletion']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['createGroundedChatCompletion']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['createGroundedChatCompletion']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['createGroundedChatCompletion']['responses'][429]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['createGroundedChatCompletion']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['createGroundedChatCompletion']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['createGroundedChatCompletion']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -165,9 +202,14 @@ export type CreateGroundedChatCompletionAliasResponse =
   | { status: 401; body: operations['createGroundedChatCompletionAlias']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 402; body: operations['createGroundedChatCompletionAlias']['responses'][402]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['createGroundedChatCompletionAlias']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['createGroundedChatCompletionAlias']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 408; body: operations['createGroundedChatCompletionAlias']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['createGroundedChatCompletionAlias']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['createGroundedChatCompletionAlias']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['createGroundedChatCompletionAlias']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['createGroundedChatCompletionAlias']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['createGroundedChatCompletionAlias']['responses'][429]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['createGroundedChatCompletionAlias']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['createGroundedChatCompletionAlias']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['createGroundedChatCompletionAlias']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -185,9 +227,14 @@ export type CreateGroundedResponseResponse =
   | { status: 401; body: operations['createGroundedResponse']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 402; body: operations['createGroundedResponse']['responses'][402]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['createGroundedResponse']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['createGroundedResponse']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 408; body: operations['createGroundedResponse']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['createGroundedResponse']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['createGroundedResponse']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['createGroundedResponse']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['createGroundedResponse']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['createGroundedResponse']['responses'][429]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['createGroundedResponse']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['createGroundedResponse']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['createGroundedResponse']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -205,9 +252,14 @@ export type CreateGuardedChatCompletionResponse =
   | { status: 401; body: operations['createGuardedChatCompletion']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 402; body: operations['createGuardedChatCompletion']['responses'][402]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['createGuardedChatCompletion']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['createGuardedChatCompletion']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 408; body: operations['createGuardedChatCompletion']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['createGuardedChatCompletion']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['createGuardedChatCompletion']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['createGuardedChatCompletion']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['createGuardedChatCompletion']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['createGuardedChatCompletion']['responses'][429]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['createGuardedChatCompletion']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['createGuardedChatCompletion']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['createGuardedChatCompletion']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -220,9 +272,16 @@ export interface CreateKeyRequest {
 }
 export type CreateKeyResponse =
   | { status: 201; body: operations['createKey']['responses'][201]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['createKey']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['createKey']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['createKey']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['createKey']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['createKey']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['createKey']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['createKey']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['createKey']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['createKey']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['createKey']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['createKey']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
 /** POST /oauth2/token — Get an access token (OAuth 2.0 client credentials) (deprecated) */
@@ -235,7 +294,13 @@ export interface CreateOAuthTokenRequest {
 export type CreateOAuthTokenResponse =
   | { status: 200; body: operations['createOAuthToken']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 400; body: operations['createOAuthToken']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
-  | { status: 401; body: operations['createOAuthToken']['responses'][401]['content']['application/json']; headers?: ResponseHeaders };
+  | { status: 401; body: operations['createOAuthToken']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['createOAuthToken']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['createOAuthToken']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['createOAuthToken']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['createOAuthToken']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['createOAuthToken']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['createOAuthToken']['responses'][431]['content']['application/json']; headers?: ResponseHeaders };
 
 /** POST /ai/v2/responses — Create a response (Responses API v2) */
 export interface CreateResponseRequest {
@@ -251,9 +316,14 @@ export type CreateResponseResponse =
   | { status: 401; body: operations['createResponse']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 402; body: operations['createResponse']['responses'][402]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['createResponse']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['createResponse']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 408; body: operations['createResponse']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['createResponse']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['createResponse']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['createResponse']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['createResponse']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['createResponse']['responses'][429]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['createResponse']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['createResponse']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['createResponse']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -271,9 +341,14 @@ export type CreateResponseV1Response =
   | { status: 401; body: operations['createResponseV1']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 402; body: operations['createResponseV1']['responses'][402]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['createResponseV1']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['createResponseV1']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 408; body: operations['createResponseV1']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['createResponseV1']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['createResponseV1']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['createResponseV1']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['createResponseV1']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['createResponseV1']['responses'][429]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['createResponseV1']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['createResponseV1']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['createResponseV1']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -286,10 +361,14 @@ export interface DeleteAgentRequest {
 }
 export type DeleteAgentResponse =
   | { status: 200; body: operations['deleteAgent']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['deleteAgent']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['deleteAgent']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['deleteAgent']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['deleteAgent']['responses'][404]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['deleteAgent']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['deleteAgent']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['deleteAgent']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['deleteAgent']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['deleteAgent']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
 /** DELETE /engine/v2/items — Delete items */
@@ -304,7 +383,12 @@ export type DeleteItemsResponse =
   | { status: 400; body: operations['deleteItems']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['deleteItems']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['deleteItems']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['deleteItems']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['deleteItems']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['deleteItems']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['deleteItems']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['deleteItems']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['deleteItems']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['deleteItems']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['deleteItems']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -321,7 +405,10 @@ export type DeleteMessageResponse =
   | { status: 401; body: operations['deleteMessage']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['deleteMessage']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['deleteMessage']['responses'][404]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['deleteMessage']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['deleteMessage']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['deleteMessage']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['deleteMessage']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['deleteMessage']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['deleteMessage']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -334,10 +421,14 @@ export interface GetAgentRequest {
 }
 export type GetAgentResponse =
   | { status: 200; body: operations['getAgent']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['getAgent']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['getAgent']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getAgent']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['getAgent']['responses'][404]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getAgent']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['getAgent']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['getAgent']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getAgent']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['getAgent']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
 /** GET /ai/v1/chat — Get a chat's history (Chat API v1) (deprecated) */
@@ -353,7 +444,10 @@ export type GetChatResponse =
   | { status: 401; body: operations['getChat']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getChat']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['getChat']['responses'][404]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getChat']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['getChat']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['getChat']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getChat']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['getChat']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['getChat']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -370,7 +464,10 @@ export type GetFileResponse =
   | { status: 401; body: operations['getFile']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getFile']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['getFile']['responses'][404]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getFile']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['getFile']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['getFile']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getFile']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['getFile']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['getFile']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -383,8 +480,13 @@ export interface GetHealthRequest {
 }
 export type GetHealthResponse =
   | { status: 200; body: operations['getHealth']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['getHealth']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['getHealth']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getHealth']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getHealth']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['getHealth']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 422; body: operations['getHealth']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getHealth']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['getHealth']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
 /** GET /engine/v2/items/{item_id} — Get item metadata */
@@ -400,7 +502,10 @@ export type GetItemResponse =
   | { status: 401; body: operations['getItem']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getItem']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['getItem']['responses'][404]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getItem']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['getItem']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['getItem']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getItem']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['getItem']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['getItem']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -416,7 +521,13 @@ export type GetItemsByProducerResponse =
   | { status: 400; body: operations['getItemsByProducer']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['getItemsByProducer']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getItemsByProducer']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getItemsByProducer']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['getItemsByProducer']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['getItemsByProducer']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['getItemsByProducer']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['getItemsByProducer']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['getItemsByProducer']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getItemsByProducer']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['getItemsByProducer']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['getItemsByProducer']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -429,10 +540,14 @@ export interface GetKeyRequest {
 }
 export type GetKeyResponse =
   | { status: 200; body: operations['getKey']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['getKey']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['getKey']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getKey']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['getKey']['responses'][404]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getKey']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['getKey']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['getKey']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getKey']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['getKey']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
 /** GET /api/v1/metrics — Prometheus metrics */
@@ -444,8 +559,13 @@ export interface GetMetricsRequest {
 }
 export type GetMetricsResponse =
   | { status: 200; body: string; headers?: ResponseHeaders }
+  | { status: 400; body: operations['getMetrics']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['getMetrics']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getMetrics']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getMetrics']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['getMetrics']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 422; body: operations['getMetrics']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getMetrics']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['getMetrics']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
 /** POST /ai/v1/kallm/paywall/related — Paywall summary and related articles (deprecated) */
@@ -460,7 +580,13 @@ export type GetPaywallRelatedResponse =
   | { status: 400; body: operations['getPaywallRelated']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['getPaywallRelated']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getPaywallRelated']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getPaywallRelated']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['getPaywallRelated']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['getPaywallRelated']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['getPaywallRelated']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['getPaywallRelated']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['getPaywallRelated']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getPaywallRelated']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['getPaywallRelated']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['getPaywallRelated']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -476,7 +602,13 @@ export type GetRecommendationsResponse =
   | { status: 400; body: operations['getRecommendations']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['getRecommendations']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getRecommendations']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getRecommendations']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['getRecommendations']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['getRecommendations']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['getRecommendations']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['getRecommendations']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['getRecommendations']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getRecommendations']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['getRecommendations']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['getRecommendations']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -494,7 +626,13 @@ export type IngestFilesResponse =
   | { status: 401; body: operations['ingestFiles']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['ingestFiles']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['ingestFiles']['responses'][404]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['ingestFiles']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['ingestFiles']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['ingestFiles']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['ingestFiles']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['ingestFiles']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['ingestFiles']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['ingestFiles']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['ingestFiles']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['ingestFiles']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -507,9 +645,13 @@ export interface ListAgentsRequest {
 }
 export type ListAgentsResponse =
   | { status: 200; body: operations['listAgents']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['listAgents']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['listAgents']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['listAgents']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listAgents']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['listAgents']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['listAgents']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listAgents']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['listAgents']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
 /** GET /api/v1/keys — List API keys */
@@ -521,9 +663,13 @@ export interface ListKeysRequest {
 }
 export type ListKeysResponse =
   | { status: 200; body: operations['listKeys']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['listKeys']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['listKeys']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['listKeys']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listKeys']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['listKeys']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['listKeys']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listKeys']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['listKeys']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
 /** GET /ai/v2/models — List the model catalog */
@@ -537,6 +683,10 @@ export type ListModelsResponse =
   | { status: 200; body: operations['listModels']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['listModels']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['listModels']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listModels']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['listModels']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 422; body: operations['listModels']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listModels']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['listModels']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
 /** GET /ai/v1/models — List the model catalog (v1 path) (deprecated) */
@@ -550,6 +700,10 @@ export type ListModelsV1Response =
   | { status: 200; body: operations['listModelsV1']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['listModelsV1']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['listModelsV1']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listModelsV1']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['listModelsV1']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 422; body: operations['listModelsV1']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listModelsV1']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['listModelsV1']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
 /** GET /engine/v2/publisher/{publisher_id}/items — List a publisher's items */
@@ -564,7 +718,10 @@ export type ListPublisherItemsResponse =
   | { status: 400; body: operations['listPublisherItems']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['listPublisherItems']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['listPublisherItems']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listPublisherItems']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['listPublisherItems']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['listPublisherItems']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listPublisherItems']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['listPublisherItems']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['listPublisherItems']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -581,7 +738,12 @@ export type PatchItemResponse =
   | { status: 401; body: operations['patchItem']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['patchItem']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['patchItem']['responses'][404]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['patchItem']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['patchItem']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['patchItem']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['patchItem']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['patchItem']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['patchItem']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['patchItem']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 502; body: operations['patchItem']['responses'][502]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['patchItem']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
@@ -598,7 +760,12 @@ export type PatchItemsResponse =
   | { status: 400; body: operations['patchItems']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['patchItems']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['patchItems']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['patchItems']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['patchItems']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['patchItems']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['patchItems']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['patchItems']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['patchItems']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['patchItems']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['patchItems']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -611,10 +778,14 @@ export interface RevokeKeyRequest {
 }
 export type RevokeKeyResponse =
   | { status: 200; body: operations['revokeKey']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['revokeKey']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['revokeKey']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['revokeKey']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['revokeKey']['responses'][404]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['revokeKey']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['revokeKey']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['revokeKey']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['revokeKey']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['revokeKey']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
 /** POST /ai/v1/data/search — Search a collection */
@@ -629,7 +800,13 @@ export type SearchCollectionResponse =
   | { status: 400; body: operations['searchCollection']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['searchCollection']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['searchCollection']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['searchCollection']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['searchCollection']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['searchCollection']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['searchCollection']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['searchCollection']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['searchCollection']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['searchCollection']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['searchCollection']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['searchCollection']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -645,7 +822,13 @@ export type SearchCollectionAliasResponse =
   | { status: 400; body: operations['searchCollectionAlias']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['searchCollectionAlias']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['searchCollectionAlias']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['searchCollectionAlias']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['searchCollectionAlias']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['searchCollectionAlias']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['searchCollectionAlias']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['searchCollectionAlias']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['searchCollectionAlias']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['searchCollectionAlias']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['searchCollectionAlias']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['searchCollectionAlias']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -661,7 +844,13 @@ export type SendChatMessageResponse =
   | { status: 400; body: operations['sendChatMessage']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['sendChatMessage']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['sendChatMessage']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['sendChatMessage']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['sendChatMessage']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['sendChatMessage']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['sendChatMessage']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['sendChatMessage']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['sendChatMessage']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['sendChatMessage']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['sendChatMessage']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['sendChatMessage']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
@@ -674,10 +863,16 @@ export interface UpdateAgentRequest {
 }
 export type UpdateAgentResponse =
   | { status: 200; body: operations['updateAgent']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['updateAgent']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['updateAgent']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['updateAgent']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['updateAgent']['responses'][404]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['updateAgent']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['updateAgent']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['updateAgent']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['updateAgent']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['updateAgent']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['updateAgent']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['updateAgent']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
 export interface Requests {

@@ -842,13 +842,21 @@ export interface components {
         Agent: {
             /** @description Unix milliseconds. */
             createdAt: number;
+            /** @description What the agent is for; null when none. */
             description: string | null;
+            /** @description Identifier of the agent (UUID). */
             id: string;
+            /** @description System instructions the agent runs with; null when none. */
             instructions: string | null;
+            /** @description How the agent chooses its model. */
             model: components["schemas"]["AgentModel"];
+            /** @description Display name of the agent. */
             name: string;
+            /** @description Whether the agent is in use. */
             status: components["schemas"]["AgentStatus"];
+            /** @description Free-form labels, for filtering and organisation. */
             tags: string[];
+            /** @description Theological tradition the agent answers in; null when none. */
             tradition: components["schemas"]["Tradition"] | null;
             /** @description Unix milliseconds. */
             updatedAt: number;
@@ -856,37 +864,55 @@ export interface components {
             version: number;
         };
         AgentDeletedResponse: {
+            /** @description The deleted agent. */
             data: {
-                /** @constant */
+                /**
+                 * @description Always true.
+                 * @constant
+                 */
                 deleted: true;
+                /** @description Identifier of the deleted agent. */
                 id: string;
             };
+            /** @description Request metadata of the management API: request id and pagination state. */
             meta: components["schemas"]["ManagementMeta"];
         };
         AgentListResponse: {
+            /** @description Agents of this page, newest first. */
             data: components["schemas"]["Agent"][];
+            /** @description Request metadata of the management API: request id and pagination state. */
             meta: components["schemas"]["ManagementMeta"];
         };
         /** @description How the agent picks its model; `model` with mode `model`, `model_family` with mode `model_family`. */
         AgentModel: {
-            /** @enum {string} */
+            /**
+             * @description How the agent picks its model: auto-routing, a fixed `model`, or a `model_family`.
+             * @enum {string}
+             */
             mode: "auto_routing" | "model" | "model_family";
+            /** @description Model id, with `mode: model`. */
             model?: string;
+            /** @description Model family, with `mode: model_family`. */
             model_family?: components["schemas"]["ModelFamily"];
         };
         AgentResponse: {
+            /** @description The agent. */
             data: components["schemas"]["Agent"];
+            /** @description Request metadata of the management API: request id and pagination state. */
             meta: components["schemas"]["ManagementMeta"];
         };
         /** @enum {string} */
         AgentStatus: "active" | "inactive" | "archived";
         /** @description Error body of the completion-family endpoints. */
         AIError: {
+            /** @description The enriched error. */
             error: components["schemas"]["AIErrorObject"];
+            /** @description Trace id of the request, the same as the `X-Trace-Id` header; quote it to support. */
             trace_id: components["schemas"]["TraceId"];
         };
         /** @description Enriched error of the completion-family endpoints (also inside stream error events). */
         AIErrorObject: {
+            /** @description Who is at fault: `client` (change the request), `provider` (upstream), `platform` (ours). */
             category: components["schemas"]["ErrorCategory"];
             /** @description Numeric internal code (1xxx client, 2xxx provider, 3xxx platform), e.g. 2001. */
             code: number;
@@ -894,6 +920,7 @@ export interface components {
             description: string;
             /** @description Human-readable message for this occurrence. */
             message: string;
+            /** @description Symbolic error code, stable across versions; branch on it (see `x-error-catalog`). */
             name: components["schemas"]["ErrorName"];
             /** @description Request field the error is about, when there is one. */
             param?: string | null;
@@ -912,90 +939,144 @@ export interface components {
             createdAt: number;
             /** @description Unix milliseconds; null for no expiry. */
             expiresAt: number | null;
+            /** @description Identifier of the key record (UUID); not the key itself. */
             id: string;
             /** @description Obfuscated key, e.g. `sk_…a1b2`. */
             keyPrefix: string;
+            /** @description Your name for the key, to tell keys apart; null when none. */
             label: string | null;
+            /** @description Time of the last authenticated request, Unix milliseconds; null when never used. */
             lastUsedAt: number | null;
+            /** @description Revocation time, Unix milliseconds; null while the key is active. */
             revokedAt: number | null;
+            /** @description Permissions of the key (see `x-scopes`). */
             scopes: components["schemas"]["Scope"][];
+            /** @description Whether the key works. */
             status: components["schemas"]["ApiKeyStatus"];
         };
         /** @enum {string} */
         ApiKeyStatus: "active" | "revoked" | "expired";
         /** @description OpenAI `chat.completion` plus routing facts. */
         ChatCompletion: {
+            /** @description Whether the platform chose the model (`auto_routing: true` in the request). */
             auto_routing?: boolean;
+            /** @description The generated answer (one choice). */
             choices: components["schemas"]["ChatCompletionChoice"][];
             /** @description Unix seconds. */
             created: number;
+            /** @description Identifier of the completion (`chatcmpl-…`). */
             id: string;
             /** @description Catalog id of the model that answered. */
             model: string;
+            /** @description Model family that served the request. */
             model_family?: components["schemas"]["ModelFamily"];
-            /** @constant */
+            /**
+             * @description Always `chat.completion`.
+             * @constant
+             */
             object: "chat.completion";
             /** @description Upstream provider that served the request. */
             provider?: string;
+            /** @description Confidence of the auto-router in its choice, 0 to 1; null when not auto-routed. */
             routing_confidence?: number | null;
+            /** @description Which routing selector of the request chose the model. */
             routing_mechanism?: components["schemas"]["RoutingMechanism"];
             /** @description Tier chosen by auto-routing; null otherwise. */
             routing_tier?: components["schemas"]["RoutingTier"] | null;
+            /** @description Backend configuration fingerprint reported by the provider, when it reports one (OpenAI compatibility). */
             system_fingerprint?: string | null;
+            /** @description Theological tradition the answer was shaped for; null when none was requested. */
             tradition?: components["schemas"]["Tradition"] | null;
+            /** @description Token counts of the request, used for billing. */
             usage: components["schemas"]["CompletionUsage"];
         };
         ChatCompletionChoice: {
-            /** @enum {string} */
+            /**
+             * @description Why generation stopped: `stop` (natural end or stop sequence), `length` (max tokens), `tool_calls`, `content_filter` (do not retry unchanged).
+             * @enum {string}
+             */
             finish_reason: "stop" | "length" | "tool_calls" | "content_filter";
+            /** @description Index of the choice (always 0: one choice per request). */
             index: number;
+            /** @description The generated message. */
             message: components["schemas"]["ChatCompletionResponseMessage"];
         };
         /** @description OpenAI `chat.completion.chunk`. The first chunk may carry routing facts. */
         ChatCompletionChunk: {
+            /** @description Whether the platform chose the model (`auto_routing: true` in the request). */
             auto_routing?: boolean;
+            /** @description The choice this chunk extends (empty on a usage-only last chunk). */
             choices: components["schemas"]["ChatCompletionChunkChoice"][];
+            /** @description Creation time, Unix seconds. */
             created: number;
+            /** @description Identifier of the completion; the same on every chunk of the stream. */
             id: string;
+            /** @description Identifier of the model that produced the answer, e.g. `gloo-openai-gpt-5-mini`. */
             model: string;
+            /** @description Model family that served the request. */
             model_family?: components["schemas"]["ModelFamily"];
-            /** @constant */
+            /**
+             * @description Always `chat.completion.chunk`.
+             * @constant
+             */
             object: "chat.completion.chunk";
+            /** @description Upstream provider that served the request (after routing and any failover), e.g. `openai`. */
             provider?: string;
+            /** @description Confidence of the auto-router in its choice, 0 to 1; null when not auto-routed. */
             routing_confidence?: number | null;
+            /** @description Which routing selector of the request chose the model. */
             routing_mechanism?: components["schemas"]["RoutingMechanism"];
+            /** @description Tier auto-routing placed the request in; null when the model was not auto-routed. */
             routing_tier?: components["schemas"]["RoutingTier"] | null;
             /** @description Grounded streams only. */
             sources_returned?: boolean;
+            /** @description Backend configuration fingerprint reported by the provider, when it reports one (OpenAI compatibility). */
             system_fingerprint?: string | null;
+            /** @description Theological tradition the answer was shaped for; null when none was requested. */
             tradition?: components["schemas"]["Tradition"] | null;
             /** @description Set on the last chunk when `stream_options.include_usage` is true. */
             usage?: components["schemas"]["CompletionUsage"] | null;
         };
         ChatCompletionChunkChoice: {
+            /** @description What this chunk adds to the message. */
             delta: components["schemas"]["ChatCompletionChunkDelta"];
             /**
              * @description Non-null on the terminal chunk. `content_filter` ends the stream without an error object.
              * @enum {string|null}
              */
             finish_reason: "stop" | "length" | "tool_calls" | "content_filter" | null;
+            /** @description Index of the choice (always 0). */
             index: number;
         };
         ChatCompletionChunkDelta: {
+            /** @description Next piece of the answer text; append it. */
             content?: string | null;
+            /** @description Next piece of a refusal text. */
             refusal?: string | null;
-            /** @constant */
+            /**
+             * @description Always `assistant`; on the first chunk only.
+             * @constant
+             */
             role?: "assistant";
+            /** @description Fragments of tool calls, keyed by `index`. */
             tool_calls?: components["schemas"]["ChatCompletionChunkToolCall"][];
         };
         ChatCompletionChunkToolCall: {
+            /** @description Fragment of the function call. */
             function?: {
+                /** @description Next piece of the JSON arguments text; concatenate the pieces. */
                 arguments?: string;
+                /** @description Function name (first fragment only). */
                 name?: string;
             };
+            /** @description Identifier of the call; sent on its first fragment only. */
             id?: string;
+            /** @description Which tool call of the message this fragment belongs to; fragments with the same index are concatenated. */
             index: number;
-            /** @constant */
+            /**
+             * @description Tool kind: always `function` (first fragment only).
+             * @constant
+             */
             type?: "function";
         };
         /**
@@ -1004,13 +1085,22 @@ export interface components {
          *     array. A normal event, not an error.
          */
         ChatCompletionCitationsEvent: {
+            /** @description Always empty: this event carries citations only. */
             choices: components["schemas"]["ChatCompletionChunkChoice"][];
+            /** @description Passages of the publisher content the answer is grounded on, best first. */
             citations: components["schemas"]["Citation"][];
+            /** @description Creation time, Unix seconds. */
             created: number;
+            /** @description Identifier of the completion; the same on every chunk of the stream. */
             id: string;
+            /** @description Identifier of the model that produced the answer, e.g. `gloo-openai-gpt-5-mini`. */
             model: string;
-            /** @constant */
+            /**
+             * @description Always `chat.completion.chunk`.
+             * @constant
+             */
             object: "chat.completion.chunk";
+            /** @description Whether any grounding source was retrieved; false means the answer was generated without grounding (not an error). */
             sources_returned?: boolean;
         };
         /**
@@ -1019,19 +1109,35 @@ export interface components {
          *     Retry only if `error.retryable` (and with a changed request or model otherwise).
          */
         ChatCompletionErrorChunk: {
+            /** @description One terminal choice with `finish_reason: "error"`. */
             choices: {
+                /** @description Empty: the error adds no text. */
                 delta: Record<string, never>;
-                /** @constant */
+                /**
+                 * @description Always `error`: the stream failed; see `error`.
+                 * @constant
+                 */
                 finish_reason: "error";
-                /** @constant */
+                /**
+                 * @description Always 0.
+                 * @constant
+                 */
                 index: 0;
             }[];
+            /** @description Creation time, Unix seconds. */
             created: number;
+            /** @description What failed; retry only if `retryable` is true. */
             error: components["schemas"]["AIErrorObject"];
+            /** @description Identifier of the completion; the same as the earlier chunks. */
             id: string;
+            /** @description Identifier of the model that produced the answer, e.g. `gloo-openai-gpt-5-mini`. */
             model: string;
-            /** @constant */
+            /**
+             * @description Always `chat.completion.chunk`.
+             * @constant
+             */
             object: "chat.completion.chunk";
+            /** @description Trace id of the request, the same as the `X-Trace-Id` header; quote it to support. */
             trace_id: components["schemas"]["TraceId"];
         };
         /**
@@ -1044,42 +1150,70 @@ export interface components {
             auto_routing?: boolean;
             /** @description Catalog model id (direct model selection), e.g. `gloo-openai-gpt-5-mini`. */
             model?: string;
+            /** @description Routing selector: let the platform pick a model of this family. Exactly one of `auto_routing`, `model`, `model_family`. */
             model_family?: components["schemas"]["ModelFamily"];
+            /** @description Theological tradition to shape the answer for; none when absent. */
             tradition?: components["schemas"]["Tradition"];
         };
         /** @description OpenAI chat-completion fields shared by v1 and v2 (unknown fields are ignored). */
         ChatCompletionRequestCommon: {
             /** @description Newer OpenAI name of `max_tokens`; `max_tokens` wins when both are set. */
             max_completion_tokens?: number;
+            /** @description Maximum tokens to generate; prompt plus this must fit the context window (400 CONTEXT_WINDOW_EXCEEDED). */
             max_tokens?: number;
+            /** @description The conversation so far, oldest first; must contain at least one `user` message (400 NO_USER_MESSAGE). */
             messages: components["schemas"]["ChatMessage"][];
+            /** @description Up to 16 string key/value pairs of yours, recorded with the request (logs) for your own correlation. */
             metadata?: components["schemas"]["RequestMetadata"];
+            /** @description Whether the model may ask for several tool calls in one turn. */
             parallel_tool_calls?: boolean;
+            /** @description Output format: free text (default), any JSON object, or JSON matching a schema. */
             response_format?: components["schemas"]["ChatResponseFormat"];
+            /** @description Up to 4 sequences where generation stops (not included in the answer). */
             stop?: string | string[] | null;
-            /** @default false */
+            /**
+             * @description Stream the answer as server-sent events (`text/event-stream`) instead of one JSON body.
+             * @default false
+             */
             stream: boolean;
+            /** @description Streaming options (only with `stream: true`). */
             stream_options?: {
                 /** @description Send a last chunk with `usage` and empty `choices`. */
                 include_usage?: boolean;
             };
+            /** @description Sampling temperature, 0 to 2: higher is more varied, lower more deterministic. Provider default when absent. */
             temperature?: number;
+            /** @description Whether and which tool the model must call: `auto` (default when tools are given), `none`, `required`, or one named function. */
             tool_choice?: components["schemas"]["ChatToolChoice"];
+            /** @description Tools (functions) the model may call. */
             tools?: components["schemas"]["ChatTool"][];
+            /** @description Nucleus sampling: consider only the tokens within this cumulative probability, 0 to 1. Change this or `temperature`, not both. */
             top_p?: number;
             /** @description End-user identifier for abuse monitoring. */
             user?: string;
         };
         ChatCompletionResponseMessage: {
+            /** @description The answer text; null when the model only called tools or refused. */
             content: string | null;
+            /** @description Refusal text when the model declined to answer; null otherwise. */
             refusal?: string | null;
-            /** @constant */
+            /**
+             * @description Always `assistant`.
+             * @constant
+             */
             role: "assistant";
+            /** @description Tool (function) calls the model asked for, in order. */
             tool_calls?: components["schemas"]["ChatToolCall"][];
         };
         /**
          * @description Payload of one `data:` line of a chat-completion stream. The stream ends with
          *     the chunk whose `finish_reason` is non-null, then `data: [DONE]`.
+         *
+         *     No discriminator: every event has `object: "chat.completion.chunk"` (OpenAI
+         *     compatibility), so no property value tells them apart. Tell them by presence:
+         *     `error` (with `finish_reason: "error"`) is the error chunk, `citations` the first
+         *     event of a grounded stream, anything else a normal chunk. `anyOf`, not `oneOf`,
+         *     because the chunk schema is open to fields added later.
          */
         ChatCompletionStreamEvent: components["schemas"]["ChatCompletionChunk"] | components["schemas"]["ChatCompletionErrorChunk"] | components["schemas"]["ChatCompletionCitationsEvent"];
         /** @description Deprecated v1 chat completion request; `model` is required (direct model access). */
@@ -1089,37 +1223,59 @@ export interface components {
         };
         ChatContentPart: components["schemas"]["ChatContentPartText"] | components["schemas"]["ChatContentPartImage"];
         ChatContentPartImage: {
+            /** @description The image to show the model (vision models only). */
             image_url: {
-                /** @enum {string} */
+                /**
+                 * @description Rendering detail of the image: `low` is cheaper, `high` reads fine print, `auto` lets the model choose.
+                 * @enum {string}
+                 */
                 detail?: "auto" | "low" | "high";
                 /** @description HTTPS URL or `data:` URL of the image. */
                 url: string;
             };
-            /** @constant */
+            /**
+             * @description Content part kind: always `image_url`.
+             * @constant
+             */
             type: "image_url";
         };
         ChatContentPartText: {
+            /** @description Text of this part of the message. */
             text: string;
-            /** @constant */
+            /**
+             * @description Content part kind: always `text`.
+             * @constant
+             */
             type: "text";
         };
         ChatHistory: {
+            /** @description Identifier of the chat (conversation). */
             chat_id: string;
+            /** @description Questions and answers of the chat, oldest first. */
             messages: components["schemas"]["ChatHistoryEntry"][];
         };
         ChatHistoryEntry: {
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the question was asked (RFC 3339).
+             */
             created_at: string;
+            /** @description The answer given. */
             message: string;
+            /** @description Identifier of the answer message within the chat. */
             message_id: string;
+            /** @description The question asked. */
             query: string;
+            /** @description Identifier of the question within the chat. */
             query_id: string;
+            /** @description Source passages the answer is grounded on. */
             sources: components["schemas"]["ChatSource"][];
         };
         /** @description One conversation message (OpenAI shape). */
         ChatMessage: {
             /** @description Text, content parts (text, image_url), or null (or empty) for an assistant message that only calls tools. */
             content?: string | components["schemas"]["ChatContentPart"][] | null;
+            /** @description Optional name of the participant, to tell several users or assistants apart. */
             name?: string;
             /**
              * @description `developer` is accepted as OpenAI's newer name for `system`.
@@ -1128,21 +1284,31 @@ export interface components {
             role: "system" | "developer" | "user" | "assistant" | "tool";
             /** @description For `role: tool`, the id of the tool call answered. */
             tool_call_id?: string;
+            /** @description On an assistant message: the tool calls it made (send them back with the history). */
             tool_calls?: components["schemas"]["ChatToolCall"][];
         };
         ChatMessageRequest: {
+            /** @description Maximum length of the answer, in characters. */
             character_limit?: number;
             /** @description Existing chat to continue; a new chat is created when absent. */
             chat_id?: string;
+            /** @description Publisher names to restrict the sources to; all visible publishers when absent. */
             publishers?: string[];
+            /** @description The question to answer. */
             query: string;
+            /** @description Maximum number of sources to ground the answer on, 1 to 10. */
             sources_limit?: number;
         };
         ChatMessageResponse: {
+            /** @description Identifier of the chat (conversation). */
             chat_id: string;
+            /** @description The answer. */
             message: string;
+            /** @description Identifier of the answer message within the chat. */
             message_id: string;
+            /** @description Identifier of the question within the chat. */
             query_id: string;
+            /** @description Source passages the answer is grounded on. */
             sources: components["schemas"]["ChatSource"][];
         };
         /**
@@ -1150,64 +1316,105 @@ export interface components {
          *     Schema (OpenAI's structured outputs).
          */
         ChatResponseFormat: {
-            /** @constant */
+            /**
+             * @description Free text (the default).
+             * @constant
+             */
             type: "text";
         } | {
-            /** @constant */
+            /**
+             * @description Any valid JSON object.
+             * @constant
+             */
             type: "json_object";
         } | {
+            /** @description The schema the answer must match. */
             json_schema: {
+                /** @description What the output is for; helps the model fill it. */
                 description?: string;
+                /** @description Name of the schema (letters, digits, `_` and `-`). */
                 name: string;
                 /** @description JSON Schema the answer follows. */
                 schema?: {
                     [key: string]: unknown;
                 };
+                /** @description Whether the model must follow the schema exactly (structured outputs); null lets the provider decide. */
                 strict?: boolean | null;
             };
-            /** @constant */
+            /**
+             * @description JSON matching `json_schema` (structured outputs).
+             * @constant
+             */
             type: "json_schema";
         };
         /** @description A source the answer used (further fields may appear). */
         ChatSource: {
+            /** @description Identifier of the source item. */
             item_id?: string;
+            /** @description Name of the publisher of the source item; null when unknown. */
             publisher?: string | null;
+            /** @description The passage used; null when not returned. */
             snippet?: string | null;
+            /** @description Title of the source item; null when it has none. */
             title?: string | null;
+            /** @description Public URL of the source item; null when it has none. */
             url?: string | null;
         };
         ChatTool: {
+            /** @description The function the model may call. */
             function: components["schemas"]["FunctionDefinition"];
-            /** @constant */
+            /**
+             * @description Tool kind: always `function`.
+             * @constant
+             */
             type: "function";
         };
         /** @description A tool call made by the assistant. */
         ChatToolCall: {
+            /** @description The function to call and its arguments. */
             function: {
                 /** @description Arguments as a JSON-encoded string. */
                 arguments: string;
+                /** @description Name of the function, one of the request `tools`. */
                 name: string;
             };
+            /** @description Identifier of the call; send it back as `tool_call_id` of the `tool` message with the result. */
             id: string;
-            /** @constant */
+            /**
+             * @description Tool kind: always `function`.
+             * @constant
+             */
             type: "function";
         };
         /** @description `none`, `auto`, `required`, or a named function. */
         ChatToolChoice: ("none" | "auto" | "required") | {
+            /** @description The function the model must call. */
             function: {
+                /** @description Name of the function, one of the request `tools`. */
                 name: string;
             };
-            /** @constant */
+            /**
+             * @description Tool kind: always `function`.
+             * @constant
+             */
             type: "function";
         };
         /** @description A retrieved passage the answer is grounded on. */
         Citation: {
+            /** @description Semantic match certainty, 0 to 1 (`(1 + cosine similarity) / 2`); higher is closer. */
             certainty: number;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @description Identifier of the content item the passage comes from (UUID); fetch it with `getItem`.
+             */
             item_id: string;
+            /** @description Name of the publisher of the source item; null when unknown. */
             publisher: string | null;
+            /** @description The retrieved passage text. */
             snippet: string;
+            /** @description Title of the source item; null when it has none. */
             title: string | null;
+            /** @description Public URL of the source item; null when it has none. */
             url: string | null;
         };
         /** @description 402 body of the coding-agent route; adds `topup_available`. */
@@ -1216,32 +1423,51 @@ export interface components {
             topup_available: boolean;
         };
         CompletionUsage: {
+            /** @description Tokens generated in the answer (output). */
             completion_tokens: number;
+            /** @description Tokens in the prompt (input). */
             prompt_tokens: number;
+            /** @description Prompt plus answer tokens. */
             total_tokens: number;
         };
         CreateAgentRequest: {
+            /** @description What the agent is for. */
             description?: string | null;
+            /** @description System instructions the agent runs with. */
             instructions?: string | null;
+            /** @description How the agent chooses its model. */
             model?: components["schemas"]["AgentModel"];
+            /** @description Display name of the agent. */
             name: string;
+            /** @description Initial state of the agent. */
             status?: components["schemas"]["AgentStatus"];
+            /** @description Free-form labels, for filtering and organisation. */
             tags?: string[];
+            /** @description Theological tradition the agent answers in; null for none. */
             tradition?: components["schemas"]["Tradition"] | null;
         };
         CreatedApiKey: {
+            /** @description Creation time, Unix milliseconds. */
             createdAt: number;
+            /** @description Expiry time, Unix milliseconds; null when the key does not expire. */
             expiresAt: number | null;
+            /** @description Identifier of the key record (UUID); not the key itself. */
             id: string;
             /** @description The plaintext key (`sk_...`), shown once. */
             key: string;
+            /** @description Obfuscated key (prefix and last four characters), safe to display; the full key is never shown again. */
             keyPrefix: string;
+            /** @description Your name for the key, to tell keys apart; null when none. */
             label: string | null;
+            /** @description Permissions of the key (see `x-scopes`). */
             scopes: components["schemas"]["Scope"][];
+            /** @description Always `active` for a new key. */
             status: components["schemas"]["ApiKeyStatus"];
         };
         CreatedKeyResponse: {
+            /** @description The new key, with its full value (shown once). */
             data: components["schemas"]["CreatedApiKey"];
+            /** @description Request metadata of the management API: request id and pagination state. */
             meta: components["schemas"]["ManagementMeta"];
         };
         CreateKeyRequest: {
@@ -1251,7 +1477,9 @@ export interface components {
              *     the new key gets the creating key's expiry.
              */
             expiresAt?: number | null;
+            /** @description Your name for the key. */
             label?: string | null;
+            /** @description Permissions of the new key; a key cannot grant scopes it lacks itself (403). */
             scopes: components["schemas"]["Scope"][];
         };
         /**
@@ -1259,9 +1487,13 @@ export interface components {
          *     `model_family` (checked by the server, 400).
          */
         CreateResponseRequest: components["schemas"]["CreateResponseRequestCommon"] & {
+            /** @description Routing selector: let the platform choose the model. Exactly one of `auto_routing`, `model`, `model_family`. */
             auto_routing?: boolean;
+            /** @description Routing selector: the model id to use (see `listModels`). Exactly one of `auto_routing`, `model`, `model_family`. */
             model?: string;
+            /** @description Routing selector: let the platform pick a model of this family. */
             model_family?: components["schemas"]["ModelFamily"];
+            /** @description Theological tradition to shape the answer for; none when absent. */
             tradition?: components["schemas"]["Tradition"];
         };
         /** @description Responses API fields shared by v1 and v2 (unknown fields are ignored). */
@@ -1270,25 +1502,41 @@ export interface components {
             input: string | components["schemas"]["ResponseInputItem"][];
             /** @description System-level instructions. */
             instructions?: string | null;
+            /** @description Maximum tokens to generate, reasoning included; reaching it ends the response `incomplete`. */
             max_output_tokens?: number;
+            /** @description Up to 16 string key/value pairs of yours, recorded with the request (logs) for your own correlation. */
             metadata?: components["schemas"]["RequestMetadata"];
+            /** @description Whether the model may ask for several tool calls in one turn. */
             parallel_tool_calls?: boolean;
             /** @description Continue from an earlier response. */
             previous_response_id?: string | null;
+            /** @description Reasoning options (reasoning models only). */
             reasoning?: {
-                /** @enum {string} */
+                /**
+                 * @description How much the model reasons before answering: more is slower and costs more tokens.
+                 * @enum {string}
+                 */
                 effort?: "minimal" | "low" | "medium" | "high";
             };
-            /** @default false */
+            /**
+             * @description Stream the answer as server-sent events (`text/event-stream`) instead of one JSON body.
+             * @default false
+             */
             stream: boolean;
+            /** @description Sampling temperature, 0 to 2: higher is more varied, lower more deterministic. Provider default when absent. */
             temperature?: number;
+            /** @description Whether and which tool the model must call: `auto` (default when tools are given), `none`, `required`, or one named function. */
             tool_choice?: components["schemas"]["ResponseToolChoice"];
+            /** @description Tools (functions) the model may call. */
             tools?: components["schemas"]["ResponseTool"][];
+            /** @description Nucleus sampling: consider only the tokens within this cumulative probability, 0 to 1. Change this or `temperature`, not both. */
             top_p?: number;
+            /** @description Your identifier of the end user, for abuse monitoring; not shown to the model. */
             user?: string;
         };
         /** @description Deprecated Responses API v1 request; `model` is required (direct model access). */
         CreateResponseV1Request: components["schemas"]["CreateResponseRequestCommon"] & {
+            /** @description The model id to use (see `listModels`). */
             model: string;
         };
         DeleteItemResult: {
@@ -1296,40 +1544,59 @@ export interface components {
             deleted_from: {
                 [key: string]: boolean;
             };
+            /** @description Why this entry failed; null when it succeeded. */
             error: string | null;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @description The item.
+             */
             item_id: string;
+            /** @description Whether this item was deleted. */
             success: boolean;
         };
         /** @description Up to 1000 item ids. Missing or empty `item_ids` is a 400 (checked by the server). */
         DeleteItemsRequest: {
+            /** @description Items to delete (UUIDs); at least one (400 otherwise). */
             item_ids?: string[];
         };
         DeleteItemsResponse: {
+            /** @description Human-readable summary. */
             message: string;
             /** @description Delete mode applied: `soft` (the item is marked deleted, its chunks are removed, and its producer id and content hash are released for re-upload). */
             mode: string;
+            /** @description One result per matched item, in request order. */
             results: components["schemas"]["DeleteItemResult"][];
+            /** @description Whether every requested item was deleted. */
             success: boolean;
+            /** @description Items deleted. */
             total_deleted: number;
+            /** @description Items not deleted (see `results`). */
             total_failed: number;
+            /** @description Items in the request. */
             total_requested: number;
         };
         DeleteMessageResult: {
+            /** @description Always true when answered 200. */
             deleted: boolean;
+            /** @description The deleted message. */
             message_id: string;
         };
         /** @description FastAPI-style error with a string `detail` (data engine, Chat API, paywall). Open object. */
         DetailError: {
             /** @description Human-readable reason. */
             detail: string;
+            /** @description Trace id of the request, the same as the `X-Trace-Id` header; quote it to support. */
             trace_id: components["schemas"]["TraceId"];
         };
         Embedding: {
             /** @description The vector; a base64 string of little-endian float32 when `encoding_format` is `base64`. */
             embedding: number[] | string;
+            /** @description Position of the input this vector belongs to. */
             index: number;
-            /** @constant */
+            /**
+             * @description Always `embedding`.
+             * @constant
+             */
             object: "embedding";
         };
         /** @description OpenAI embeddings request (unknown fields are ignored). */
@@ -1340,6 +1607,7 @@ export interface components {
              */
             dimensions?: number;
             /**
+             * @description Vector encoding: `float` (JSON numbers) or `base64` (little-endian float32, smaller).
              * @default float
              * @enum {string}
              */
@@ -1351,31 +1619,45 @@ export interface components {
             input: string | string[];
             /** @description Catalog id of an embedding model. */
             model: string;
+            /** @description Your identifier of the end user, for abuse monitoring; not shown to the model. */
             user?: string;
         };
         EmbeddingsResponse: {
+            /** @description One vector per input, in input order. */
             data: components["schemas"]["Embedding"][];
+            /** @description The embedding model used. */
             model: string;
-            /** @constant */
+            /**
+             * @description Always `list`.
+             * @constant
+             */
             object: "list";
+            /** @description Token counts (embeddings have no output tokens). */
             usage: {
+                /** @description Tokens in the input. */
                 prompt_tokens: number;
+                /** @description The same as `prompt_tokens`. */
                 total_tokens: number;
             };
         };
         /** @description HTTP 422 body of the embeddings endpoint. */
         EmbeddingsValidationError: {
+            /** @description The (first) failing field and why. */
             detail: {
                 /** @description Machine code, e.g. `invalid_input`. */
                 code: string;
+                /** @description Human-readable reason, prefixed with the failing field. */
                 message: string;
                 /** @description Request field the error is about, where applicable. */
                 param?: string | null;
+                /** @description Always false: the request must change before it can succeed. */
                 retryable: boolean;
                 /** @description Error type, e.g. `invalid_request_error`. */
                 type: string;
             };
+            /** @description The same failure as an OpenAI error object, for OpenAI clients. */
             error?: components["schemas"]["OpenAIErrorObject"];
+            /** @description Trace id of the request, the same as the `X-Trace-Id` header; quote it to support. */
             trace_id: components["schemas"]["TraceId"];
         };
         /**
@@ -1390,43 +1672,75 @@ export interface components {
         ErrorName: "INVALID_REQUEST" | "ROUTING_SELECTOR_INVALID" | "NO_USER_MESSAGE" | "CONTEXT_WINDOW_EXCEEDED" | "UNSUPPORTED_MODEL" | "SPENDING_LIMIT_EXCEEDED" | "INSUFFICIENT_CREDIT" | "GC_ALLOWANCE_EXHAUSTED" | "NO_PLAN" | "NOT_EMBEDDING_MODEL" | "EMPTY_INPUT" | "UNSUPPORTED_DIMENSIONS" | "PUBLISHER_NOT_FOUND" | "UNAUTHORIZED" | "FORBIDDEN" | "GUARDRAIL_BLOCKED" | "NOT_FOUND" | "VALIDATION_ERROR" | "CONTENT_FILTERED" | "QUOTA_EXCEEDED" | "PAYLOAD_TOO_LARGE" | "IDEMPOTENCY_KEY_IN_USE" | "PROVIDER_TIMEOUT" | "PROVIDER_UNAVAILABLE" | "PROVIDER_SERVER_ERROR" | "RATE_LIMIT" | "PROVIDER_BAD_REQUEST" | "PROVIDER_AUTH_ERROR" | "EMPTY_STREAM" | "MALFORMED_PROVIDER_STREAM" | "CONNECTION_DROPPED" | "EMBEDDING_PROVIDER_UNAVAILABLE" | "PROVIDER_INFERENCE_ERROR" | "INTERNAL_ERROR" | "ROUTING_ERROR" | "SERVICE_UNAVAILABLE" | "NOT_IMPLEMENTED";
         /** @description File record of an item (spec 2.1). Required keys are always present; nullable ones may hold null. */
         FileData: {
+            /** @description Authors of the item; null when unknown. */
             author: string[] | null;
+            /** @description Number of passages the file was split into for search and grounding. */
             chunk_count: number;
+            /** @description Original name of the uploaded file. */
             file_name: string;
+            /** @description URL of the stored original file; null when not hosted. */
             hosted_url?: string | null;
+            /** @description How the file arrived (e.g. `upload`, `api`); null when unknown. */
             ingestion_source?: string | null;
+            /** @description ISBN of the item, for books; null otherwise. */
             isbn?: string | null;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @description Identifier of the content item (UUID).
+             */
             item_id: string;
+            /** @description URL of the item cover or preview image; null when none. */
             item_image?: string | null;
+            /** @description Subtitle of the item; null when it has none. */
             item_subtitle?: string | null;
+            /** @description Short summary of the item; null when none. */
             item_summary?: string | null;
+            /** @description Tags of the item; null when none. */
             item_tags?: string[] | null;
+            /** @description Public URL where the item can be read; null when none. */
             item_url?: string | null;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @description Identifier of the owning organization; null when unknown.
+             */
             organization_id: string | null;
+            /** @description Name of the owning organization; null when unknown. */
             organization_name: string | null;
             /** @description Free-form publication date as supplied (not a date-time). */
             publication_date?: string | null;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @description Identifier of the owning publisher; null when not attached to one.
+             */
             publisher_id: string | null;
+            /** @description Name of the owning publisher; null when not attached to one. */
             publisher_name: string | null;
             /** @description Ingestion status, e.g. STARTED, QUEUED, FETCHING, TRANSCRIBING, NORMALIZING, CHUNKING, EMBEDDING, SYNCED, ENRICHED, COMPLETED, FAILED. */
             status: string | null;
+            /** @description Title of the file; null when it has none. */
             title: string | null;
+            /** @description Kind of the item, e.g. `article`, `book`, `podcast`; null when unknown. */
             type: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the file was uploaded (RFC 3339); null when unknown.
+             */
             upload_date: string | null;
+            /** @description Whether the item can ground answers; null when not set. */
             visible_in_chat?: boolean | null;
+            /** @description Whether the item appears in search; null when not set. */
             visible_in_search?: boolean | null;
         };
         FunctionDefinition: {
+            /** @description What the function does and when to call it; the model decides from this. */
             description?: string;
+            /** @description Function name the model calls it by (letters, digits, `_` and `-`, at most 64). */
             name: string;
             /** @description JSON Schema of the arguments. */
             parameters?: {
                 [key: string]: unknown;
             };
+            /** @description Whether the model must follow the schema exactly (structured outputs); null lets the provider decide. */
             strict?: boolean | null;
         };
         /** @description Error body produced by the API gateway (authentication / authorization). */
@@ -1435,29 +1749,47 @@ export interface components {
             code: string;
             /** @description Human-readable reason. */
             error: string;
+            /** @description Trace id of the request, the same as the `X-Trace-Id` header; quote it to support. */
             trace_id: components["schemas"]["TraceId"];
         };
         /** @enum {string} */
         GatewayStatus: "healthy" | "degraded" | "offline";
         /** @description `ChatCompletion` plus `sources_returned` and optional `citations`. */
         GroundedChatCompletion: {
+            /** @description Whether the platform chose the model (`auto_routing: true` in the request). */
             auto_routing?: boolean;
+            /** @description The generated answer (one choice). */
             choices: components["schemas"]["ChatCompletionChoice"][];
+            /** @description Passages the answer is grounded on, best first; present when `include_citations` was true. */
             citations?: components["schemas"]["Citation"][];
+            /** @description Creation time, Unix seconds. */
             created: number;
+            /** @description Identifier of the completion (`chatcmpl-…`). */
             id: string;
+            /** @description Identifier of the model that produced the answer, e.g. `gloo-openai-gpt-5-mini`. */
             model: string;
+            /** @description Model family that served the request. */
             model_family?: components["schemas"]["ModelFamily"];
-            /** @constant */
+            /**
+             * @description Always `chat.completion`.
+             * @constant
+             */
             object: "chat.completion";
+            /** @description Upstream provider that served the request (after routing and any failover), e.g. `openai`. */
             provider?: string;
+            /** @description Confidence of the auto-router in its choice, 0 to 1; null when not auto-routed. */
             routing_confidence?: number | null;
+            /** @description Which routing selector of the request chose the model. */
             routing_mechanism?: components["schemas"]["RoutingMechanism"];
+            /** @description Tier auto-routing placed the request in; null when the model was not auto-routed. */
             routing_tier?: components["schemas"]["RoutingTier"] | null;
             /** @description Whether any grounding source was retrieved (false is not an error). */
             sources_returned: boolean;
+            /** @description Backend configuration fingerprint reported by the provider, when it reports one (OpenAI compatibility). */
             system_fingerprint?: string | null;
+            /** @description Theological tradition the answer was shaped for; null when none was requested. */
             tradition?: components["schemas"]["Tradition"] | null;
+            /** @description Token counts of the request, used for billing. */
             usage: components["schemas"]["CompletionUsage"];
         };
         /** @description v2 chat completion request plus grounding on a publisher's content. */
@@ -1483,50 +1815,83 @@ export interface components {
         };
         /** @description `Response` plus `sources_returned` and optional `citations`. */
         GroundedResponse: {
+            /** @description Passages the answer is grounded on, best first. */
             citations?: components["schemas"]["Citation"][];
+            /** @description Creation time, Unix seconds. */
             created_at: number;
+            /** @description Why the response `failed`; null otherwise. */
             error: components["schemas"]["ResponseError"] | null;
+            /** @description Identifier of the response (`resp_…`). */
             id: string;
+            /** @description Why the response is `incomplete`; null otherwise. */
             incomplete_details: components["schemas"]["ResponseIncompleteDetails"] | null;
+            /** @description System-level instructions the response was generated with; null when none. */
             instructions?: string | null;
+            /** @description The `metadata` of the request, echoed back. */
             metadata?: components["schemas"]["RequestMetadata"];
+            /** @description Identifier of the model that produced the answer, e.g. `gloo-openai-gpt-5-mini`. */
             model: string;
-            /** @constant */
+            /**
+             * @description Always `response`.
+             * @constant
+             */
             object: "response";
+            /** @description Generated items, in order. */
             output: components["schemas"]["ResponseOutputItem"][];
+            /** @description Concatenated text of all `output_text` parts. */
             output_text: string;
+            /** @description Id of the response this one continues; null for a new conversation. */
             previous_response_id?: string | null;
+            /** @description Upstream provider that served the request (after routing and any failover), e.g. `openai`. */
             provider?: string;
+            /** @description Which routing selector of the request chose the model. */
             routing_mechanism?: components["schemas"]["RoutingMechanism"];
+            /** @description Whether any grounding source was retrieved; false means the answer was generated without grounding (not an error). */
             sources_returned: boolean;
-            /** @enum {string} */
+            /**
+             * @description State: `completed`, `failed` (see `error`), `in_progress` (streams), `incomplete` (see `incomplete_details`).
+             * @enum {string}
+             */
             status: "completed" | "failed" | "in_progress" | "incomplete";
+            /** @description Theological tradition the answer was shaped for; null when none was requested. */
             tradition?: components["schemas"]["Tradition"] | null;
+            /** @description Token counts; null until the response is complete. */
             usage: components["schemas"]["ResponseUsage"] | null;
         };
         /** @description Responses request plus grounding on a publisher's content. */
         GroundedResponseRequest: components["schemas"]["CreateResponseRequest"] & {
             /**
              * Format: float
+             * @description Minimum certainty of a passage to be used; lower it toward 0.5 to get more sources.
              * @default 0.75
              */
             certainty_threshold: number;
             /** @description Name of the publisher whose content grounds the answer. */
             rag_publisher: string;
-            /** @default 3 */
+            /**
+             * @description Maximum number of passages to ground the answer on, 1 to 10.
+             * @default 3
+             */
             sources_limit: number;
         };
         HealthResponse: {
+            /** @description Health of the platform. */
             data: {
+                /** @description Health of each gateway (inference, data, management). */
                 gateways: {
+                    /** @description Stable identifier of the gateway. */
                     id: string;
                     /** @description Unix milliseconds of the last check. */
                     lastHealthCheck: number;
+                    /** @description Display name of the gateway. */
                     name: string;
+                    /** @description Status of this gateway. */
                     status: components["schemas"]["GatewayStatus"];
                 }[];
+                /** @description Overall status, the worst of the gateways. */
                 status: components["schemas"]["GatewayStatus"];
             };
+            /** @description Request metadata of the management API: request id and pagination state. */
             meta: components["schemas"]["ManagementMeta"];
         };
         IngestFilesRequest: {
@@ -1547,33 +1912,58 @@ export interface components {
             duplicates: string[];
             /** @description File names accepted and queued for ingestion. */
             ingesting: string[];
+            /** @description Human-readable summary of the ingestion. */
             message: string;
+            /** @description Whether every file was accepted (duplicates are reported, not failures). */
             success: boolean;
         };
         /** @description Item metadata (engine v2). */
         Item: {
+            /** @description Authors of the item, in credit order. */
             author: string[];
             /** @description Version tag of the item's metadata. */
             etag: string;
+            /** @description Whether the item stays relevant regardless of age (not down-ranked as it ages). */
             evergreen: boolean;
+            /** @description Name of the file the item was ingested from; null when it was not ingested from a file. */
             filename: string | null;
+            /** @description ISBN of the item, for books; null otherwise. */
             isbn: string | null;
+            /** @description Free-form extra data of the publisher for the item; null when none. */
             item_extra: string | null;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @description Identifier of the content item (UUID).
+             */
             item_id: string;
+            /** @description URL of the item cover or preview image; null when none. */
             item_image: string | null;
+            /** @description Publisher-side number of the item (issue, episode, chapter); null when none. */
             item_number: string | null;
+            /** @description Subtitle of the item; null when it has none. */
             item_subtitle: string | null;
+            /** @description Short summary of the item; null when none. */
             item_summary: string | null;
+            /** @description Tags of the item, used in filters and recommendations. */
             item_tags: string[];
+            /** @description Title of the item; null when it has none. */
             item_title: string | null;
+            /** @description Public URL where the item can be read; null when none. */
             item_url: string | null;
+            /** @description Publication date as the publisher gives it (free text, e.g. `March 2021`); null when unknown. */
             publication_date: string | null;
+            /** @description Processing state of the item. */
             status: components["schemas"]["ItemStatus"];
+            /** @description Kind of the item, e.g. `article`, `book`, `podcast`; null when unknown. */
             type: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description Time of the last change (RFC 3339).
+             */
             updated_at: string;
+            /** @description Whether the item can ground chat and completion answers. */
             visible_in_chat: boolean;
+            /** @description Whether the item appears in search results and recommendations. */
             visible_in_search: boolean;
         };
         /**
@@ -1581,27 +1971,48 @@ export interface components {
          *     `types` and `statuses` take up to 10000 entries each, the largest `limit`.
          */
         ItemFilter: {
+            /** @description Only items by any of these authors. */
             authors?: string[];
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description Only items created at or after this time.
+             */
             created_after?: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description Only items created before this time.
+             */
             created_before?: string;
+            /** @description Only evergreen (true) or non-evergreen (false) items. */
             evergreen?: boolean;
+            /** @description Only these items (UUIDs). */
             item_ids?: string[];
             /** @description Case-insensitive substring of title or file name. */
             search?: string;
+            /** @description Only items in these states. */
             statuses?: components["schemas"]["ItemStatus"][];
+            /** @description Only items with any of these tags. */
             tags?: string[];
+            /** @description Only items of these kinds. */
             types?: string[];
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description Only items changed at or after this time.
+             */
             updated_after?: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description Only items changed before this time.
+             */
             updated_before?: string;
+            /** @description Only items that can (true) or cannot (false) ground answers. */
             visible_in_chat?: boolean;
+            /** @description Only items shown (true) or hidden (false) in search. */
             visible_in_search?: boolean;
         };
         /** @description Up to 10000 producer ids. Missing or empty `producer_ids` is a 400 (checked by the server). */
         ItemsByProducerRequest: {
+            /** @description Your own item identifiers to look up; at least one (400 otherwise). */
             producer_ids?: string[];
         };
         /**
@@ -1610,58 +2021,88 @@ export interface components {
          */
         ItemStatus: "STARTED" | "QUEUED" | "FETCHING" | "TRANSCRIBING" | "NORMALIZING" | "CHUNKING" | "EMBEDDING" | "SYNCED" | "ENRICHED" | "COMPLETED" | "FAILED";
         KeyListResponse: {
+            /** @description Key records of this page. */
             data: components["schemas"]["ApiKey"][];
+            /** @description Request metadata of the management API: request id and pagination state. */
             meta: components["schemas"]["ManagementMeta"];
         };
         KeyResponse: {
+            /** @description The key record. */
             data: components["schemas"]["ApiKey"];
+            /** @description Request metadata of the management API: request id and pagination state. */
             meta: components["schemas"]["ManagementMeta"];
         };
         /** @description Error body of the platform-management API. */
         ManagementError: {
+            /** @description What went wrong. */
             error: {
                 /** @description Machine code, e.g. `unauthorized`, `forbidden`, `not_found`, `validation_error`, `internal_error`. */
                 code: string;
                 /** @description Failing fields of a 422. */
                 details?: components["schemas"]["ValidationErrorItem"][];
+                /** @description Human-readable reason. */
                 message: string;
             };
+            /** @description Request metadata of the management API: request id and pagination state. */
             meta: components["schemas"]["ManagementMeta"];
+            /** @description Trace id of the request, the same as the `X-Trace-Id` header; quote it to support. */
             trace_id: components["schemas"]["TraceId"];
         };
         /** @description On every management response; outside lists `hasMore` is false and `nextCursor` null. */
         ManagementMeta: {
+            /** @description Whether more pages follow; fetch them with `cursor` = `nextCursor`. */
             hasMore: boolean;
             /** @description Cursor of the next page; null on the last page. */
             nextCursor: string | null;
+            /** @description Identifier of the request (the trace id). */
             requestId: string;
         };
         /** @enum {string} */
         MediaType: "audio" | "video" | "book" | "article";
         Model: {
+            /** @description What the model can do. */
             capabilities: {
+                /** @description Is an embedding model (usable with `createEmbeddings` only). */
                 embeddings: boolean;
+                /** @description Can generate images (Responses `image_generation` tool). */
                 image_generation: boolean;
+                /** @description Reasons before answering (reasoning tokens are billed as output). */
                 reasoning: boolean;
+                /** @description Can answer with `stream: true`. */
                 streaming: boolean;
+                /** @description Tool (function) calling. */
                 tools: boolean;
+                /** @description Accepts images in the input. */
                 vision: boolean;
             };
+            /** @description Maximum prompt plus output tokens per request. */
             context_window: number;
             /** @description Unix seconds. */
             created: number;
-            /** @enum {string} */
+            /**
+             * @description Model family, usable as `model_family` in completion requests.
+             * @enum {string}
+             */
             family: "openai" | "anthropic" | "google" | "open source" | "local";
             /** @description `<platform>-<family>-<model>`, e.g. `gloo-openai-gpt-5-mini`. */
             id: string;
+            /** @description Whether the model is deprecated: still listed, but requests for it are refused (400 UNSUPPORTED_MODEL) or will be soon. */
             is_deprecated: boolean;
             /** @description Null for embedding models. */
             max_output_tokens: number | null;
-            /** @constant */
+            /**
+             * @description Always `model`.
+             * @constant
+             */
             object: "model";
+            /** @description Organization that owns the model (`platform` for local models). */
             owned_by: string;
+            /** @description Price of the model per million tokens. */
             pricing: {
-                /** @constant */
+                /**
+                 * @description Currency of the prices: always `USD`.
+                 * @constant
+                 */
                 currency: "USD";
                 /** @description Price per one million input tokens. */
                 input_per_1m: number;
@@ -1670,7 +2111,14 @@ export interface components {
             };
             /** @description Upstream provider serving the model. */
             provider: string;
-            /** @enum {string} */
+            /** @description Whether the model reasons before answering; the same as `capabilities.reasoning`, under the public catalog name. */
+            supports_reasoning: boolean;
+            /** @description Whether the model can call tools (function calling); the same as `capabilities.tools`, under the public catalog name. */
+            supports_tools: boolean;
+            /**
+             * @description `chat` (completions and responses) or `embedding` (embeddings).
+             * @enum {string}
+             */
             type: "chat" | "embedding";
         };
         /**
@@ -1681,15 +2129,24 @@ export interface components {
          */
         ModelFamily: "openai" | "anthropic" | "google" | "open source" | "local";
         ModelList: {
+            /** @description The models, chat and embedding. */
             data: components["schemas"]["Model"][];
-            /** @constant */
+            /**
+             * @description Always `list`.
+             * @constant
+             */
             object: "list";
         };
         /** @description RFC 6749 error body of the token endpoint, plus `trace_id`. */
         OAuthError: {
-            /** @enum {string} */
+            /**
+             * @description RFC 6749 error code.
+             * @enum {string}
+             */
             error: "invalid_request" | "invalid_client" | "unsupported_grant_type";
+            /** @description Human-readable reason. */
             error_description: string;
+            /** @description Trace id of the request, the same as the `X-Trace-Id` header; quote it to support. */
             trace_id: components["schemas"]["TraceId"];
         };
         OAuthTokenRequest: {
@@ -1704,16 +2161,23 @@ export interface components {
             grant_type: string;
         };
         OAuthTokenResponse: {
+            /** @description Bearer token for the `Authorization` header. */
             access_token: string;
             /** @description Lifetime in seconds (3600). */
             expires_in: number;
-            /** @constant */
+            /**
+             * @description Always `Bearer`.
+             * @constant
+             */
             token_type: "Bearer";
         };
         /** @description OpenAI's error object, beside the platform's own error fields. */
         OpenAIErrorObject: {
+            /** @description Machine code of the failure, e.g. `missing`, `float_type`; null when none. */
             code?: string | null;
+            /** @description Human-readable reason (the failing field and why). */
             message: string;
+            /** @description Request field the error is about; null when not field-specific. */
             param?: string | null;
             /** @description e.g. `invalid_request_error`. */
             type: string;
@@ -1723,54 +2187,99 @@ export interface components {
          *     wins). Fields present are set; null clears a nullable field.
          */
         PatchItemRequest: {
+            /** @description New author list (replaces the old one); null clears it. */
             author?: string[] | null;
+            /** @description Mark the item as evergreen (not down-ranked with age). */
             evergreen?: boolean;
+            /** @description New ISBN; null clears it. */
             isbn?: string | null;
+            /** @description New extra data; null clears it. */
             item_extra?: string | null;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @description Item to change; give it or `producer_id`.
+             */
             item_id?: string;
+            /** @description New image URL; null clears it. */
             item_image?: string | null;
+            /** @description New publisher-side number; null clears it. */
             item_number?: string | null;
+            /** @description New subtitle; null clears it. */
             item_subtitle?: string | null;
+            /** @description New summary; null clears it. */
             item_summary?: string | null;
+            /** @description New tag list (replaces the old one); null clears it. */
             item_tags?: string[] | null;
+            /** @description New title; null clears it. */
             item_title?: string | null;
+            /** @description New public URL; null clears it. */
             item_url?: string | null;
+            /** @description Your own identifier of the item, instead of `item_id` (400 when it matches several files). */
             producer_id?: string;
+            /** @description New publication date (free text); null clears it. */
             publication_date?: string | null;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @description Publisher that owns the item (403 when not in your organization).
+             */
             publisher_id: string;
+            /** @description New kind of item; null clears it. */
             type?: string | null;
+            /** @description Allow or forbid the item to ground answers (updates the vector store; 502 when that fails). */
             visible_in_chat?: boolean;
+            /** @description Show or hide the item in search and recommendations (updates the vector store; 502 when that fails). */
             visible_in_search?: boolean;
         };
         PatchItemResponse: {
+            /** @description Human-readable outcome or reason. */
             message: string;
+            /** @description Whether the item was updated. */
             success: boolean;
         };
         /** @description Multi-item patch. Missing or empty `ops` is a 400 (checked by the server). */
         PatchItemsRequest: {
+            /** @description Which items to change. */
             filter?: components["schemas"]["ItemFilter"];
-            /** @default 100 */
+            /**
+             * @description Maximum number of items to change in this call.
+             * @default 100
+             */
             limit: number;
+            /** @description Changes to apply to every matched item, in order (at least one; 400 otherwise). */
             ops?: components["schemas"]["PatchOperation"][];
         };
         PatchItemsResponse: {
+            /** @description The filter as the server applied it (defaults filled in). */
             filter_applied: components["schemas"]["ItemFilter"];
+            /** @description Human-readable summary. */
             message: string;
+            /** @description One result per matched item, in request order. */
             results: components["schemas"]["PatchItemsResult"][];
+            /** @description Whether every matched item was changed. */
             success: boolean;
+            /** @description Items that could not be changed (see `results`). */
             total_failed: number;
+            /** @description Items the filter matched (up to `limit`). */
             total_matched: number;
+            /** @description Items changed. */
             total_patched: number;
         };
         PatchItemsResult: {
+            /** @description Why this entry failed; null when it succeeded. */
             error: string | null;
+            /** @description Version tag of the item after the change; null when it was not changed. */
             etag: string | null;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @description The item.
+             */
             item_id: string;
+            /** @description Whether this item was changed. */
             success: boolean;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description Time of the last change (RFC 3339).
+             */
             updated_at: string | null;
         };
         PatchOperation: {
@@ -1785,17 +2294,25 @@ export interface components {
             value?: unknown;
         };
         PaywallRelatedRequest: {
+            /** @description Which item the paywall is for. */
             request?: {
+                /** @description Your own identifier of the paywalled item. */
                 producer_id?: string;
             };
+            /** @description Where to look for related content. */
             request_body?: {
+                /** @description Collection (index) to search. */
                 collection?: string;
+                /** @description Publisher name that scopes the collection. */
                 tenant?: string;
             };
         };
         PaywallRelatedResult: {
+            /** @description Generated teaser of the paywalled item. */
             ai_paywall_summary: string;
+            /** @description Generated reason to read the item. */
             ai_why_read: string;
+            /** @description Generated key points of the item. */
             bullet_points: string[];
             /** @description Related articles (element fields not fixed). */
             related_articles: {
@@ -1803,50 +2320,87 @@ export interface components {
             }[];
         };
         PublisherItemSummary: {
+            /** @description Name of the file the item was ingested from; null when it was not ingested from a file. */
             filename: string | null;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @description Identifier of the content item (UUID).
+             */
             item_id: string;
+            /** @description Title of the item; null when it has none. */
             item_title: string | null;
+            /** @description Your own identifier of the item; null when none was given. */
             producer_id: string | null;
             /** @description Ingestion status (see `ItemStatus`). */
             status: string | null;
         };
         RecommendationsRequest: {
-            /** @default 0.75 */
+            /**
+             * @description Minimum certainty of a passage; lower it toward 0.5 for more results.
+             * @default 0.75
+             */
             certainty_threshold: number;
+            /** @description Collection (index) to search. */
             collection: string;
+            /** @description Maximum number of items to recommend. */
             item_count?: number;
+            /** @description Maximum passages to consider across all items. */
             max_snippet_count_overall?: number;
+            /** @description Only items of these media types; all when absent. */
             media_types?: components["schemas"]["MediaType"][];
+            /** @description Minimum matching passages an item needs to be recommended. */
             min_snippet_count_per_item?: number;
+            /** @description Publisher names to restrict the sources to; all visible publishers when absent. */
             publishers?: string[];
+            /** @description Text to find related items for (a question, a passage, a topic). */
             query: string;
             /** @description Publisher name; required for multi-tenant collections. */
             tenant?: string;
         };
         /** @description A recommended item with its metadata (further metadata fields may appear). */
         RecommendedItem: {
+            /** @description Authors of the item; null when unknown. */
             author?: string[] | null;
+            /** @description Sum of the certainties of its matching passages; the ranking key. */
             cumulative_certainty: number;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @description Identifier of the content item (UUID).
+             */
             item_id: string;
+            /** @description URL of the item cover or preview image; null when none. */
             item_image?: string | null;
+            /** @description Subtitle of the item; null when it has none. */
             item_subtitle?: string | null;
+            /** @description Short summary of the item; null when none. */
             item_summary?: string | null;
+            /** @description Title of the item; null when it has none. */
             item_title: string | null;
+            /** @description Public URL where the item can be read; null when none. */
             item_url?: string | null;
+            /** @description Publication date as the publisher gives it (free text, e.g. `March 2021`); null when unknown. */
             publication_date?: string | null;
+            /** @description Name of the publisher of the source item; null when unknown. */
             publisher: string | null;
+            /** @description Matching passages of this item. */
             snippet_count: number;
+            /** @description Kind of the item; null when unknown. */
             type?: string | null;
+            /** @description The matching passages. */
             uuids: components["schemas"]["RecommendedSnippet"][];
         };
         /** @description A matching snippet of the item (further fields may appear). */
         RecommendedSnippet: {
+            /** @description Semantic match certainty, 0 to 1 (`(1 + cosine similarity) / 2`); higher is closer. */
             certainty: number;
+            /** @description Summary of the item; null when none. */
             item_summary?: string | null;
+            /** @description Position of the passage within its item, from 0. */
             part?: number;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @description Identifier of the passage.
+             */
             uuid: string;
         };
         /** @description Up to 16 caller-defined string pairs, echoed in logs. */
@@ -1857,59 +2411,104 @@ export interface components {
         Response: {
             /** @description Unix seconds. */
             created_at: number;
+            /** @description Why the response `failed`; null otherwise. */
             error: components["schemas"]["ResponseError"] | null;
+            /** @description Identifier of the response (`resp_…`). */
             id: string;
+            /** @description Why the response is `incomplete`; null otherwise. */
             incomplete_details: components["schemas"]["ResponseIncompleteDetails"] | null;
+            /** @description System-level instructions the response was generated with; null when none. */
             instructions?: string | null;
+            /** @description The `metadata` of the request, echoed back. */
             metadata?: components["schemas"]["RequestMetadata"];
+            /** @description Identifier of the model that produced the answer, e.g. `gloo-openai-gpt-5-mini`. */
             model: string;
-            /** @constant */
+            /**
+             * @description Always `response`.
+             * @constant
+             */
             object: "response";
+            /** @description Generated items (messages, function calls, reasoning, images), in order. */
             output: components["schemas"]["ResponseOutputItem"][];
             /** @description Concatenated text of all `output_text` parts. */
             output_text: string;
+            /** @description Id of the response this one continues; null for a new conversation. */
             previous_response_id?: string | null;
+            /** @description Upstream provider that served the request (after routing and any failover), e.g. `openai`. */
             provider?: string;
+            /** @description Which routing selector of the request chose the model. */
             routing_mechanism?: components["schemas"]["RoutingMechanism"];
-            /** @enum {string} */
+            /**
+             * @description State: `completed`, `failed` (see `error`), `in_progress` (streams), `incomplete` (see `incomplete_details`).
+             * @enum {string}
+             */
             status: "completed" | "failed" | "in_progress" | "incomplete";
+            /** @description Theological tradition the answer was shaped for; null when none was requested. */
             tradition?: components["schemas"]["Tradition"] | null;
+            /** @description Token counts; null until the response is complete. */
             usage: components["schemas"]["ResponseUsage"] | null;
         };
         ResponseCompletedEvent: {
+            /** @description The complete response (`status: completed`), with usage. */
             response: components["schemas"]["Response"];
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
             sequence_number: number;
-            /** @constant */
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `response.completed`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "response.completed";
         };
         ResponseContentPartAddedEvent: {
+            /** @description Index of the content part within the output item. */
             content_index: number;
+            /** @description Identifier of the output item the part belongs to. */
             item_id: string;
+            /** @description Index of the output item (in `response.output`) the event is about. */
             output_index: number;
+            /** @description The new (empty) content part. */
             part: components["schemas"]["ResponseOutputContent"];
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
             sequence_number: number;
-            /** @constant */
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `response.content_part.added`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "response.content_part.added";
         };
         ResponseContentPartDoneEvent: {
+            /** @description Index of the content part within the output item. */
             content_index: number;
+            /** @description Identifier of the output item the part belongs to. */
             item_id: string;
+            /** @description Index of the output item (in `response.output`) the event is about. */
             output_index: number;
+            /** @description The finished content part. */
             part: components["schemas"]["ResponseOutputContent"];
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
             sequence_number: number;
-            /** @constant */
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `response.content_part.done`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "response.content_part.done";
         };
         ResponseCreatedEvent: {
+            /** @description The new response (`status: in_progress`, no output yet). */
             response: components["schemas"]["Response"];
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
             sequence_number: number;
-            /** @constant */
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `response.created`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "response.created";
         };
         /** @description Why a response failed (`status: failed`). */
         ResponseError: {
             /** @description Symbolic code (an `ErrorName`). */
             code: string;
+            /** @description Human-readable reason. */
             message: string;
         };
         /**
@@ -1919,130 +2518,229 @@ export interface components {
         ResponseErrorEvent: {
             /** @description Symbolic code (the `ErrorName`), OpenAI-compatible. */
             code: string | null;
+            /** @description The enriched error; retry only if `retryable` is true. */
             error: components["schemas"]["AIErrorObject"];
+            /** @description Human-readable reason. */
             message: string;
+            /** @description Request field the error is about; null when none. */
             param: string | null;
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
             sequence_number: number;
+            /** @description Trace id of the request, the same as the `X-Trace-Id` header; quote it to support. */
             trace_id: components["schemas"]["TraceId"];
-            /** @constant */
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `error`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "error";
         };
         ResponseFailedEvent: {
+            /** @description The response as it failed (`status: failed`, with `error`). */
             response: components["schemas"]["Response"];
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
             sequence_number: number;
-            /** @constant */
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `response.failed`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "response.failed";
         };
         ResponseFunctionCall: {
             /** @description Arguments as a JSON-encoded string. */
             arguments: string;
+            /** @description Identifier of the function call, linking the call to its `function_call_output`. */
             call_id: string;
+            /** @description Identifier of the output item. */
             id: string;
+            /** @description Name of the function to call, one of the request `tools`. */
             name: string;
+            /** @description Generation state of this item. */
             status: components["schemas"]["ResponseItemStatus"];
-            /** @constant */
+            /**
+             * @description Output item kind: always `function_call`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "function_call";
         };
         ResponseFunctionCallArgumentsDeltaEvent: {
+            /** @description Next piece of the JSON arguments text; concatenate the pieces. */
             delta: string;
+            /** @description Identifier of the function-call output item. */
             item_id: string;
+            /** @description Index of the output item (in `response.output`) the event is about. */
             output_index: number;
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
             sequence_number: number;
-            /** @constant */
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `response.function_call_arguments.delta`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "response.function_call_arguments.delta";
         };
         /** @description A function call of an earlier turn, sent back as history. */
         ResponseFunctionCallInput: {
+            /** @description Arguments of the call as a JSON text, as generated by the model (validate before use). */
             arguments: string;
+            /** @description Identifier of the function call, linking the call to its `function_call_output`. */
             call_id: string;
+            /** @description Identifier of the output item of the earlier call. */
             id?: string;
+            /** @description Name of the function that was called. */
             name: string;
-            /** @constant */
+            /**
+             * @description Input item kind: always `function_call` (an earlier call sent back as history).
+             * @constant
+             */
             type: "function_call";
         };
         /** @description The result of a function call. */
         ResponseFunctionCallOutputInput: {
+            /** @description The `call_id` of the function call this is the result of. */
             call_id: string;
+            /** @description Result of the function, as text (often JSON). */
             output: string;
-            /** @constant */
+            /**
+             * @description Input item kind: always `function_call_output`.
+             * @constant
+             */
             type: "function_call_output";
         };
         /** @description Function tool in the flat Responses form. */
         ResponseFunctionTool: {
+            /** @description What the function does and when to call it. */
             description?: string;
+            /** @description Function name the model calls it by. */
             name: string;
             /** @description JSON Schema of the arguments. */
             parameters?: {
                 [key: string]: unknown;
             };
+            /** @description Whether the model must follow the schema exactly (structured outputs); null lets the provider decide. */
             strict?: boolean | null;
-            /** @constant */
+            /**
+             * @description Tool kind: always `function`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "function";
         };
         ResponseImageGenerationCall: {
+            /** @description Identifier of the output item. */
             id: string;
             /** @description The generated image, base64-encoded (null until completed). */
             result: string | null;
-            /** @enum {string} */
+            /**
+             * @description Generation state of the image.
+             * @enum {string}
+             */
             status: "in_progress" | "generating" | "completed" | "failed";
-            /** @constant */
+            /**
+             * @description Output item kind: always `image_generation_call`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "image_generation_call";
         };
         /** @description Built-in image generation (v2). */
         ResponseImageGenerationTool: {
-            /** @enum {string} */
+            /**
+             * @description File format of the generated image.
+             * @enum {string}
+             */
             output_format?: "png" | "jpeg" | "webp";
-            /** @enum {string} */
+            /**
+             * @description Rendering quality; higher costs more.
+             * @enum {string}
+             */
             quality?: "auto" | "low" | "medium" | "high";
-            /** @enum {string} */
+            /**
+             * @description Image size in pixels; `auto` lets the model choose.
+             * @enum {string}
+             */
             size?: "auto" | "1024x1024" | "1024x1536" | "1536x1024";
-            /** @constant */
+            /**
+             * @description Tool kind: always `image_generation`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "image_generation";
         };
         ResponseIncompleteDetails: {
-            /** @enum {string} */
+            /**
+             * @description Why the response stopped early: the token limit or a content filter.
+             * @enum {string}
+             */
             reason: "max_output_tokens" | "content_filter";
         };
         /** @description Terminal event when the response stopped early (`status: incomplete`). */
         ResponseIncompleteEvent: {
+            /** @description The response as it stopped (`status: incomplete`). */
             response: components["schemas"]["Response"];
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
             sequence_number: number;
-            /** @constant */
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `response.incomplete`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "response.incomplete";
         };
         ResponseInProgressEvent: {
+            /** @description The response while it is generated. */
             response: components["schemas"]["Response"];
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
             sequence_number: number;
-            /** @constant */
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `response.in_progress`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "response.in_progress";
         };
         ResponseInputContent: components["schemas"]["ResponseInputText"] | components["schemas"]["ResponseInputImage"] | components["schemas"]["ResponseInputOutputText"];
         ResponseInputImage: {
-            /** @enum {string} */
+            /**
+             * @description Rendering detail of the image: `low` is cheaper, `high` reads fine print, `auto` lets the model choose.
+             * @enum {string}
+             */
             detail?: "auto" | "low" | "high";
+            /** @description Identifier of an uploaded image file to use instead of `image_url`. */
             file_id?: string;
             /** @description HTTPS URL or `data:` URL (base64) of the image. */
             image_url?: string;
-            /** @constant */
+            /**
+             * @description Content kind: always `input_image`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "input_image";
         };
         ResponseInputItem: components["schemas"]["ResponseInputMessage"] | components["schemas"]["ResponseFunctionCallInput"] | components["schemas"]["ResponseFunctionCallOutputInput"];
         ResponseInputMessage: {
+            /** @description Text, or a list of text and image parts. */
             content: string | components["schemas"]["ResponseInputContent"][];
-            /** @enum {string} */
+            /**
+             * @description Author of the message; `system` and `developer` give instructions.
+             * @enum {string}
+             */
             role: "user" | "assistant" | "system" | "developer";
-            /** @constant */
+            /**
+             * @description Input item kind: always `message`.
+             * @constant
+             */
             type?: "message";
         };
         /** @description Assistant text of an earlier turn, sent back as history. */
         ResponseInputOutputText: {
+            /** @description Text of the earlier assistant output. */
             text: string;
-            /** @constant */
+            /**
+             * @description Content kind: always `output_text` (earlier assistant output sent back as history). (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "output_text";
         };
         ResponseInputText: {
+            /** @description Text of this part of the input. */
             text: string;
-            /** @constant */
+            /**
+             * @description Content kind: always `input_text`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "input_text";
         };
         /** @enum {string} */
@@ -2050,85 +2748,151 @@ export interface components {
         ResponseOutputContent: components["schemas"]["ResponseOutputText"] | components["schemas"]["ResponseOutputRefusal"];
         ResponseOutputItem: components["schemas"]["ResponseOutputMessage"] | components["schemas"]["ResponseFunctionCall"] | components["schemas"]["ResponseImageGenerationCall"] | components["schemas"]["ResponseReasoningItem"];
         ResponseOutputItemAddedEvent: {
+            /** @description The new output item (still `in_progress`). */
             item: components["schemas"]["ResponseOutputItem"];
+            /** @description Index of the output item (in `response.output`) the event is about. */
             output_index: number;
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
             sequence_number: number;
-            /** @constant */
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `response.output_item.added`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "response.output_item.added";
         };
         ResponseOutputItemDoneEvent: {
+            /** @description The finished output item. */
             item: components["schemas"]["ResponseOutputItem"];
+            /** @description Index of the output item (in `response.output`) the event is about. */
             output_index: number;
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
             sequence_number: number;
-            /** @constant */
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `response.output_item.done`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "response.output_item.done";
         };
         ResponseOutputMessage: {
+            /** @description Text and refusal parts of the message, in order. */
             content: components["schemas"]["ResponseOutputContent"][];
+            /** @description Identifier of the output item (`msg_…`). */
             id: string;
-            /** @constant */
+            /**
+             * @description Always `assistant`.
+             * @constant
+             */
             role: "assistant";
+            /** @description Generation state of this item. */
             status: components["schemas"]["ResponseItemStatus"];
-            /** @constant */
+            /**
+             * @description Output item kind: always `message`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "message";
         };
         ResponseOutputRefusal: {
+            /** @description Why the model declined to answer. */
             refusal: string;
-            /** @constant */
+            /**
+             * @description Content kind: always `refusal`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "refusal";
         };
         ResponseOutputText: {
+            /** @description Annotations of the text (citations, links); empty when none. */
             annotations: {
                 [key: string]: unknown;
             }[];
+            /** @description The generated text. */
             text: string;
-            /** @constant */
+            /**
+             * @description Content kind: always `output_text`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "output_text";
         };
         ResponseOutputTextDeltaEvent: {
+            /** @description Index of the content part within the output item. */
             content_index: number;
+            /** @description Text added by this event; append it to what came before. */
             delta: string;
+            /** @description Identifier of the output item the text belongs to. */
             item_id: string;
+            /** @description Index of the output item (in `response.output`) the event is about. */
             output_index: number;
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
             sequence_number: number;
-            /** @constant */
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `response.output_text.delta`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "response.output_text.delta";
         };
         ResponseOutputTextDoneEvent: {
+            /** @description Index of the content part within the output item. */
             content_index: number;
+            /** @description Identifier of the output item the text belongs to. */
             item_id: string;
+            /** @description Index of the output item (in `response.output`) the event is about. */
             output_index: number;
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
             sequence_number: number;
+            /** @description The complete text of the part. */
             text: string;
-            /** @constant */
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `response.output_text.done`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "response.output_text.done";
         };
         ResponseReasoningItem: {
+            /** @description Opaque reasoning state to send back in a later request; null when not requested. */
             encrypted_content?: string | null;
+            /** @description Identifier of the output item. */
             id: string;
+            /** @description Generation state of this item. */
             status?: components["schemas"]["ResponseItemStatus"];
+            /** @description Readable summary of the model reasoning; may be empty. */
             summary: {
+                /** @description A paragraph of the reasoning summary. */
                 text: string;
-                /** @constant */
+                /**
+                 * @description Always `summary_text`.
+                 * @constant
+                 */
                 type: "summary_text";
             }[];
-            /** @constant */
+            /**
+             * @description Output item kind: always `reasoning`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
             type: "reasoning";
         };
         /** @description Payload of one Responses SSE event; the SSE `event:` name equals `type`. */
         ResponseStreamEvent: components["schemas"]["ResponseCreatedEvent"] | components["schemas"]["ResponseInProgressEvent"] | components["schemas"]["ResponseOutputItemAddedEvent"] | components["schemas"]["ResponseContentPartAddedEvent"] | components["schemas"]["ResponseOutputTextDeltaEvent"] | components["schemas"]["ResponseOutputTextDoneEvent"] | components["schemas"]["ResponseContentPartDoneEvent"] | components["schemas"]["ResponseFunctionCallArgumentsDeltaEvent"] | components["schemas"]["ResponseOutputItemDoneEvent"] | components["schemas"]["ResponseCompletedEvent"] | components["schemas"]["ResponseIncompleteEvent"] | components["schemas"]["ResponseFailedEvent"] | components["schemas"]["ResponseErrorEvent"];
         ResponseTool: components["schemas"]["ResponseFunctionTool"] | components["schemas"]["ResponseImageGenerationTool"];
         ResponseToolChoice: ("none" | "auto" | "required") | {
+            /** @description Name of the function the model must call. */
             name: string;
-            /** @constant */
+            /**
+             * @description Always `function`: force a call of the named function.
+             * @constant
+             */
             type: "function";
         };
         ResponseUsage: {
+            /** @description Tokens in the input. */
             input_tokens: number;
+            /** @description Tokens generated, reasoning tokens included. */
             output_tokens: number;
+            /** @description Breakdown of the output tokens. */
             output_tokens_details?: {
+                /** @description Output tokens spent on reasoning (not visible in the answer). */
                 reasoning_tokens?: number;
             };
+            /** @description Prompt plus answer tokens. */
             total_tokens: number;
         };
         /**
@@ -2147,22 +2911,35 @@ export interface components {
          */
         Scope: "inference" | "data:read" | "data:write" | "chat" | "keys:manage" | "agents:read" | "agents:write" | "metrics:read";
         SearchHit: {
+            /** @description Collection the hit comes from. */
             collection: string;
             /** @description Scores of the hit (further fields may appear). */
             metadata: {
+                /** @description Semantic match certainty, 0 to 1 (`(1 + cosine similarity) / 2`); higher is closer. */
                 certainty: number;
+                /** @description Vector distance to the query (lower is closer). */
                 distance: number;
+                /** @description Ranking score (higher is better). */
                 score: number;
             };
             /** @description Properties of the chunk and its item (further fields may appear). */
             properties: {
+                /** @description Authors of the item; null when unknown. */
                 author?: string[] | null;
-                /** Format: uuid */
+                /**
+                 * Format: uuid
+                 * @description Identifier of the content item (UUID).
+                 */
                 item_id: string;
+                /** @description Title of the item; null when it has none. */
                 item_title: string | null;
+                /** @description Publication date as the publisher gives it (free text, e.g. `March 2021`); null when unknown. */
                 publication_date?: string | null;
+                /** @description Name of the publisher of the source item; null when unknown. */
                 publisher: string | null;
+                /** @description The matching passage. */
                 snippet: string;
+                /** @description Kind of the item; null when unknown. */
                 type?: string | null;
             };
             /**
@@ -2182,6 +2959,7 @@ export interface components {
              * @default 0.75
              */
             certainty: number;
+            /** @description Collection (index) to search, e.g. `GlooProd`; an empty value is refused with 403. */
             collection: string;
             /**
              * @description Maximum number of hits (at least 1; checked by the server).
@@ -2194,11 +2972,12 @@ export interface components {
             tenant?: string;
         };
         SearchResponse: {
+            /** @description Hits, best first; empty when nothing matched (not an error). */
             data: components["schemas"]["SearchHit"][];
             /** @description Intent detected for the query. */
             intent: string | null;
         };
-        /** @description Identifier of the request for support and log correlation (`trc_` + ULID). */
+        /** @description Identifier of the request for support and log correlation (`trc_` + 32 hex digits), the same as the `X-Trace-Id` header. */
         TraceId: string;
         /**
          * @description Values-aligned perspective of the answer; omitted means a general Christian perspective.
@@ -2207,12 +2986,19 @@ export interface components {
         Tradition: "evangelical" | "catholic" | "mainline" | "not_faith_specific";
         /** @description Fields to change. */
         UpdateAgentRequest: {
+            /** @description New description; null clears it. */
             description?: string | null;
+            /** @description New system instructions; null clears them. */
             instructions?: string | null;
+            /** @description New model choice. */
             model?: components["schemas"]["AgentModel"];
+            /** @description New display name. */
             name?: string;
+            /** @description New state. */
             status?: components["schemas"]["AgentStatus"];
+            /** @description New tag list (replaces the old one). */
             tags?: string[];
+            /** @description New tradition; null clears it. */
             tradition?: components["schemas"]["Tradition"] | null;
         };
         /**
@@ -2220,8 +3006,11 @@ export interface components {
          *     carries OpenAI's `error` object, so OpenAI clients show the reason.
          */
         ValidationError: {
+            /** @description One entry per failing field (FastAPI style). */
             detail: components["schemas"]["ValidationErrorItem"][];
+            /** @description The first failure as an OpenAI error object, for OpenAI clients. */
             error?: components["schemas"]["OpenAIErrorObject"];
+            /** @description Trace id of the request, the same as the `X-Trace-Id` header; quote it to support. */
             trace_id: components["schemas"]["TraceId"];
         };
         ValidationErrorItem: {
@@ -2239,6 +3028,8 @@ export interface components {
         /** @description The agent. */
         AgentOK: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2280,6 +3071,9 @@ export interface components {
          */
         AIBadRequest: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2300,9 +3094,36 @@ export interface components {
                 "application/json": components["schemas"]["AIError"];
             };
         };
+        /** @description IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished. */
+        AIConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 1021,
+                 *         "name": "IDEMPOTENCY_KEY_IN_USE",
+                 *         "message": "A request with this Idempotency-Key is still running",
+                 *         "retryable": true,
+                 *         "category": "client",
+                 *         "description": "A request with this Idempotency-Key is still running; retry once it has finished."
+                 *       },
+                 *       "trace_id": "trc_01JDQX000AM5P7R9TV2W4Y6Z8B"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AIError"];
+            };
+        };
         /** @description Permission or ownership mismatch (FORBIDDEN) or a hard guardrail block (GUARDRAIL_BLOCKED). */
         AIForbidden: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2325,6 +3146,8 @@ export interface components {
         /** @description Internal or inference error (e.g. 2013 PROVIDER_INFERENCE_ERROR, 3001 INTERNAL_ERROR). */
         AIInternalError: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2344,9 +3167,36 @@ export interface components {
                 "application/json": components["schemas"]["AIError"];
             };
         };
+        /** @description PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged. */
+        AIPayloadTooLarge: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 1020,
+                 *         "name": "PAYLOAD_TOO_LARGE",
+                 *         "message": "Request body or file is too large",
+                 *         "retryable": false,
+                 *         "category": "client",
+                 *         "description": "The request body is larger than allowed."
+                 *       },
+                 *       "trace_id": "trc_01JDQX0008M5P7R9TV2W4Y6Z8B"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AIError"];
+            };
+        };
         /** @description Billing entitlement unavailable (INSUFFICIENT_CREDIT); access resumes when credit lands. */
         AIPaymentRequired: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2366,9 +3216,12 @@ export interface components {
                 "application/json": components["schemas"]["AIError"];
             };
         };
-        /** @description The upstream provider timed out (PROVIDER_TIMEOUT); retryable with backoff. */
+        /** @description The upstream provider timed out (PROVIDER_TIMEOUT, AI error shape), or the request itself did not arrive in time (`request_timeout`, gateway shape, answered before routing). Retryable with backoff. */
         AIRequestTimeout: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2385,12 +3238,14 @@ export interface components {
                  *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4X"
                  *     }
                  */
-                "application/json": components["schemas"]["AIError"];
+                "application/json": components["schemas"]["AIError"] | components["schemas"]["GatewayError"];
             };
         };
         /** @description Upstream provider or backing service unavailable (PROVIDER_UNAVAILABLE, SERVICE_UNAVAILABLE). */
         AIServiceUnavailable: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2411,16 +3266,24 @@ export interface components {
             };
         };
         /**
-         * @description Weekly spending cap reached (1005 SPENDING_LIMIT_EXCEEDED: not retryable, no
-         *     Retry-After) or an endpoint quota (QUOTA_EXCEEDED, honour Retry-After); a
-         *     provider rate limit before streaming is RATE_LIMIT (2004).
+         * @description Three different 429s; check `error.name`:
+         *     - `SPENDING_LIMIT_EXCEEDED` (1005): the weekly spending cap is reached. Not retryable, no
+         *       `Retry-After`, and adding credit does not clear it (spec 7.3.1).
+         *     - `QUOTA_EXCEEDED` (1019): an endpoint quota is used up. Retryable: honour `Retry-After`;
+         *       `X-RateLimit-Limit` / `-Remaining` / `-Reset` may come with it.
+         *     - `RATE_LIMIT` (2004): the upstream provider rate-limited the request (before streaming;
+         *       in-stream it is an error chunk). Retryable; `Retry-After` when the provider sent one.
+         *     None of the headers is guaranteed: clients must not wait on a 429 that has no `Retry-After`.
          */
         AITooManyRequests: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "Retry-After": components["headers"]["RetryAfter"];
                 "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                 "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                 "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2443,6 +3306,8 @@ export interface components {
         /** @description Authorization header missing (or the credential is invalid). */
         AIUnauthorized: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2465,10 +3330,13 @@ export interface components {
         /**
          * @description Field validation failure (`ValidationError`, e.g. `messages` absent or a
          *     non-float `certainty`), or a provider content filter (`AIError` with
-         *     CONTENT_FILTERED; do not retry unchanged).
+         *     CONTENT_FILTERED: do not retry unchanged).
          */
         AIUnprocessable: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2491,6 +3359,30 @@ export interface components {
                 "application/json": components["schemas"]["ValidationError"] | components["schemas"]["AIError"];
             };
         };
+        /** @description The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body. */
+        AIUnsupportedMediaType: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 1000,
+                 *         "name": "INVALID_REQUEST",
+                 *         "message": "unsupported media type text/plain",
+                 *         "retryable": false,
+                 *         "category": "client",
+                 *         "description": "The request is structurally invalid."
+                 *       },
+                 *       "trace_id": "trc_01JDQX0009M5P7R9TV2W4Y6Z8B"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AIError"];
+            };
+        };
         /**
          * @description The completion. `application/json` when `stream` is false or absent;
          *     `text/event-stream` when `stream` is true (each `data:` line is one
@@ -2498,6 +3390,9 @@ export interface components {
          */
         ChatCompletionOK: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2552,6 +3447,9 @@ export interface components {
          */
         CodingPaymentRequired: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2572,9 +3470,926 @@ export interface components {
                 "application/json": components["schemas"]["CodingAIError"];
             };
         };
+        /**
+         * @description Structurally invalid request: routing selector absent or more than one
+         *     (ROUTING_SELECTOR_INVALID), no user message (NO_USER_MESSAGE), context window
+         *     exceeded, unsupported model, publisher not found (grounded), provider bad request.
+         *     Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+         */
+        DeprecatedAIBadRequest: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 1001,
+                 *         "name": "ROUTING_SELECTOR_INVALID",
+                 *         "message": "Exactly one of auto_routing, model or model_family must be set.",
+                 *         "retryable": false,
+                 *         "category": "client",
+                 *         "description": "None, or more than one, of auto_routing, model and model_family was given.",
+                 *         "param": "model_family"
+                 *       },
+                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4R"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AIError"];
+            };
+        };
+        /** @description IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedAIConflict: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 1021,
+                 *         "name": "IDEMPOTENCY_KEY_IN_USE",
+                 *         "message": "A request with this Idempotency-Key is still running",
+                 *         "retryable": true,
+                 *         "category": "client",
+                 *         "description": "A request with this Idempotency-Key is still running; retry once it has finished."
+                 *       },
+                 *       "trace_id": "trc_01JDQX000AM5P7R9TV2W4Y6Z8B"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AIError"];
+            };
+        };
+        /** @description Permission or ownership mismatch (FORBIDDEN) or a hard guardrail block (GUARDRAIL_BLOCKED). Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedAIForbidden: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 1015,
+                 *         "name": "GUARDRAIL_BLOCKED",
+                 *         "message": "The request was blocked by a safety guardrail.",
+                 *         "retryable": false,
+                 *         "category": "client",
+                 *         "description": "A hard guardrail blocked the request."
+                 *       },
+                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4W"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AIError"];
+            };
+        };
+        /** @description Internal or inference error (e.g. 2013 PROVIDER_INFERENCE_ERROR, 3001 INTERNAL_ERROR). Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedAIInternalError: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 2013,
+                 *         "name": "PROVIDER_INFERENCE_ERROR",
+                 *         "message": "The provider failed while generating the completion.",
+                 *         "retryable": true,
+                 *         "category": "provider",
+                 *         "description": "The provider failed while running inference."
+                 *       },
+                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q50"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AIError"];
+            };
+        };
+        /** @description PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedAIPayloadTooLarge: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 1020,
+                 *         "name": "PAYLOAD_TOO_LARGE",
+                 *         "message": "Request body or file is too large",
+                 *         "retryable": false,
+                 *         "category": "client",
+                 *         "description": "The request body is larger than allowed."
+                 *       },
+                 *       "trace_id": "trc_01JDQX0008M5P7R9TV2W4Y6Z8B"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AIError"];
+            };
+        };
+        /** @description Billing entitlement unavailable (INSUFFICIENT_CREDIT); access resumes when credit lands. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedAIPaymentRequired: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 1006,
+                 *         "name": "INSUFFICIENT_CREDIT",
+                 *         "message": "The prepaid balance of the organization is empty.",
+                 *         "retryable": false,
+                 *         "category": "client",
+                 *         "description": "The prepaid balance is empty; access resumes when credit lands."
+                 *       },
+                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4T"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AIError"];
+            };
+        };
+        /** @description The upstream provider timed out (PROVIDER_TIMEOUT, AI error shape), or the request itself did not arrive in time (`request_timeout`, gateway shape, answered before routing). Retryable with backoff. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedAIRequestTimeout: {
+            headers: {
+                /** @description RFC 9745 deprecation date; absent on the gateway-shape `request_timeout`, answered before routing. */
+                Deprecation?: string;
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                /** @description Successor-version link; absent on the gateway-shape `request_timeout`. */
+                Link?: string;
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 2001,
+                 *         "name": "PROVIDER_TIMEOUT",
+                 *         "message": "The model provider did not respond within 60 seconds.",
+                 *         "retryable": true,
+                 *         "category": "provider",
+                 *         "description": "The upstream provider did not answer in time."
+                 *       },
+                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4X"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AIError"] | components["schemas"]["GatewayError"];
+            };
+        };
+        /** @description Upstream provider or backing service unavailable (PROVIDER_UNAVAILABLE, SERVICE_UNAVAILABLE). Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedAIServiceUnavailable: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 2002,
+                 *         "name": "PROVIDER_UNAVAILABLE",
+                 *         "message": "No healthy provider is available for this request.",
+                 *         "retryable": true,
+                 *         "category": "provider",
+                 *         "description": "The upstream provider is unavailable and no healthy fallback exists."
+                 *       },
+                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q51"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AIError"];
+            };
+        };
+        /**
+         * @description Three different 429s; check `error.name`:
+         *     - `SPENDING_LIMIT_EXCEEDED` (1005): the weekly spending cap is reached. Not retryable, no
+         *       `Retry-After`, and adding credit does not clear it (spec 7.3.1).
+         *     - `QUOTA_EXCEEDED` (1019): an endpoint quota is used up. Retryable: honour `Retry-After`;
+         *       `X-RateLimit-Limit` / `-Remaining` / `-Reset` may come with it.
+         *     - `RATE_LIMIT` (2004): the upstream provider rate-limited the request (before streaming;
+         *       in-stream it is an error chunk). Retryable; `Retry-After` when the provider sent one.
+         *     None of the headers is guaranteed: clients must not wait on a 429 that has no `Retry-After`.
+         *     Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+         */
+        DeprecatedAITooManyRequests: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                Link: components["headers"]["Link"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 1005,
+                 *         "name": "SPENDING_LIMIT_EXCEEDED",
+                 *         "message": "The weekly spending limit of your organization has been reached.",
+                 *         "retryable": false,
+                 *         "category": "client",
+                 *         "description": "The organization reached its weekly spending cap. No Retry-After; adding credit does not clear it."
+                 *       },
+                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AIError"];
+            };
+        };
+        /** @description Authorization header missing (or the credential is invalid). Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedAIUnauthorized: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 1013,
+                 *         "name": "UNAUTHORIZED",
+                 *         "message": "Missing Authorization header.",
+                 *         "retryable": false,
+                 *         "category": "client",
+                 *         "description": "The Authorization header is missing or the credential is invalid."
+                 *       },
+                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4S"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AIError"];
+            };
+        };
+        /**
+         * @description Field validation failure (`ValidationError`, e.g. `messages` absent or a
+         *     non-float `certainty`), or a provider content filter (`AIError` with
+         *     CONTENT_FILTERED: do not retry unchanged).
+         *     Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+         */
+        DeprecatedAIUnprocessable: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": [
+                 *         {
+                 *           "type": "missing",
+                 *           "loc": [
+                 *             "body",
+                 *             "messages"
+                 *           ],
+                 *           "msg": "Field required",
+                 *           "input": null
+                 *         }
+                 *       ],
+                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4Y"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ValidationError"] | components["schemas"]["AIError"];
+            };
+        };
+        /** @description The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedAIUnsupportedMediaType: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 1000,
+                 *         "name": "INVALID_REQUEST",
+                 *         "message": "unsupported media type text/plain",
+                 *         "retryable": false,
+                 *         "category": "client",
+                 *         "description": "The request is structurally invalid."
+                 *       },
+                 *       "trace_id": "trc_01JDQX0009M5P7R9TV2W4Y6Z8B"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AIError"];
+            };
+        };
+        /**
+         * @description The completion. `application/json` when `stream` is false or absent;
+         *     `text/event-stream` when `stream` is true (each `data:` line is one
+         *     `ChatCompletionStreamEvent`, then `data: [DONE]`).
+         *     Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+         */
+        DeprecatedChatCompletionOK: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "id": "chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB",
+                 *       "object": "chat.completion",
+                 *       "created": 1735689600,
+                 *       "model": "gloo-openai-gpt-5-mini",
+                 *       "choices": [
+                 *         {
+                 *           "index": 0,
+                 *           "message": {
+                 *             "role": "assistant",
+                 *             "content": "Hope is the confident expectation of good things to come, rooted in God's faithfulness."
+                 *           },
+                 *           "finish_reason": "stop"
+                 *         }
+                 *       ],
+                 *       "usage": {
+                 *         "prompt_tokens": 31,
+                 *         "completion_tokens": 18,
+                 *         "total_tokens": 49
+                 *       },
+                 *       "provider": "openai",
+                 *       "model_family": "openai",
+                 *       "auto_routing": true,
+                 *       "routing_mechanism": "auto_routing",
+                 *       "routing_tier": "tier_1",
+                 *       "routing_confidence": 0.92,
+                 *       "tradition": "evangelical"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ChatCompletion"];
+                /**
+                 * @example data: {"id":"chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB","object":"chat.completion.chunk","created":1735689600,"model":"gloo-openai-gpt-5-mini","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"provider":"openai","routing_mechanism":"auto_routing"}
+                 *
+                 *     data: {"id":"chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB","object":"chat.completion.chunk","created":1735689600,"model":"gloo-openai-gpt-5-mini","choices":[{"index":0,"delta":{"content":"Hope is the confident expectation"},"finish_reason":null}]}
+                 *
+                 *     data: {"id":"chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB","object":"chat.completion.chunk","created":1735689600,"model":"gloo-openai-gpt-5-mini","choices":[{"index":0,"delta":{"content":" of good things to come."},"finish_reason":null}]}
+                 *
+                 *     data: {"id":"chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB","object":"chat.completion.chunk","created":1735689600,"model":"gloo-openai-gpt-5-mini","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}
+                 *
+                 *     data: [DONE]
+                 */
+                "text/event-stream": components["schemas"]["ChatCompletionStreamEvent"];
+            };
+        };
+        /**
+         * @description Structurally invalid request: publisher not found, invalid collection,
+         *     missing or invalid tenant, producer ID with multiple files, file read error,
+         *     missing patch operations, item IDs or producer IDs.
+         *     Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+         */
+        DeprecatedDetailBadRequest: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "Publisher not found",
+                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6T"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedDetailConflict: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "A request with this Idempotency-Key is still running",
+                 *       "trace_id": "trc_01JDQX000DM5P7R9TV2W4Y6Z8B"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description The caller lacks permission for the resource or publisher (ownership mismatch). Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedDetailForbidden: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "Not authorized to access this publisher",
+                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6V"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description Internal error. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedDetailInternalError: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "Internal server error",
+                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6X"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description Not found, or permanently deleted. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedDetailNotFound: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "Item not found",
+                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6W"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedDetailPayloadTooLarge: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "Request body or file is too large",
+                 *       "trace_id": "trc_01JDQX000BM5P7R9TV2W4Y6Z8B"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description A backing service is unavailable. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedDetailServiceUnavailable: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "Service temporarily unavailable",
+                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedDetailUnsupportedMediaType: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "unsupported media type text/plain",
+                 *       "trace_id": "trc_01JDQX000CM5P7R9TV2W4Y6Z8B"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description Malformed or invalid credential, or missing permission (gateway). Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedGatewayForbidden: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Invalid API key",
+                 *       "code": "forbidden",
+                 *       "trace_id": "trc_01JDQF6H7J8K9L0M1N2P3Q4R5T"
+                 *     }
+                 */
+                "application/json": components["schemas"]["GatewayError"];
+            };
+        };
+        /** @description Authorization header missing (gateway). Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedGatewayUnauthorized: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Missing Authorization",
+                 *       "code": "unauthorized_missing_authorization",
+                 *       "trace_id": "trc_01JDQF6H7J8K9L0M1N2P3Q4R5S"
+                 *     }
+                 */
+                "application/json": components["schemas"]["GatewayError"];
+            };
+        };
+        /** @description A query parameter the operation does not take, or one with an invalid value. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedGatewayUnprocessable: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Request validation failed",
+                 *       "code": "validation_error",
+                 *       "trace_id": "trc_01JDQX0005M5P7R9TV2W4Y6Z8B"
+                 *     }
+                 */
+                "application/json": components["schemas"]["GatewayError"];
+            };
+        };
+        /**
+         * @description The grounded completion. `application/json` when not streaming (with
+         *     `sources_returned` and, when requested, `citations`); `text/event-stream`
+         *     when `stream` is true, the first event carrying `citations` when
+         *     `include_citations` is true and sources were found.
+         *     Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+         */
+        DeprecatedGroundedChatCompletionOK: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "id": "chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD",
+                 *       "object": "chat.completion",
+                 *       "created": 1735689600,
+                 *       "model": "gloo-anthropic-claude-haiku-4.5",
+                 *       "choices": [
+                 *         {
+                 *           "index": 0,
+                 *           "message": {
+                 *             "role": "assistant",
+                 *             "content": "The author treats Sabbath rest as a gift received before it is achieved."
+                 *           },
+                 *           "finish_reason": "stop"
+                 *         }
+                 *       ],
+                 *       "usage": {
+                 *         "prompt_tokens": 812,
+                 *         "completion_tokens": 24,
+                 *         "total_tokens": 836
+                 *       },
+                 *       "provider": "anthropic",
+                 *       "model_family": "anthropic",
+                 *       "auto_routing": false,
+                 *       "routing_mechanism": "model_family",
+                 *       "routing_tier": null,
+                 *       "routing_confidence": null,
+                 *       "tradition": null,
+                 *       "sources_returned": true,
+                 *       "citations": [
+                 *         {
+                 *           "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
+                 *           "title": "Sabbath Rest in a Busy Week",
+                 *           "publisher": "Example Publishing",
+                 *           "url": "https://example.org/articles/sabbath-rest",
+                 *           "snippet": "Rest is received before it is achieved.",
+                 *           "certainty": 0.83
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["GroundedChatCompletion"];
+                /**
+                 * @example data: {"id":"chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD","object":"chat.completion.chunk","created":1735689600,"model":"gloo-anthropic-claude-haiku-4.5","choices":[],"citations":[{"item_id":"6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d","title":"Sabbath Rest in a Busy Week","publisher":"Example Publishing","url":"https://example.org/articles/sabbath-rest","snippet":"Rest is received before it is achieved.","certainty":0.83}]}
+                 *
+                 *     data: {"id":"chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD","object":"chat.completion.chunk","created":1735689600,"model":"gloo-anthropic-claude-haiku-4.5","choices":[{"index":0,"delta":{"role":"assistant","content":"The author treats Sabbath rest"},"finish_reason":null}]}
+                 *
+                 *     data: {"id":"chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD","object":"chat.completion.chunk","created":1735689600,"model":"gloo-anthropic-claude-haiku-4.5","choices":[{"index":0,"delta":{"content":" as a gift received before it is achieved."},"finish_reason":null}]}
+                 *
+                 *     data: {"id":"chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD","object":"chat.completion.chunk","created":1735689600,"model":"gloo-anthropic-claude-haiku-4.5","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}
+                 *
+                 *     data: [DONE]
+                 */
+                "text/event-stream": components["schemas"]["ChatCompletionStreamEvent"];
+            };
+        };
+        /** @description The model catalog. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedModelListOK: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "object": "list",
+                 *       "data": [
+                 *         {
+                 *           "id": "gloo-openai-gpt-5-mini",
+                 *           "object": "model",
+                 *           "created": 1735689600,
+                 *           "owned_by": "gloo",
+                 *           "family": "openai",
+                 *           "provider": "openai",
+                 *           "context_window": 400000,
+                 *           "max_output_tokens": 128000,
+                 *           "capabilities": {
+                 *             "tools": true,
+                 *             "reasoning": true,
+                 *             "vision": true,
+                 *             "streaming": true,
+                 *             "embeddings": false,
+                 *             "image_generation": false
+                 *           },
+                 *           "supports_tools": true,
+                 *           "supports_reasoning": true,
+                 *           "pricing": {
+                 *             "input_per_1m": 0.25,
+                 *             "output_per_1m": 2,
+                 *             "currency": "USD"
+                 *           },
+                 *           "is_deprecated": false,
+                 *           "type": "chat"
+                 *         },
+                 *         {
+                 *           "id": "gloo-anthropic-claude-haiku-4.5",
+                 *           "object": "model",
+                 *           "created": 1735689600,
+                 *           "owned_by": "gloo",
+                 *           "family": "anthropic",
+                 *           "provider": "anthropic",
+                 *           "context_window": 200000,
+                 *           "max_output_tokens": 64000,
+                 *           "capabilities": {
+                 *             "tools": true,
+                 *             "reasoning": true,
+                 *             "vision": true,
+                 *             "streaming": true,
+                 *             "embeddings": false,
+                 *             "image_generation": false
+                 *           },
+                 *           "supports_tools": true,
+                 *           "supports_reasoning": true,
+                 *           "pricing": {
+                 *             "input_per_1m": 1,
+                 *             "output_per_1m": 5,
+                 *             "currency": "USD"
+                 *           },
+                 *           "is_deprecated": false,
+                 *           "type": "chat"
+                 *         },
+                 *         {
+                 *           "id": "gloo-openai-text-embedding-3-small",
+                 *           "object": "model",
+                 *           "created": 1735689600,
+                 *           "owned_by": "gloo",
+                 *           "family": "openai",
+                 *           "provider": "openai",
+                 *           "context_window": 8191,
+                 *           "max_output_tokens": null,
+                 *           "capabilities": {
+                 *             "tools": false,
+                 *             "reasoning": false,
+                 *             "vision": false,
+                 *             "streaming": false,
+                 *             "embeddings": true,
+                 *             "image_generation": false
+                 *           },
+                 *           "supports_tools": false,
+                 *           "supports_reasoning": false,
+                 *           "pricing": {
+                 *             "input_per_1m": 0.02,
+                 *             "output_per_1m": 0,
+                 *             "currency": "USD"
+                 *           },
+                 *           "is_deprecated": false,
+                 *           "type": "embedding"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["ModelList"];
+            };
+        };
+        /**
+         * @description The response object (`application/json`), or with `stream: true` a stream of
+         *     named events (`text/event-stream`, `event: <type>` then `data: <JSON>`).
+         *     Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+         */
+        DeprecatedResponseOK: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "id": "resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX",
+                 *       "object": "response",
+                 *       "created_at": 1735689600,
+                 *       "status": "completed",
+                 *       "model": "gloo-openai-gpt-5-mini",
+                 *       "output": [
+                 *         {
+                 *           "type": "message",
+                 *           "id": "msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY",
+                 *           "role": "assistant",
+                 *           "status": "completed",
+                 *           "content": [
+                 *             {
+                 *               "type": "output_text",
+                 *               "text": "Grace is God's unearned favour.",
+                 *               "annotations": []
+                 *             }
+                 *           ]
+                 *         }
+                 *       ],
+                 *       "output_text": "Grace is God's unearned favour.",
+                 *       "incomplete_details": null,
+                 *       "error": null,
+                 *       "usage": {
+                 *         "input_tokens": 21,
+                 *         "output_tokens": 7,
+                 *         "total_tokens": 28
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Response"];
+                /**
+                 * @example event: response.created
+                 *     data: {"type":"response.created","sequence_number":0,"response":{"id":"resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX","object":"response","created_at":1735689600,"status":"in_progress","model":"gloo-openai-gpt-5-mini","output":[],"output_text":"","incomplete_details":null,"error":null,"usage":null}}
+                 *
+                 *     event: response.in_progress
+                 *     data: {"type":"response.in_progress","sequence_number":1,"response":{"id":"resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX","object":"response","created_at":1735689600,"status":"in_progress","model":"gloo-openai-gpt-5-mini","output":[],"output_text":"","incomplete_details":null,"error":null,"usage":null}}
+                 *
+                 *     event: response.output_item.added
+                 *     data: {"type":"response.output_item.added","sequence_number":2,"output_index":0,"item":{"type":"message","id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","role":"assistant","status":"in_progress","content":[]}}
+                 *
+                 *     event: response.content_part.added
+                 *     data: {"type":"response.content_part.added","sequence_number":3,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"part":{"type":"output_text","text":"","annotations":[]}}
+                 *
+                 *     event: response.output_text.delta
+                 *     data: {"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"delta":"Grace is God's"}
+                 *
+                 *     event: response.output_text.delta
+                 *     data: {"type":"response.output_text.delta","sequence_number":5,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"delta":" unearned favour."}
+                 *
+                 *     event: response.output_text.done
+                 *     data: {"type":"response.output_text.done","sequence_number":6,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"text":"Grace is God's unearned favour."}
+                 *
+                 *     event: response.content_part.done
+                 *     data: {"type":"response.content_part.done","sequence_number":7,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"part":{"type":"output_text","text":"Grace is God's unearned favour.","annotations":[]}}
+                 *
+                 *     event: response.output_item.done
+                 *     data: {"type":"response.output_item.done","sequence_number":8,"output_index":0,"item":{"type":"message","id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Grace is God's unearned favour.","annotations":[]}]}}
+                 *
+                 *     event: response.completed
+                 *     data: {"type":"response.completed","sequence_number":9,"response":{"id":"resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX","object":"response","created_at":1735689600,"status":"completed","model":"gloo-openai-gpt-5-mini","output":[{"type":"message","id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Grace is God's unearned favour.","annotations":[]}]}],"output_text":"Grace is God's unearned favour.","incomplete_details":null,"error":null,"usage":{"input_tokens":21,"output_tokens":7,"total_tokens":28}}}
+                 */
+                "text/event-stream": components["schemas"]["ResponseStreamEvent"];
+            };
+        };
+        /** @description Valid JSON (or parameters) failing field validation. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedValidationFailed: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": [
+                 *         {
+                 *           "type": "uuid_parsing",
+                 *           "loc": [
+                 *             "path",
+                 *             "item_id"
+                 *           ],
+                 *           "msg": "Input should be a valid UUID",
+                 *           "input": "not-a-uuid"
+                 *         }
+                 *       ],
+                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S70"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ValidationError"];
+            };
+        };
         /** @description The content-control vector-store update failed. */
         DetailBadGateway: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2594,6 +4409,9 @@ export interface components {
          */
         DetailBadRequest: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2606,9 +4424,29 @@ export interface components {
                 "application/json": components["schemas"]["DetailError"];
             };
         };
+        /** @description IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished. */
+        DetailConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "A request with this Idempotency-Key is still running",
+                 *       "trace_id": "trc_01JDQX000DM5P7R9TV2W4Y6Z8B"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
         /** @description The caller lacks permission for the resource or publisher (ownership mismatch). */
         DetailForbidden: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2624,6 +4462,8 @@ export interface components {
         /** @description Internal error. */
         DetailInternalError: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2639,6 +4479,9 @@ export interface components {
         /** @description Not found, or permanently deleted. */
         DetailNotFound: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2651,9 +4494,28 @@ export interface components {
                 "application/json": components["schemas"]["DetailError"];
             };
         };
+        /** @description PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged. */
+        DetailPayloadTooLarge: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "Request body or file is too large",
+                 *       "trace_id": "trc_01JDQX000BM5P7R9TV2W4Y6Z8B"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
         /** @description A backing service is unavailable. */
         DetailServiceUnavailable: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2666,9 +4528,29 @@ export interface components {
                 "application/json": components["schemas"]["DetailError"];
             };
         };
+        /** @description The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body. */
+        DetailUnsupportedMediaType: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "unsupported media type text/plain",
+                 *       "trace_id": "trc_01JDQX000CM5P7R9TV2W4Y6Z8B"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
         /** @description Not an embedding model, empty input or unsupported dimensions. */
         EmbeddingsBadRequest: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2692,6 +4574,9 @@ export interface components {
         /** @description The embeddings, in input order. */
         EmbeddingsOK: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2733,6 +4618,8 @@ export interface components {
         /** @description The embedding provider is unavailable (no failover to another provider). */
         EmbeddingsServiceUnavailable: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2755,6 +4642,9 @@ export interface components {
         /** @description Request validation failed (embeddings use a `detail` object). */
         EmbeddingsUnprocessable: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2776,6 +4666,8 @@ export interface components {
         /** @description Malformed or invalid credential, or missing permission (gateway). */
         GatewayForbidden: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2792,6 +4684,8 @@ export interface components {
         /** @description Authorization header missing (gateway). */
         GatewayUnauthorized: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2805,6 +4699,24 @@ export interface components {
                 "application/json": components["schemas"]["GatewayError"];
             };
         };
+        /** @description A query parameter the operation does not take, or one with an invalid value. */
+        GatewayUnprocessable: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Request validation failed",
+                 *       "code": "validation_error",
+                 *       "trace_id": "trc_01JDQX0005M5P7R9TV2W4Y6Z8B"
+                 *     }
+                 */
+                "application/json": components["schemas"]["GatewayError"];
+            };
+        };
         /**
          * @description The grounded completion. `application/json` when not streaming (with
          *     `sources_returned` and, when requested, `citations`); `text/event-stream`
@@ -2813,6 +4725,9 @@ export interface components {
          */
         GroundedChatCompletionOK: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2879,7 +4794,10 @@ export interface components {
          */
         GroundedResponseOK: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
                 "X-Sources-Returned": components["headers"]["XSourcesReturned"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2955,9 +4873,80 @@ export interface components {
                 "text/event-stream": components["schemas"]["ResponseStreamEvent"];
             };
         };
+        /** @description The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged. */
+        HeadersTooLarge: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Request Header Fields Too Large",
+                 *       "code": "bad_request",
+                 *       "trace_id": "trc_01JDQX0004M5P7R9TV2W4Y6Z8B"
+                 *     }
+                 */
+                "application/json": components["schemas"]["GatewayError"];
+            };
+        };
+        /** @description Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request. */
+        ManagementBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "invalid_request",
+                 *         "message": "Malformed JSON body"
+                 *       },
+                 *       "meta": {
+                 *         "requestId": "trc_01JDQX0006M5P7R9TV2W4Y6Z8B",
+                 *         "hasMore": false,
+                 *         "nextCursor": null
+                 *       },
+                 *       "trace_id": "trc_01JDQX0006M5P7R9TV2W4Y6Z8B"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ManagementError"];
+            };
+        };
+        /** @description IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished. */
+        ManagementConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "idempotency_key_in_use",
+                 *         "message": "A request with this Idempotency-Key is still running"
+                 *       },
+                 *       "meta": {
+                 *         "requestId": "trc_01JDQX000GM5P7R9TV2W4Y6Z8B",
+                 *         "hasMore": false,
+                 *         "nextCursor": null
+                 *       },
+                 *       "trace_id": "trc_01JDQX000GM5P7R9TV2W4Y6Z8B"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ManagementError"];
+            };
+        };
         /** @description The key lacks the scope this operation needs. */
         ManagementForbidden: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2981,6 +4970,8 @@ export interface components {
         /** @description Internal error. */
         ManagementInternalError: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -3001,9 +4992,37 @@ export interface components {
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
+        /** @description The path exists but not with this method; `Allow` lists the methods it takes. */
+        ManagementMethodNotAllowed: {
+            headers: {
+                Allow: components["headers"]["Allow"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "method_not_allowed",
+                 *         "message": "PUT is not allowed here; use GET, PATCH, DELETE"
+                 *       },
+                 *       "meta": {
+                 *         "requestId": "trc_01JDQX0002M5P7R9TV2W4Y6Z8B",
+                 *         "hasMore": false,
+                 *         "nextCursor": null
+                 *       },
+                 *       "trace_id": "trc_01JDQX0002M5P7R9TV2W4Y6Z8B"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ManagementError"];
+            };
+        };
         /** @description No such resource in the caller's organization. */
         ManagementNotFound: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -3024,9 +5043,36 @@ export interface components {
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
+        /** @description PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged. */
+        ManagementPayloadTooLarge: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "payload_too_large",
+                 *         "message": "Request body or file is too large"
+                 *       },
+                 *       "meta": {
+                 *         "requestId": "trc_01JDQX000EM5P7R9TV2W4Y6Z8B",
+                 *         "hasMore": false,
+                 *         "nextCursor": null
+                 *       },
+                 *       "trace_id": "trc_01JDQX000EM5P7R9TV2W4Y6Z8B"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ManagementError"];
+            };
+        };
         /** @description Authorization header missing or the key is invalid, expired or revoked. */
         ManagementUnauthorized: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -3050,6 +5096,9 @@ export interface components {
         /** @description Field validation failed; `error.details` lists the failing fields. */
         ManagementUnprocessable: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -3081,9 +5130,55 @@ export interface components {
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
+        /** @description The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body. */
+        ManagementUnsupportedMediaType: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "invalid_request",
+                 *         "message": "unsupported media type text/plain"
+                 *       },
+                 *       "meta": {
+                 *         "requestId": "trc_01JDQX000FM5P7R9TV2W4Y6Z8B",
+                 *         "hasMore": false,
+                 *         "nextCursor": null
+                 *       },
+                 *       "trace_id": "trc_01JDQX000FM5P7R9TV2W4Y6Z8B"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ManagementError"];
+            };
+        };
+        /** @description The path exists but not with this method; `Allow` lists the methods it takes. Answered before the operation is known, so always in the gateway shape. */
+        MethodNotAllowed: {
+            headers: {
+                Allow: components["headers"]["Allow"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "DELETE is not allowed here; use POST",
+                 *       "code": "method_not_allowed",
+                 *       "trace_id": "trc_01JDQX0001M5P7R9TV2W4Y6Z8B"
+                 *     }
+                 */
+                "application/json": components["schemas"]["GatewayError"];
+            };
+        };
         /** @description The model catalog. */
         ModelListOK: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -3108,6 +5203,8 @@ export interface components {
                  *             "embeddings": false,
                  *             "image_generation": false
                  *           },
+                 *           "supports_tools": true,
+                 *           "supports_reasoning": true,
                  *           "pricing": {
                  *             "input_per_1m": 0.25,
                  *             "output_per_1m": 2,
@@ -3133,6 +5230,8 @@ export interface components {
                  *             "embeddings": false,
                  *             "image_generation": false
                  *           },
+                 *           "supports_tools": true,
+                 *           "supports_reasoning": true,
                  *           "pricing": {
                  *             "input_per_1m": 1,
                  *             "output_per_1m": 5,
@@ -3158,6 +5257,8 @@ export interface components {
                  *             "embeddings": true,
                  *             "image_generation": false
                  *           },
+                 *           "supports_tools": false,
+                 *           "supports_reasoning": false,
                  *           "pricing": {
                  *             "input_per_1m": 0.02,
                  *             "output_per_1m": 0,
@@ -3172,12 +5273,33 @@ export interface components {
                 "application/json": components["schemas"]["ModelList"];
             };
         };
+        /** @description The request (headers or body) did not arrive in time; the connection is closed. Answered before routing, in the gateway shape. Retryable. */
+        RequestTimeout: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Request Timeout",
+                 *       "code": "request_timeout",
+                 *       "trace_id": "trc_01JDQX0003M5P7R9TV2W4Y6Z8B"
+                 *     }
+                 */
+                "application/json": components["schemas"]["GatewayError"];
+            };
+        };
         /**
          * @description The response object (`application/json`), or with `stream: true` a stream of
          *     named events (`text/event-stream`, `event: <type>` then `data: <JSON>`).
          */
         ResponseOK: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -3254,6 +5376,9 @@ export interface components {
          */
         SearchForbidden: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -3270,6 +5395,9 @@ export interface components {
         /** @description Search hits, best first (possibly none). */
         SearchOK: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -3306,6 +5434,9 @@ export interface components {
         /** @description Valid JSON (or parameters) failing field validation. */
         ValidationFailed: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
@@ -3458,41 +5589,51 @@ export interface components {
         };
     };
     headers: {
+        /** @description The methods this path accepts, comma-separated (RFC 9110). */
+        Allow: string;
         /**
-         * @description RFC 9745 deprecation date of the endpoint (`@` + Unix seconds).
+         * @description RFC 9745 deprecation date of the operation (`@` + Unix seconds). Sent on every answer of a deprecated operation that reaches it (not on 405/408/431 answered before routing).
          * @example @1735689600
          */
         Deprecation: string;
+        /** @description Present (`true`) only when this answer is the stored answer of an earlier request with the same Idempotency-Key, caller and body; the request did not run again. Absent otherwise. */
+        IdempotentReplayed: "true";
+        /** @description RFC 8288 link to the replacement of this deprecated operation, `<path>; rel="successor-version"`. */
+        Link: string;
         /**
-         * @description Request quota of the window (may be absent).
+         * @description Requests allowed in the current quota window. May accompany 429 QUOTA_EXCEEDED; may be absent (spec 7.3.2).
          * @example 600
          */
         RateLimitLimit: number;
         /**
-         * @description Requests left in the window (may be absent).
+         * @description Requests left in the current quota window (0 on a 429 QUOTA_EXCEEDED). May be absent.
          * @example 0
          */
         RateLimitRemaining: number;
         /**
-         * @description Seconds until the window resets (may be absent).
+         * @description Seconds until the quota window resets. May accompany 429 QUOTA_EXCEEDED; may be absent.
          * @example 30
          */
         RateLimitReset: number;
         /**
-         * @description Seconds to wait before retrying. Absent for SPENDING_LIMIT_EXCEEDED; honour it when present.
+         * @description Seconds to wait before retrying. Sent with 429 QUOTA_EXCEEDED (1019), and with 429 RATE_LIMIT (2004) when the upstream provider sent one. Never sent with SPENDING_LIMIT_EXCEEDED (1005), which retrying cannot clear. Honour it when present.
          * @example 30
          */
         RetryAfter: number;
         /**
-         * @description RFC 8594 sunset date (HTTP-date) after which the endpoint stops working.
+         * @description RFC 8594 date (HTTP-date) after which the deprecated operation stops working.
          * @example Thu, 31 Dec 2026 23:59:59 GMT
          */
         Sunset: string;
+        /** @description The trace id again, under the name many proxies and log tools look for. Sent on every answer the platform routes (not on the 408/431 answered before routing). */
+        XRequestId: string;
         /**
          * @description On streamed grounded responses, whether any grounding source was retrieved (`true` / `false`).
          * @example true
          */
         XSourcesReturned: "true" | "false";
+        /** @description Trace id of this request (`trc_` + 32 hex digits), the same as `trace_id` in error bodies. Sent on every answer, errors and streams included; quote it to support. */
+        XTraceId: string;
     };
     pathItems: never;
 }
@@ -3539,6 +5680,11 @@ export interface operations {
             /** @description The answer, in a new or existing chat. */
             200: {
                 headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    Link: components["headers"]["Link"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3562,12 +5708,18 @@ export interface operations {
                     "application/json": components["schemas"]["ChatMessageResponse"];
                 };
             };
-            400: components["responses"]["DetailBadRequest"];
-            401: components["responses"]["GatewayUnauthorized"];
-            403: components["responses"]["DetailForbidden"];
-            422: components["responses"]["ValidationFailed"];
-            500: components["responses"]["DetailInternalError"];
-            503: components["responses"]["DetailServiceUnavailable"];
+            400: components["responses"]["DeprecatedDetailBadRequest"];
+            401: components["responses"]["DeprecatedGatewayUnauthorized"];
+            403: components["responses"]["DeprecatedDetailForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["DeprecatedDetailConflict"];
+            413: components["responses"]["DeprecatedDetailPayloadTooLarge"];
+            415: components["responses"]["DeprecatedDetailUnsupportedMediaType"];
+            422: components["responses"]["DeprecatedValidationFailed"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["DeprecatedDetailInternalError"];
+            503: components["responses"]["DeprecatedDetailServiceUnavailable"];
         };
     };
     deleteMessage: {
@@ -3591,6 +5743,10 @@ export interface operations {
             /** @description The message was deleted. */
             200: {
                 headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3603,12 +5759,16 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteMessageResult"];
                 };
             };
-            400: components["responses"]["DetailBadRequest"];
-            401: components["responses"]["GatewayUnauthorized"];
-            403: components["responses"]["DetailForbidden"];
+            400: components["responses"]["DeprecatedDetailBadRequest"];
+            401: components["responses"]["DeprecatedGatewayUnauthorized"];
+            403: components["responses"]["DeprecatedDetailForbidden"];
             /** @description No such message (or it is not the caller's). */
             404: {
                 headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3621,9 +5781,15 @@ export interface operations {
                     "application/json": components["schemas"]["DetailError"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             /** @description `message_id` missing or invalid. */
             422: {
                 headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3646,8 +5812,9 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
-            500: components["responses"]["DetailInternalError"];
-            503: components["responses"]["DetailServiceUnavailable"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["DeprecatedDetailInternalError"];
+            503: components["responses"]["DeprecatedDetailServiceUnavailable"];
         };
     };
     searchCollectionAlias: {
@@ -3675,7 +5842,13 @@ export interface operations {
             400: components["responses"]["DetailBadRequest"];
             401: components["responses"]["GatewayUnauthorized"];
             403: components["responses"]["SearchForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["DetailConflict"];
+            413: components["responses"]["DetailPayloadTooLarge"];
+            415: components["responses"]["DetailUnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             503: components["responses"]["DetailServiceUnavailable"];
         };
@@ -3698,6 +5871,10 @@ export interface operations {
             /** @description The chat's history. */
             200: {
                 headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3719,13 +5896,16 @@ export interface operations {
                     "application/json": components["schemas"]["ChatHistory"];
                 };
             };
-            400: components["responses"]["DetailBadRequest"];
-            401: components["responses"]["GatewayUnauthorized"];
-            403: components["responses"]["DetailForbidden"];
-            404: components["responses"]["DetailNotFound"];
-            422: components["responses"]["ValidationFailed"];
-            500: components["responses"]["DetailInternalError"];
-            503: components["responses"]["DetailServiceUnavailable"];
+            400: components["responses"]["DeprecatedDetailBadRequest"];
+            401: components["responses"]["DeprecatedGatewayUnauthorized"];
+            403: components["responses"]["DeprecatedDetailForbidden"];
+            404: components["responses"]["DeprecatedDetailNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["DeprecatedValidationFailed"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["DeprecatedDetailInternalError"];
+            503: components["responses"]["DeprecatedDetailServiceUnavailable"];
         };
     };
     createChatCompletionV1: {
@@ -3765,16 +5945,21 @@ export interface operations {
             };
         };
         responses: {
-            200: components["responses"]["ChatCompletionOK"];
-            400: components["responses"]["AIBadRequest"];
-            401: components["responses"]["AIUnauthorized"];
-            402: components["responses"]["AIPaymentRequired"];
-            403: components["responses"]["AIForbidden"];
-            408: components["responses"]["AIRequestTimeout"];
-            422: components["responses"]["AIUnprocessable"];
-            429: components["responses"]["AITooManyRequests"];
-            500: components["responses"]["AIInternalError"];
-            503: components["responses"]["AIServiceUnavailable"];
+            200: components["responses"]["DeprecatedChatCompletionOK"];
+            400: components["responses"]["DeprecatedAIBadRequest"];
+            401: components["responses"]["DeprecatedAIUnauthorized"];
+            402: components["responses"]["DeprecatedAIPaymentRequired"];
+            403: components["responses"]["DeprecatedAIForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["DeprecatedAIRequestTimeout"];
+            409: components["responses"]["DeprecatedAIConflict"];
+            413: components["responses"]["DeprecatedAIPayloadTooLarge"];
+            415: components["responses"]["DeprecatedAIUnsupportedMediaType"];
+            422: components["responses"]["DeprecatedAIUnprocessable"];
+            429: components["responses"]["DeprecatedAITooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["DeprecatedAIInternalError"];
+            503: components["responses"]["DeprecatedAIServiceUnavailable"];
         };
     };
     getRecommendations: {
@@ -3818,6 +6003,9 @@ export interface operations {
             /** @description Recommended items, best first. */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3855,7 +6043,13 @@ export interface operations {
             400: components["responses"]["DetailBadRequest"];
             401: components["responses"]["GatewayUnauthorized"];
             403: components["responses"]["SearchForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["DetailConflict"];
+            413: components["responses"]["DetailPayloadTooLarge"];
+            415: components["responses"]["DetailUnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             503: components["responses"]["DetailServiceUnavailable"];
         };
@@ -3885,7 +6079,13 @@ export interface operations {
             400: components["responses"]["DetailBadRequest"];
             401: components["responses"]["GatewayUnauthorized"];
             403: components["responses"]["SearchForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["DetailConflict"];
+            413: components["responses"]["DetailPayloadTooLarge"];
+            415: components["responses"]["DetailUnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             503: components["responses"]["DetailServiceUnavailable"];
         };
@@ -3929,9 +6129,14 @@ export interface operations {
             401: components["responses"]["AIUnauthorized"];
             402: components["responses"]["AIPaymentRequired"];
             403: components["responses"]["AIForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["AIRequestTimeout"];
+            409: components["responses"]["AIConflict"];
+            413: components["responses"]["AIPayloadTooLarge"];
+            415: components["responses"]["AIUnsupportedMediaType"];
             422: components["responses"]["AIUnprocessable"];
             429: components["responses"]["AITooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["AIInternalError"];
             503: components["responses"]["AIServiceUnavailable"];
         };
@@ -3975,6 +6180,11 @@ export interface operations {
             /** @description Paywall-related content for the item. */
             200: {
                 headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    Link: components["headers"]["Link"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3998,12 +6208,18 @@ export interface operations {
                     "application/json": components["schemas"]["PaywallRelatedResult"];
                 };
             };
-            400: components["responses"]["DetailBadRequest"];
-            401: components["responses"]["GatewayUnauthorized"];
-            403: components["responses"]["DetailForbidden"];
-            422: components["responses"]["ValidationFailed"];
-            500: components["responses"]["DetailInternalError"];
-            503: components["responses"]["DetailServiceUnavailable"];
+            400: components["responses"]["DeprecatedDetailBadRequest"];
+            401: components["responses"]["DeprecatedGatewayUnauthorized"];
+            403: components["responses"]["DeprecatedDetailForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["DeprecatedDetailConflict"];
+            413: components["responses"]["DeprecatedDetailPayloadTooLarge"];
+            415: components["responses"]["DeprecatedDetailUnsupportedMediaType"];
+            422: components["responses"]["DeprecatedValidationFailed"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["DeprecatedDetailInternalError"];
+            503: components["responses"]["DeprecatedDetailServiceUnavailable"];
         };
     };
     listModelsV1: {
@@ -4015,10 +6231,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            200: components["responses"]["ModelListOK"];
-            401: components["responses"]["GatewayUnauthorized"];
-            403: components["responses"]["GatewayForbidden"];
-            500: components["responses"]["AIInternalError"];
+            200: components["responses"]["DeprecatedModelListOK"];
+            401: components["responses"]["DeprecatedGatewayUnauthorized"];
+            403: components["responses"]["DeprecatedGatewayForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["DeprecatedGatewayUnprocessable"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["DeprecatedAIInternalError"];
         };
     };
     createResponseV1: {
@@ -4052,16 +6272,21 @@ export interface operations {
             };
         };
         responses: {
-            200: components["responses"]["ResponseOK"];
-            400: components["responses"]["AIBadRequest"];
-            401: components["responses"]["AIUnauthorized"];
-            402: components["responses"]["AIPaymentRequired"];
-            403: components["responses"]["AIForbidden"];
-            408: components["responses"]["AIRequestTimeout"];
-            422: components["responses"]["AIUnprocessable"];
-            429: components["responses"]["AITooManyRequests"];
-            500: components["responses"]["AIInternalError"];
-            503: components["responses"]["AIServiceUnavailable"];
+            200: components["responses"]["DeprecatedResponseOK"];
+            400: components["responses"]["DeprecatedAIBadRequest"];
+            401: components["responses"]["DeprecatedAIUnauthorized"];
+            402: components["responses"]["DeprecatedAIPaymentRequired"];
+            403: components["responses"]["DeprecatedAIForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["DeprecatedAIRequestTimeout"];
+            409: components["responses"]["DeprecatedAIConflict"];
+            413: components["responses"]["DeprecatedAIPayloadTooLarge"];
+            415: components["responses"]["DeprecatedAIUnsupportedMediaType"];
+            422: components["responses"]["DeprecatedAIUnprocessable"];
+            429: components["responses"]["DeprecatedAITooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["DeprecatedAIInternalError"];
+            503: components["responses"]["DeprecatedAIServiceUnavailable"];
         };
     };
     createCodingChatCompletion: {
@@ -4096,9 +6321,14 @@ export interface operations {
             401: components["responses"]["AIUnauthorized"];
             402: components["responses"]["CodingPaymentRequired"];
             403: components["responses"]["AIForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["AIRequestTimeout"];
+            409: components["responses"]["AIConflict"];
+            413: components["responses"]["AIPayloadTooLarge"];
+            415: components["responses"]["AIUnsupportedMediaType"];
             422: components["responses"]["AIUnprocessable"];
             429: components["responses"]["AITooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["AIInternalError"];
             503: components["responses"]["AIServiceUnavailable"];
         };
@@ -4124,16 +6354,21 @@ export interface operations {
         };
         requestBody: components["requestBodies"]["ChatCompletionBody"];
         responses: {
-            200: components["responses"]["ChatCompletionOK"];
-            400: components["responses"]["AIBadRequest"];
-            401: components["responses"]["AIUnauthorized"];
-            402: components["responses"]["AIPaymentRequired"];
-            403: components["responses"]["AIForbidden"];
-            408: components["responses"]["AIRequestTimeout"];
-            422: components["responses"]["AIUnprocessable"];
-            429: components["responses"]["AITooManyRequests"];
-            500: components["responses"]["AIInternalError"];
-            503: components["responses"]["AIServiceUnavailable"];
+            200: components["responses"]["DeprecatedChatCompletionOK"];
+            400: components["responses"]["DeprecatedAIBadRequest"];
+            401: components["responses"]["DeprecatedAIUnauthorized"];
+            402: components["responses"]["DeprecatedAIPaymentRequired"];
+            403: components["responses"]["DeprecatedAIForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["DeprecatedAIRequestTimeout"];
+            409: components["responses"]["DeprecatedAIConflict"];
+            413: components["responses"]["DeprecatedAIPayloadTooLarge"];
+            415: components["responses"]["DeprecatedAIUnsupportedMediaType"];
+            422: components["responses"]["DeprecatedAIUnprocessable"];
+            429: components["responses"]["DeprecatedAITooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["DeprecatedAIInternalError"];
+            503: components["responses"]["DeprecatedAIServiceUnavailable"];
         };
     };
     createGroundedChatCompletionAlias: {
@@ -4157,16 +6392,21 @@ export interface operations {
         };
         requestBody: components["requestBodies"]["GroundedChatCompletionBody"];
         responses: {
-            200: components["responses"]["GroundedChatCompletionOK"];
-            400: components["responses"]["AIBadRequest"];
-            401: components["responses"]["AIUnauthorized"];
-            402: components["responses"]["AIPaymentRequired"];
-            403: components["responses"]["AIForbidden"];
-            408: components["responses"]["AIRequestTimeout"];
-            422: components["responses"]["AIUnprocessable"];
-            429: components["responses"]["AITooManyRequests"];
-            500: components["responses"]["AIInternalError"];
-            503: components["responses"]["AIServiceUnavailable"];
+            200: components["responses"]["DeprecatedGroundedChatCompletionOK"];
+            400: components["responses"]["DeprecatedAIBadRequest"];
+            401: components["responses"]["DeprecatedAIUnauthorized"];
+            402: components["responses"]["DeprecatedAIPaymentRequired"];
+            403: components["responses"]["DeprecatedAIForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["DeprecatedAIRequestTimeout"];
+            409: components["responses"]["DeprecatedAIConflict"];
+            413: components["responses"]["DeprecatedAIPayloadTooLarge"];
+            415: components["responses"]["DeprecatedAIUnsupportedMediaType"];
+            422: components["responses"]["DeprecatedAIUnprocessable"];
+            429: components["responses"]["DeprecatedAITooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["DeprecatedAIInternalError"];
+            503: components["responses"]["DeprecatedAIServiceUnavailable"];
         };
     };
     createEmbeddings: {
@@ -4195,9 +6435,14 @@ export interface operations {
             401: components["responses"]["AIUnauthorized"];
             402: components["responses"]["AIPaymentRequired"];
             403: components["responses"]["AIForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["AIRequestTimeout"];
+            409: components["responses"]["AIConflict"];
+            413: components["responses"]["AIPayloadTooLarge"];
+            415: components["responses"]["AIUnsupportedMediaType"];
             422: components["responses"]["EmbeddingsUnprocessable"];
             429: components["responses"]["AITooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["AIInternalError"];
             503: components["responses"]["EmbeddingsServiceUnavailable"];
         };
@@ -4228,9 +6473,14 @@ export interface operations {
             401: components["responses"]["AIUnauthorized"];
             402: components["responses"]["AIPaymentRequired"];
             403: components["responses"]["AIForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["AIRequestTimeout"];
+            409: components["responses"]["AIConflict"];
+            413: components["responses"]["AIPayloadTooLarge"];
+            415: components["responses"]["AIUnsupportedMediaType"];
             422: components["responses"]["EmbeddingsUnprocessable"];
             429: components["responses"]["AITooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["AIInternalError"];
             503: components["responses"]["EmbeddingsServiceUnavailable"];
         };
@@ -4261,9 +6511,14 @@ export interface operations {
             401: components["responses"]["AIUnauthorized"];
             402: components["responses"]["AIPaymentRequired"];
             403: components["responses"]["AIForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["AIRequestTimeout"];
+            409: components["responses"]["AIConflict"];
+            413: components["responses"]["AIPayloadTooLarge"];
+            415: components["responses"]["AIUnsupportedMediaType"];
             422: components["responses"]["AIUnprocessable"];
             429: components["responses"]["AITooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["AIInternalError"];
             503: components["responses"]["AIServiceUnavailable"];
         };
@@ -4294,9 +6549,14 @@ export interface operations {
             401: components["responses"]["AIUnauthorized"];
             402: components["responses"]["AIPaymentRequired"];
             403: components["responses"]["AIForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["AIRequestTimeout"];
+            409: components["responses"]["AIConflict"];
+            413: components["responses"]["AIPayloadTooLarge"];
+            415: components["responses"]["AIUnsupportedMediaType"];
             422: components["responses"]["AIUnprocessable"];
             429: components["responses"]["AITooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["AIInternalError"];
             503: components["responses"]["AIServiceUnavailable"];
         };
@@ -4313,6 +6573,10 @@ export interface operations {
             200: components["responses"]["ModelListOK"];
             401: components["responses"]["GatewayUnauthorized"];
             403: components["responses"]["GatewayForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["GatewayUnprocessable"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["AIInternalError"];
         };
     };
@@ -4355,9 +6619,14 @@ export interface operations {
             401: components["responses"]["AIUnauthorized"];
             402: components["responses"]["AIPaymentRequired"];
             403: components["responses"]["AIForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["AIRequestTimeout"];
+            409: components["responses"]["AIConflict"];
+            413: components["responses"]["AIPayloadTooLarge"];
+            415: components["responses"]["AIUnsupportedMediaType"];
             422: components["responses"]["AIUnprocessable"];
             429: components["responses"]["AITooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["AIInternalError"];
             503: components["responses"]["AIServiceUnavailable"];
         };
@@ -4385,6 +6654,8 @@ export interface operations {
             /** @description A page of agents. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4420,9 +6691,13 @@ export interface operations {
                     "application/json": components["schemas"]["AgentListResponse"];
                 };
             };
+            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
             403: components["responses"]["ManagementForbidden"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ManagementUnprocessable"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
     };
@@ -4469,6 +6744,9 @@ export interface operations {
             /** @description The created agent. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4502,9 +6780,16 @@ export interface operations {
                     "application/json": components["schemas"]["AgentResponse"];
                 };
             };
+            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
             403: components["responses"]["ManagementForbidden"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["ManagementConflict"];
+            413: components["responses"]["ManagementPayloadTooLarge"];
+            415: components["responses"]["ManagementUnsupportedMediaType"];
             422: components["responses"]["ManagementUnprocessable"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
     };
@@ -4524,10 +6809,14 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["AgentOK"];
+            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
             403: components["responses"]["ManagementForbidden"];
             404: components["responses"]["ManagementNotFound"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ManagementUnprocessable"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
     };
@@ -4549,6 +6838,8 @@ export interface operations {
             /** @description The agent was deleted. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4568,10 +6859,14 @@ export interface operations {
                     "application/json": components["schemas"]["AgentDeletedResponse"];
                 };
             };
+            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
             403: components["responses"]["ManagementForbidden"];
             404: components["responses"]["ManagementNotFound"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ManagementUnprocessable"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
     };
@@ -4604,10 +6899,16 @@ export interface operations {
         };
         responses: {
             200: components["responses"]["AgentOK"];
+            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
             403: components["responses"]["ManagementForbidden"];
             404: components["responses"]["ManagementNotFound"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["ManagementPayloadTooLarge"];
+            415: components["responses"]["ManagementUnsupportedMediaType"];
             422: components["responses"]["ManagementUnprocessable"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
     };
@@ -4623,6 +6924,8 @@ export interface operations {
             /** @description Health of the platform. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4655,8 +6958,13 @@ export interface operations {
                     "application/json": components["schemas"]["HealthResponse"];
                 };
             };
+            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
             403: components["responses"]["ManagementForbidden"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ManagementUnprocessable"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
     };
@@ -4683,6 +6991,8 @@ export interface operations {
             /** @description A page of keys. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4714,9 +7024,13 @@ export interface operations {
                     "application/json": components["schemas"]["KeyListResponse"];
                 };
             };
+            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
             403: components["responses"]["ManagementForbidden"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ManagementUnprocessable"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
     };
@@ -4758,6 +7072,9 @@ export interface operations {
             /** @description The created key, with its plaintext value (shown once). */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4786,9 +7103,16 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedKeyResponse"];
                 };
             };
+            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
             403: components["responses"]["ManagementForbidden"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["ManagementConflict"];
+            413: components["responses"]["ManagementPayloadTooLarge"];
+            415: components["responses"]["ManagementUnsupportedMediaType"];
             422: components["responses"]["ManagementUnprocessable"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
     };
@@ -4810,6 +7134,8 @@ export interface operations {
             /** @description The key record. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4839,10 +7165,14 @@ export interface operations {
                     "application/json": components["schemas"]["KeyResponse"];
                 };
             };
+            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
             403: components["responses"]["ManagementForbidden"];
             404: components["responses"]["ManagementNotFound"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ManagementUnprocessable"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
     };
@@ -4864,6 +7194,8 @@ export interface operations {
             /** @description The revoked key record. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4893,10 +7225,14 @@ export interface operations {
                     "application/json": components["schemas"]["KeyResponse"];
                 };
             };
+            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
             403: components["responses"]["ManagementForbidden"];
             404: components["responses"]["ManagementNotFound"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ManagementUnprocessable"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
     };
@@ -4912,6 +7248,8 @@ export interface operations {
             /** @description Metrics in the Prometheus text exposition format 0.0.4. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4923,8 +7261,13 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
             403: components["responses"]["ManagementForbidden"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ManagementUnprocessable"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
     };
@@ -4946,6 +7289,8 @@ export interface operations {
             /** @description The file record. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4988,7 +7333,10 @@ export interface operations {
             401: components["responses"]["GatewayUnauthorized"];
             403: components["responses"]["DetailForbidden"];
             404: components["responses"]["DetailNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             503: components["responses"]["DetailServiceUnavailable"];
         };
@@ -5017,6 +7365,8 @@ export interface operations {
             /** @description The item was patched. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5033,7 +7383,12 @@ export interface operations {
             401: components["responses"]["GatewayUnauthorized"];
             403: components["responses"]["DetailForbidden"];
             404: components["responses"]["DetailNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["DetailPayloadTooLarge"];
+            415: components["responses"]["DetailUnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             502: components["responses"]["DetailBadGateway"];
             503: components["responses"]["DetailServiceUnavailable"];
@@ -5062,6 +7417,8 @@ export interface operations {
             /** @description Delete outcome per requested item. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5092,7 +7449,12 @@ export interface operations {
             400: components["responses"]["DetailBadRequest"];
             401: components["responses"]["GatewayUnauthorized"];
             403: components["responses"]["DetailForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["DetailPayloadTooLarge"];
+            415: components["responses"]["DetailUnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             503: components["responses"]["DetailServiceUnavailable"];
         };
@@ -5142,6 +7504,8 @@ export interface operations {
             /** @description Patch outcome per matched item. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5182,7 +7546,12 @@ export interface operations {
             400: components["responses"]["DetailBadRequest"];
             401: components["responses"]["GatewayUnauthorized"];
             403: components["responses"]["DetailForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["DetailPayloadTooLarge"];
+            415: components["responses"]["DetailUnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             503: components["responses"]["DetailServiceUnavailable"];
         };
@@ -5205,6 +7574,8 @@ export interface operations {
             /** @description The item. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5244,7 +7615,10 @@ export interface operations {
             401: components["responses"]["GatewayUnauthorized"];
             403: components["responses"]["DetailForbidden"];
             404: components["responses"]["DetailNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             503: components["responses"]["DetailServiceUnavailable"];
         };
@@ -5267,6 +7641,8 @@ export interface operations {
             /** @description The publisher's items. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5294,7 +7670,10 @@ export interface operations {
             400: components["responses"]["DetailBadRequest"];
             401: components["responses"]["GatewayUnauthorized"];
             403: components["responses"]["DetailForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             503: components["responses"]["DetailServiceUnavailable"];
         };
@@ -5341,6 +7720,9 @@ export interface operations {
             /** @description Matching items (possibly none). */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5361,7 +7743,13 @@ export interface operations {
             400: components["responses"]["DetailBadRequest"];
             401: components["responses"]["GatewayUnauthorized"];
             403: components["responses"]["DetailForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["DetailConflict"];
+            413: components["responses"]["DetailPayloadTooLarge"];
+            415: components["responses"]["DetailUnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             503: components["responses"]["DetailServiceUnavailable"];
         };
@@ -5405,6 +7793,9 @@ export interface operations {
             /** @description Files accepted; duplicates are listed, not rejected. */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5427,7 +7818,13 @@ export interface operations {
             401: components["responses"]["GatewayUnauthorized"];
             403: components["responses"]["DetailForbidden"];
             404: components["responses"]["DetailNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["DetailConflict"];
+            413: components["responses"]["DetailPayloadTooLarge"];
+            415: components["responses"]["DetailUnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             503: components["responses"]["DetailServiceUnavailable"];
         };
@@ -5468,7 +7865,10 @@ export interface operations {
             200: {
                 headers: {
                     Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
                     Sunset: components["headers"]["Sunset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5486,7 +7886,10 @@ export interface operations {
             400: {
                 headers: {
                     Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
                     Sunset: components["headers"]["Sunset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5504,7 +7907,10 @@ export interface operations {
             401: {
                 headers: {
                     Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
                     Sunset: components["headers"]["Sunset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5518,6 +7924,72 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            /** @description IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished. */
+            409: {
+                headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    Sunset: components["headers"]["Sunset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "error_description": "A request with this Idempotency-Key is still running",
+                     *       "trace_id": "trc_01JDQX000JM5P7R9TV2W4Y6Z8B"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the request body (or an uploaded file) is over the size limit. Not retryable unchanged. */
+            413: {
+                headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    Sunset: components["headers"]["Sunset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "error_description": "Request body or file is too large",
+                     *       "trace_id": "trc_01JDQX000HM5P7R9TV2W4Y6Z8B"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description The Content-Type (or its charset, or the Content-Encoding) is not one this operation takes; send the media type the contract declares for the request body. */
+            415: {
+                headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    Sunset: components["headers"]["Sunset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "error_description": "unsupported media type text/plain",
+                     *       "trace_id": "trc_01JDQX000IM5P7R9TV2W4Y6Z8B"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            431: components["responses"]["HeadersTooLarge"];
         };
     };
 }

@@ -13,9 +13,9 @@ import {
 const platform = new Platform();
 
 try {
-  await platform.createCodingChatCompletion({
-    path: { coding_product: 'code-assist' },
-    body: { model: 'gloo-anthropic-claude-haiku-4.5', messages: [{ role: 'user', content: 'Refactor this.' }] },
+  await platform.coding.chat.completions.create('code-assist', {
+    model: 'gloo-anthropic-claude-haiku-4.5',
+    messages: [{ role: 'user', content: 'Refactor this.' }],
   });
 } catch (error) {
   if (error instanceof SpendingLimitExceededError) {

@@ -2,9 +2,9 @@ import { Platform } from '@inference-platform/sdk';
 
 const admin = new Platform({ apiKey: process.env.PLATFORM_ADMIN_KEY });
 
-const created = await admin.createKey({ body: { scopes: ['inference', 'data:read'], label: 'web app' } });
+const created = await admin.management.keys.create({ scopes: ['inference', 'data:read'], label: 'web app' });
 console.log('store this once:', created.data.key);
 
-const agent = await admin.createAgent({ body: { name: 'Sermon prep', tags: ['preaching'] } });
-await admin.updateAgent({ path: { agent_id: agent.data.id }, body: { status: 'inactive' } });
-await admin.revokeKey({ path: { key_id: created.data.id } });
+const agent = await admin.management.agents.create({ name: 'Sermon prep', tags: ['preaching'] });
+await admin.management.agents.update(agent.data.id, { status: 'inactive' });
+await admin.management.keys.revoke(created.data.id);

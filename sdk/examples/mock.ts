@@ -5,7 +5,5 @@ import { Platform } from '@inference-platform/sdk';
 const mockUrl = process.env.MOCK_URL ?? 'http://127.0.0.1:4010';
 const platform = new Platform({ apiKey: 'sk_mock', baseUrl: mockUrl, managementBaseUrl: mockUrl });
 
-const stream = await platform.createGuardedChatCompletion({
-  body: { auto_routing: true, stream: true, messages: [{ role: 'user', content: 'What is hope?' }] },
-});
+const stream = await platform.chat.completions.create({ auto_routing: true, stream: true, messages: [{ role: 'user', content: 'What is hope?' }] });
 console.log(await stream.finalText());

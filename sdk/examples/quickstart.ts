@@ -7,19 +7,21 @@ const platform = new Platform({
   managementBaseUrl: 'https://manage.example.com',
 });
 
-const completion = await platform.createGuardedChatCompletion({
-  body: {
-    auto_routing: true,
-    tradition: 'evangelical',
-    messages: [{ role: 'user', content: 'What is hope?' }],
-  },
+const completion = await platform.chat.completions.create({
+  auto_routing: true,
+  tradition: 'evangelical',
+  messages: [{ role: 'user', content: 'What is hope?' }],
 });
 console.log(completion.choices[0]?.message.content, completion.routing_mechanism);
 
 // Management operations go to the management base URL by themselves.
-const health = await platform.getHealth();
+const health = await platform.management.health();
 console.log(health.data.status);
 
-// Every call can also give the HTTP response, its trace id and rate-limit headers.
-const { data: models, traceId, rateLimit } = await platform.listModels().withResponse();
-console.log(models.data.length, traceId, rateLimit?.remaining);
+// Path parameters are plain leading arguments; the body comes next, options last.
+const agent = await platform.management.agents.get('agt_42', { timeout: 5_000 });
+console.log(agent.data.name);
+
+// Every call can also give the HTTP response (body unread), its trace id and rate-limit headers.
+const { data: models, response, traceId, rateLimit } = await platform.models.list().withResponse();
+console.log(models.data.length, response.status, traceId, rateLimit?.remaining);

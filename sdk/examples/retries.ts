@@ -14,8 +14,8 @@ const platform = new Platform({
 // timeout), an idempotency key (POSTs get a fresh one per call, kept across its retries).
 const controller = new AbortController();
 setTimeout(() => controller.abort(), 5_000);
-const embeddings = await platform.createEmbeddings(
-  { body: { model: 'gloo-openai-text-embedding-3-small', input: ['grace', 'mercy'] } },
+const embeddings = await platform.embeddings.create(
+  { model: 'gloo-openai-text-embedding-3-small', input: ['grace', 'mercy'] },
   { timeout: 10_000, maxRetries: 1, signal: controller.signal, idempotencyKey: 'embed-batch-42', headers: { 'X-Request-Source': 'nightly' } },
 );
 console.log(embeddings.data.length);
@@ -27,4 +27,4 @@ const traced = platform.withOptions({
     return fetch(request);
   },
 });
-await traced.getHealth();
+await traced.management.health();

@@ -4,6 +4,7 @@
 import { createClient, createConfig, type Client } from '../../generated/client/client/index.js';
 import { PlatformApi } from '../../generated/client/sdk.gen.js';
 import { clientRoutesById as routesById, type ClientRoute } from '../../generated/contract/client-routes.js';
+import { paginatedOperations, resourceMethods } from '../../generated/sdk/resources.js';
 import { APIPromise, PagePromise, withResponse, type WithResponse } from './core/api-promise.js';
 import { TokenCache, type AccessToken, type ClientCredentials } from './core/auth.js';
 import { APIResponseParseError, isObject, PlatformError } from './core/errors.js';
@@ -11,25 +12,34 @@ import { newIdempotencyKey } from './core/idempotency.js';
 import { DEFAULT_MAX_RETRIES, DEFAULT_RETRY_POLICY, DEFAULT_STREAM_MAX_RETRIES, type RetryPolicy } from './core/retry.js';
 import { ChatCompletionStream, ResponseStream } from './core/streaming.js';
 import { createTransport, type CallState, type Fetch, type RetryEvent } from './core/transport.js';
-import type { Operation, PlatformOperations, RequestArgs, RequestOptions } from './operations.js';
+import type { Operation, PlatformOperations, PlatformResources, RequestArgs, RequestOptions } from './operations.js';
+import { VERSION } from './version.js';
 
 export interface PlatformOptions {
-  /** API key (`sk_...`). Default: the `PLATFORM_API_KEY` environment variable where there is one. */
-  apiKey?: string | undefined;
+  /**
+   * API key (`sk_...`). Default: the `PLATFORM_API_KEY` environment variable; required
+   * unless `clientCredentials` is given. `null` sends no credential at all (e.g. behind a
+   * proxy that adds it).
+   */
+  apiKey?: string | null | undefined;
   /**
    * @deprecated OAuth 2.0 client credentials are sunset by December 2026: use an API key.
    * The access token is fetched from `/oauth2/token`, cached and refreshed before it expires.
    */
   clientCredentials?: ClientCredentials | undefined;
-  /** Inference and data API. Default: `PLATFORM_BASE_URL` or `http://localhost:8080`. */
+  /** Inference and data API, e.g. `https://api.example.com`. Default: the `PLATFORM_BASE_URL` environment variable; required. */
   baseUrl?: string | undefined;
-  /** Platform-management API (`/api/v1/...`). Default: `PLATFORM_MANAGEMENT_BASE_URL` or `http://localhost:8081`. */
+  /**
+   * Platform-management API (`/api/v1/...`: health, metrics, agents, keys). Default: the
+   * `PLATFORM_MANAGEMENT_BASE_URL` environment variable; without either, management calls
+   * reject with an error naming both.
+   */
   managementBaseUrl?: string | undefined;
   /** Milliseconds per attempt (for a stream: until the response headers, then for each gap between chunks). Default 120 000. */
   timeout?: number | undefined;
   /** Retries after the first attempt of a non-streaming request. Default 4 (5 attempts). */
   maxRetries?: number | undefined;
-  /** Retries of a streaming request before its first event. Default 2 (3 attempts). */
+  /** Retries of a streaming request before its first event. Default 2 (3 attempts), and never more than `maxRetries`. */
   maxStreamRetries?: number | undefined;
   /** Backoff tuning (`initialDelayMs` 1000, `maxDelayMs` 32 000, `maxRetryAfterMs` 60 000, `jitter` 0.25). */
   retry?: Partial<Omit<RetryPolicy, 'maxRetries'>> | undefined;
@@ -53,6 +63,12 @@ function env(name: string): string | undefined {
 
 const trimSlash = (url: string): string => url.replace(/\/+$/, '');
 
+/** `User-Agent` outside browsers (a browser sets its own and may refuse ours). */
+const USER_AGENT: Record<string, string> =
+  typeof (globalThis as { document?: unknown }).document === 'undefined' ? { 'User-Agent': `@inference-platform/sdk/${VERSION}` } : {};
+
+const PAGINATED: ReadonlySet<string> = new Set(paginatedOperations);
+
 /** What a client derived with `withOptions()` takes over from its parent. */
 interface Inherited {
   tokens: TokenCache | undefined;
@@ -73,16 +89,19 @@ function bindGenerated(client: Client): PlatformApi {
   return api;
 }
 
-export interface Platform extends PlatformOperations {}
+export interface Platform extends PlatformOperations, PlatformResources {}
 
 /**
- * The platform client. Every operation of the contract is a method named by its
- * operationId, e.g. `createGuardedChatCompletion`, `listAgents`, `getHealth`.
+ * The platform client. Operations are grouped in resource namespaces generated from the
+ * contract: `client.chat.completions.create(body)`, `client.management.agents.get(id)`,
+ * ... (path parameters first, then the body, then the query, then request options).
+ * Every operation is also a method named by its operationId (`createGuardedChatCompletion`,
+ * `listAgents`, ...): the low-level surface, where deprecated operations live.
  */
 export class Platform {
   /** Base URL of the inference and data API. */
   readonly baseUrl: string;
-  /** Base URL of the platform-management API. */
+  /** Base URL of the platform-management API ('' when not configured). */
   readonly managementBaseUrl: string;
   readonly #options: PlatformOptions;
   readonly #apiKey: string | undefined;
@@ -95,16 +114,48 @@ export class Platform {
     const parent = inherited.get(options);
     this.#options = { ...options };
     this.#warned = parent?.warned ?? new Set();
-    this.baseUrl = trimSlash(options.baseUrl ?? env('PLATFORM_BASE_URL') ?? 'http://localhost:8080');
-    this.managementBaseUrl = trimSlash(options.managementBaseUrl ?? env('PLATFORM_MANAGEMENT_BASE_URL') ?? 'http://localhost:8081');
+    const baseUrl = options.baseUrl || env('PLATFORM_BASE_URL');
+    if (!baseUrl) {
+      throw new PlatformError(
+        'Missing base URL: pass `baseUrl` to new Platform({ baseUrl: "https://..." }) or set the PLATFORM_BASE_URL environment variable.',
+      );
+    }
+    this.baseUrl = trimSlash(baseUrl);
+    this.managementBaseUrl = trimSlash(options.managementBaseUrl || env('PLATFORM_MANAGEMENT_BASE_URL') || '');
     this.#policy = { ...DEFAULT_RETRY_POLICY, ...options.retry, maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES };
     this.#api = bindGenerated(createClient(createConfig({ baseUrl: this.baseUrl })));
     const credentials = options.clientCredentials;
-    this.#apiKey = options.apiKey ?? (credentials ? undefined : env('PLATFORM_API_KEY'));
+    this.#apiKey = options.apiKey || (credentials || options.apiKey === null ? undefined : env('PLATFORM_API_KEY'));
+    if (!this.#apiKey && !credentials && options.apiKey !== null) {
+      throw new PlatformError(
+        'Missing API key: pass `apiKey` to new Platform({ apiKey: "sk_..." }) or set the PLATFORM_API_KEY environment variable.',
+      );
+    }
     if (credentials && !options.apiKey) {
       // A derived client with the same credentials and token endpoint shares its parent's token.
       const shared = parent?.tokens && parent.credentials === credentials && parent.baseUrl === this.baseUrl ? parent.tokens : undefined;
       this.#tokens = shared ?? new TokenCache(() => this.#fetchToken(credentials));
+    }
+    // The resource namespaces (generated from the contract and the mapping file).
+    for (const [at, operationId, pathNames, hasBody, hasQuery] of resourceMethods) {
+      const segments = at.split('.');
+      const name = segments.pop()!;
+      let node = this as unknown as Record<string, unknown>;
+      for (const segment of segments) node = (node[segment] ??= {}) as Record<string, unknown>;
+      node[name] = (...args: unknown[]): unknown => {
+        const params: { path?: Record<string, unknown>; body?: unknown; query?: Record<string, unknown> } = {};
+        let i = 0;
+        for (const pathName of pathNames) {
+          const value = args[i++];
+          if (value === undefined || value === null || value === '') {
+            return new APIPromise(Promise.reject(new PlatformError(`client.${at}(): the path parameter ${pathName} is missing.`)));
+          }
+          (params.path ??= {})[pathName] = value;
+        }
+        if (hasBody && args[i++] !== undefined) params.body = args[i - 1];
+        if (hasQuery && args[i++] !== undefined) params.query = args[i - 1] as Record<string, unknown>;
+        return (this.call as (op: string, p: unknown, o: unknown) => unknown)(operationId, params, args[i]);
+      };
     }
   }
 
@@ -127,7 +178,7 @@ export class Platform {
     if (!route) return new APIPromise(Promise.reject(new PlatformError(`Unknown operation: ${String(operationId)}`)));
     this.#warnDeprecated(route);
     const first = this.#send(route, params ?? {}, options ?? {});
-    if (route.method !== 'get') return new APIPromise(first);
+    if (!PAGINATED.has(route.operationId)) return new APIPromise(first);
     const startCursor = typeof params?.query?.cursor === 'string' ? params.query.cursor : undefined;
     return new PagePromise(first, (cursor) => this.#send(route, { ...params, query: { ...params?.query, cursor } }, options ?? {}), startCursor);
   }
@@ -142,7 +193,11 @@ export class Platform {
         timeoutMs: options.timeout ?? this.#options.timeout ?? DEFAULT_TIMEOUT_MS,
         policy: {
           ...this.#policy,
-          maxRetries: options.maxRetries ?? (streaming ? (this.#options.maxStreamRetries ?? DEFAULT_STREAM_MAX_RETRIES) : this.#policy.maxRetries),
+          maxRetries:
+            options.maxRetries ??
+            (streaming
+              ? (this.#options.maxStreamRetries ?? Math.min(DEFAULT_STREAM_MAX_RETRIES, this.#policy.maxRetries))
+              : this.#policy.maxRetries),
         },
         signal: options.signal,
         idempotencyKey: options.idempotencyKey ?? (route.idempotent ? newIdempotencyKey() : undefined),
@@ -155,14 +210,20 @@ export class Platform {
     );
     const method = (this.#api as unknown as Record<string, GeneratedMethod>)[route.operationId];
     if (typeof method !== 'function') throw new PlatformError(`The generated client has no ${route.operationId}`);
+    const baseUrl = options.baseUrl ? trimSlash(options.baseUrl) : route.api === 'management' ? this.managementBaseUrl : this.baseUrl;
+    if (!baseUrl) {
+      throw new PlatformError(
+        `${route.operationId}() is a management operation: pass \`managementBaseUrl\` to new Platform({ managementBaseUrl: "https://..." }) or set the PLATFORM_MANAGEMENT_BASE_URL environment variable.`,
+      );
+    }
     let result: Awaited<ReturnType<GeneratedMethod>>;
     try {
       result = await method.call(this.#api, {
         ...params,
-        baseUrl: options.baseUrl ? trimSlash(options.baseUrl) : route.api === 'management' ? this.managementBaseUrl : this.baseUrl,
+        baseUrl,
         fetch: transport,
         parseAs: streaming ? 'stream' : 'auto',
-        headers: { ...this.#options.defaultHeaders, ...options.headers },
+        headers: { ...USER_AGENT, ...this.#options.defaultHeaders, ...options.headers },
       });
     } catch (error) {
       // The generated client parses a success body after the transport returned it: a body

@@ -1,36 +1,17 @@
 // @inference-platform/sdk — TypeScript client of the AI inference and data platform.
 // One entry for Node 20+, browsers and edge runtimes: fetch only, no Node built-ins.
+// What a user imports: the client, its options, the error classes, the stream and page
+// types, and the request / response types by readable name. The generated client's
+// internals (hey-api's `*Data` / `*Responses` / `*Errors` types, its client) are not exported.
 export { Platform, type PlatformOptions } from './client.js';
-export type {
-  DataOf,
-  Operation,
-  OperationId,
-  OperationMethod,
-  ParamsOf,
-  PlatformOperations,
-  RequestArgs,
-  RequestOptions,
-  ResultOf,
-  StreamOf,
-  StreamingMethod,
-} from './operations.js';
+export { VERSION } from './version.js';
+export type { BodyOf, DataOf, Operation, ParamsOf, RequestOptions } from './operations.js';
 
 export { APIPromise, PagePromise, type CursorPage, type PageItem, type WithResponse } from './core/api-promise.js';
 export type { ClientCredentials } from './core/auth.js';
 export type { RateLimitInfo } from './core/headers.js';
-export {
-  DEFAULT_MAX_RETRIES,
-  DEFAULT_RETRY_POLICY,
-  DEFAULT_STREAM_MAX_RETRIES,
-  NEVER_RETRIED,
-  backoffDelay,
-  decideRetry,
-  type RetryContext,
-  type RetryDecision,
-  type RetryPolicy,
-} from './core/retry.js';
+export type { RetryPolicy } from './core/retry.js';
 export type { Fetch, RetryEvent } from './core/transport.js';
-export { IDEMPOTENCY_HEADER } from './core/idempotency.js';
 export {
   ChatCompletionStream,
   ResponseStream,
@@ -80,9 +61,7 @@ export {
   type ValidationIssue,
 } from './core/errors.js';
 export * from './named-errors.js';
-// Named explicitly: the class wins over the contract's `ValidationError` body type (still `Schemas.ValidationError`).
 export { ValidationError } from './named-errors.js';
 
-/** Request and response shapes of the contract (also exported one by one below). */
-export type * as Schemas from '../../generated/client/types.gen.js';
-export type * from '../../generated/client/types.gen.js';
+/** Request and response types by readable name (generated from sdk-resources.map.json). */
+export type * from '../../generated/sdk/types.js';

@@ -2,6 +2,7 @@
 // operation in openapi.yaml flows through `npm run generate` without hand-written types.
 import type { PlatformApi } from '../../generated/client/sdk.gen.js';
 import type { OperationId } from '../../generated/contract/routes.js';
+import type { PaginatedOperation } from '../../generated/sdk/resources.js';
 import type { APIPromise, PageItem, PagePromise } from './core/api-promise.js';
 import type { ChatCompletionStream, ResponseStream } from './core/streaming.js';
 import type { Fetch, RetryEvent } from './core/transport.js';
@@ -20,7 +21,12 @@ type Fields<K extends Operation> = Awaited<ReturnType<PlatformApi[K]>>;
 /** The success body of an operation. */
 export type DataOf<K extends Operation> = Fields<K> extends infer F ? (F extends { error: undefined; data: infer D } ? D : never) : never;
 
-type BodyOf<K extends Operation> = ParamsOf<K> extends { body?: infer B } ? NonNullable<B> : never;
+/** The request body of an operation. */
+export type BodyOf<K extends Operation> = ParamsOf<K> extends { body?: infer B } ? NonNullable<B> : never;
+/** The path parameters of an operation. */
+export type PathOf<K extends Operation> = ParamsOf<K> extends { path?: infer P } ? NonNullable<P> : never;
+/** The query parameters of an operation. */
+export type QueryOf<K extends Operation> = ParamsOf<K> extends { query?: infer Q } ? NonNullable<Q> : never;
 type CanStream<K extends Operation> = 'stream' extends keyof BodyOf<K> ? true : false;
 
 /** The stream an operation answers with when called with `body.stream: true`. */
@@ -57,10 +63,8 @@ export type RequestArgs<K extends Operation> = {} extends ParamsOf<K>
   ? [params?: ParamsOf<K>, options?: RequestOptions]
   : [params: ParamsOf<K>, options?: RequestOptions];
 
-/** What a non-streaming call returns: a page promise for cursor-paginated lists. */
-export type ResultOf<K extends Operation> = [PageItem<DataOf<K>>] extends [never]
-  ? APIPromise<DataOf<K>>
-  : PagePromise<DataOf<K>, PageItem<DataOf<K>>>;
+/** What a non-streaming call returns: a page promise for cursor-paginated lists only. */
+export type ResultOf<K extends Operation> = K extends PaginatedOperation ? PagePromise<DataOf<K>, PageItem<DataOf<K>>> : APIPromise<DataOf<K>>;
 
 type WithBody<K extends Operation, Extra> = Omit<ParamsOf<K>, 'body'> & { body: BodyOf<K> & Extra };
 
@@ -75,5 +79,5 @@ export type OperationMethod<K extends Operation> = [StreamOf<K>] extends [never]
   ? (...args: RequestArgs<K>) => ResultOf<K>
   : StreamingMethod<K>;
 
-/** One method per operationId. */
-export type PlatformOperations = { [K in Operation]: OperationMethod<K> };
+/** One method per operationId, with the operation's docs (generated). */
+export type { PlatformOperations, PlatformResources } from '../../generated/sdk/resources.js';

@@ -17,6 +17,9 @@ export function modelList(catalog: Catalog, created: number): ModelList {
       context_window: model.context_window,
       max_output_tokens: model.type === 'chat' ? model.max_output_tokens : null,
       capabilities: { ...model.capabilities, embeddings: model.type === 'embedding' },
+      // The public platform's flat names for two of the capabilities.
+      supports_tools: model.capabilities.tools,
+      supports_reasoning: model.capabilities.reasoning,
       pricing: { ...model.pricing, currency: 'USD' },
       is_deprecated: model.deprecated,
       type: model.type,

@@ -139,6 +139,7 @@ describe('models and embeddings on the local default', () => {
       expect(res.status).toBe(200);
       expect(body.data.map((m: { id: string }) => m.id)).toEqual(['local-chat', 'local-embedding']);
       expect(body.data[0]).toMatchObject({ object: 'model', family: 'local', provider: 'local', type: 'chat', is_deprecated: false });
+      expect(body.data[0]).toMatchObject({ supports_tools: body.data[0].capabilities.tools, supports_reasoning: body.data[0].capabilities.reasoning });
       expect(body.data[1]).toMatchObject({ type: 'embedding', max_output_tokens: null, capabilities: { embeddings: true } });
     }
   });

@@ -77,19 +77,20 @@ describe('one client object for both APIs', () => {
     expect(headers['x-drop']).toBeUndefined();
   });
 
-  it('lets a per-request Authorization header win, and sends none without a key', async () => {
+  it('lets a per-request Authorization header win', async () => {
     mgmt.script('GET /api/v1/health', { status: 200, body: health });
     await client().getHealth(undefined, { headers: { Authorization: 'Bearer sk_other' } });
-    await client({ apiKey: undefined }).getHealth();
-    expect(mgmt.requests.map((r) => r.headers.authorization)).toEqual(['Bearer sk_other', undefined]);
+    expect(mgmt.requests.map((r) => r.headers.authorization)).toEqual(['Bearer sk_other']);
   });
 
   it('reads the key and base URLs from the environment when not given', async () => {
     mgmt.script('GET /api/v1/health', { status: 200, body: health });
     vi.stubEnv('PLATFORM_API_KEY', 'sk_env');
+    vi.stubEnv('PLATFORM_BASE_URL', `${api.url}/`);
     vi.stubEnv('PLATFORM_MANAGEMENT_BASE_URL', `${mgmt.url}/`);
     try {
       const platform = new Platform();
+      expect(platform.baseUrl).toBe(api.url);
       expect(platform.managementBaseUrl).toBe(mgmt.url);
       await platform.getHealth();
       expect(mgmt.requests[0]!.headers.authorization).toBe('Bearer sk_env');
@@ -138,7 +139,7 @@ describe('one client object for both APIs', () => {
       mgmt.script('GET /api/v1/health', { status: 200, body: health });
       other.script('GET /api/v1/health', { status: 200, body: health });
       const first = client({ apiKey: 'sk_one' });
-      const second = new Platform({ apiKey: 'sk_two', managementBaseUrl: other.url });
+      const second = new Platform({ apiKey: 'sk_two', baseUrl: api.url, managementBaseUrl: other.url });
       await Promise.all([first.getHealth(), second.getHealth(), first.getHealth()]);
       expect(mgmt.requests.map((r) => r.headers.authorization)).toEqual(['Bearer sk_one', 'Bearer sk_one']);
       expect(other.requests.map((r) => r.headers.authorization)).toEqual(['Bearer sk_two']);

@@ -99,7 +99,7 @@ describe.skipIf(!hasMock)('against the mock', () => {
   });
 
   it('reports a missing key as AuthenticationError', async () => {
-    const error = await platform.withOptions({ apiKey: '' }).listModels().catch((e: unknown) => e);
+    const error = await platform.withOptions({ apiKey: null }).listModels().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AuthenticationError);
   });
 

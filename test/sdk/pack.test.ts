@@ -105,8 +105,8 @@ describe('the packed tarball', () => {
       script,
       `import { Platform, APIError, NotFoundError, errorClasses } from '@inference-platform/sdk';
 const platform = new Platform({ apiKey: 'sk_esm', baseUrl: process.argv[2], managementBaseUrl: process.argv[2] });
-const health = await platform.getHealth();
-const stream = await platform.createGuardedChatCompletion({ body: { model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] } });
+const health = await platform.management.health();
+const stream = await platform.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] });
 const text = await stream.finalText();
 const error = await platform.getItem({ path: { item_id: 'x' } }).catch((e) => e);
 console.log(JSON.stringify({ status: health.data.status, text, notFound: error instanceof NotFoundError && error instanceof APIError, trace: error.traceId, named: typeof errorClasses.SPENDING_LIMIT_EXCEEDED }));
@@ -134,7 +134,7 @@ platform.getHealth().then((health) => {
   });
 
   it('typechecks a strict consumer with the packaged types (node16 ESM + CJS, and bundler)', async () => {
-    const consumer = `import { Platform, APIError, SpendingLimitExceededError, isErrorNamed, type ChatCompletionStream, type Agent, type PlatformOptions } from '@inference-platform/sdk';
+    const consumer = `import { Platform, APIError, SpendingLimitExceededError, isErrorNamed, type ChatCompletionStream, type Agent, type PlatformOptions, type ChatCompletion, type ChatCompletionCreateParamsNonStreaming } from '@inference-platform/sdk';
 
 const options: PlatformOptions = { apiKey: 'sk_test', baseUrl: 'http://localhost:8080', timeout: 10_000 };
 const platform = new Platform(options);
@@ -142,6 +142,15 @@ const platform = new Platform(options);
 export async function main(): Promise<string> {
   const completion = await platform.createGuardedChatCompletion({ body: { model: 'm', messages: [{ role: 'user', content: 'Hi' }] } });
   const first: string | null | undefined = completion.choices[0]?.message.content;
+  const params: ChatCompletionCreateParamsNonStreaming = { model: 'm', messages: [{ role: 'user', content: 'Hi' }] };
+  const viaResource: ChatCompletion = await platform.chat.completions.create(params);
+  const resourceStream: ChatCompletionStream = await platform.chat.completions.create({ ...params, stream: true });
+  void viaResource;
+  void resourceStream;
+  const agent = await platform.management.agents.get('a');
+  void agent.data.id;
+  // @ts-expect-error: the agent id is required
+  void platform.management.agents.get();
   const stream: ChatCompletionStream = await platform.createGuardedChatCompletion({ body: { model: 'm', stream: true, messages: [{ role: 'user', content: 'Hi' }] } });
   for await (const chunk of stream) void chunk;
   const agents: Agent[] = [];
@@ -168,5 +177,5 @@ export async function main(): Promise<string> {
       const result = await run(process.execPath, [TSC, '-p', config], { cwd: project }).catch((error: { stdout: string }) => error);
       expect(result.stdout, config).toBe('');
     }
-  });
+  }, 180_000);
 });

@@ -52,7 +52,7 @@ describe('against the real server', () => {
   });
 
   it('parses the management 401 into AuthenticationError with the trace id of the answer', async () => {
-    const anonymous = sdk.withOptions({ apiKey: '' });
+    const anonymous = sdk.withOptions({ apiKey: null });
     const error = (await anonymous.getHealth().catch((e: unknown) => e)) as APIError;
     expect(error).toBeInstanceOf(AuthenticationError);
     // The body's machine code (`unauthorized_missing_authorization`) is no catalog name and it
@@ -63,7 +63,7 @@ describe('against the real server', () => {
   });
 
   it('parses the gateway 401 of a data operation and the AI 401 of a completion', async () => {
-    const anonymous = sdk.withOptions({ apiKey: '' });
+    const anonymous = sdk.withOptions({ apiKey: null });
     const gateway = (await anonymous.getFile({ path: { item_id: '7d1c8f9e-3a52-4c1e-9a1f-2b7f3c4d5e6f' } }).catch((e: unknown) => e)) as APIError;
     expect(gateway).toBeInstanceOf(AuthenticationError);
     expect(gateway).toMatchObject({ code: 'unauthorized_missing_authorization', name: 'UNAUTHORIZED' });

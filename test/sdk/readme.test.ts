@@ -2,7 +2,8 @@
 // under strict settings as a consumer would write them. The SDK source compiles without
 // Node's types (no Node built-in can reach the browser / edge runtime).
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -37,5 +38,36 @@ describe('sdk/README.md', () => {
       const result = await run(process.execPath, [TSC, '-p', project], { cwd: SDK }).catch((error: { stdout: string }) => error);
       expect(result.stdout, project).toBe('');
     }
-  }, 60_000);
+  }, 180_000);
+
+  it('compiles every example against the built package (its .d.ts, as installed users get it)', async () => {
+    const work = mkdtempSync(join(tmpdir(), 'sdk-readme-'));
+    try {
+      // A build of its own (pack.test.ts builds dist/ at the same time).
+      await run(resolve(SDK, '../node_modules/.bin/tsup'), ['--out-dir', join(work, 'dist')], { cwd: SDK });
+      const examples = readdirSync(join(SDK, 'examples')).filter((f) => f.endsWith('.ts')).map((f) => join(SDK, 'examples', f));
+      const config = {
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          lib: ['ES2022', 'DOM', 'DOM.Iterable'],
+          types: ['node'],
+          typeRoots: [resolve(SDK, '../node_modules/@types')],
+          strict: true,
+          noUncheckedIndexedAccess: true,
+          exactOptionalPropertyTypes: true,
+          skipLibCheck: false,
+          noEmit: true,
+          paths: { '@inference-platform/sdk': [join(work, 'dist', 'index.d.ts')] },
+        },
+        files: examples,
+      };
+      writeFileSync(join(work, 'tsconfig.json'), JSON.stringify(config));
+      const result = await run(process.execPath, [TSC, '-p', join(work, 'tsconfig.json')], { cwd: work }).catch((error: { stdout: string }) => error);
+      expect(result.stdout).toBe('');
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  }, 240_000);
 });

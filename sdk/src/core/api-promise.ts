@@ -30,9 +30,18 @@ export class APIPromise<T> extends Promise<T> {
     return Promise;
   }
 
-  /** The data with the HTTP response, its trace id and rate-limit headers. */
+  /**
+   * The data with the HTTP `Response`, its trace id and rate-limit headers. The response's
+   * body is left unread for you (`response.bodyUsed` is false), except for a stream, whose
+   * body is the stream itself.
+   */
   withResponse(): Promise<WithResponse<T>> {
     return this.#result;
+  }
+
+  /** The raw HTTP `Response`, body unread (an error status still rejects with the typed error). */
+  asResponse(): Promise<Response> {
+    return this.#result.then((r) => r.response);
   }
 
   #parsed(): Promise<T> {

@@ -343,6 +343,8 @@ export function makeStreamError(error: unknown, traceId: unknown, headers: Heade
 /** The connection failed, or the answer could not be read (no HTTP status). */
 export class APIConnectionError extends PlatformError {
   override name = 'APIConnectionError';
+  /** The connection was never established (refused, unknown host): nothing reached the server. */
+  connectFailed = false;
   constructor(message = 'Connection error.', options?: { cause?: unknown }) {
     super(message, options);
   }

@@ -14,6 +14,14 @@ export interface RetryPolicy {
   maxRetryAfterMs: number;
   /** Jitter added on top of the backoff, as a fraction of it (0.25 → up to +25 %). */
   jitter: number;
+  /**
+   * Retries of a connection that was never established (refused, unknown host), at most
+   * `maxRetries`: nothing reached the server, so any request may be sent again, but a
+   * server that is down should be reported fast. Default 2.
+   */
+  maxConnectRetries: number;
+  /** Backoff unit of those retries (`connectDelayMs * 2^n` plus jitter). Default 100. */
+  connectDelayMs: number;
 }
 
 /** Non-streaming requests: up to 5 attempts. */
@@ -27,6 +35,8 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   maxDelayMs: 32_000,
   maxRetryAfterMs: 60_000,
   jitter: 0.25,
+  maxConnectRetries: 2,
+  connectDelayMs: 100,
 };
 
 /**
@@ -63,6 +73,10 @@ export interface RetryContext {
 /**
  * Decides one failed attempt (errors inside a started stream never get here):
  * - connection errors and timeouts: retried for idempotent requests only;
+ * - connections never established (refused, unknown host): retried for any request, at
+ *   most `maxConnectRetries` times after `connectDelayMs * 2^n`, so a server that is down
+ *   is reported in well under a second;
+ * - `x-should-retry: true|false` on an answer decides, except for SPENDING_LIMIT_EXCEEDED;
  * - never: the caller's abort, SPENDING_LIMIT_EXCEEDED (1005, a 429), and any 4xx other
  *   than 408, 429 and a 409 IDEMPOTENCY_KEY_IN_USE of an idempotent request;
  * - 408, 429, that 409 and 5xx: retried when `error.retryable` (the body's verdict, else
@@ -74,6 +88,12 @@ export interface RetryContext {
 export function decideRetry(error: unknown, ctx: RetryContext, policy: RetryPolicy): RetryDecision {
   if (error instanceof APIUserAbortError) return { retry: false, reason: 'aborted by the caller' };
   if (ctx.retriesDone >= policy.maxRetries) return { retry: false, reason: `gave up after ${ctx.retriesDone + 1} attempts` };
+  if (error instanceof APIConnectionError && error.connectFailed) {
+    const limit = Math.min(policy.maxRetries, policy.maxConnectRetries ?? DEFAULT_RETRY_POLICY.maxConnectRetries);
+    if (ctx.retriesDone >= limit) return { retry: false, reason: `could not connect after ${ctx.retriesDone + 1} attempts` };
+    const unit = policy.connectDelayMs ?? DEFAULT_RETRY_POLICY.connectDelayMs;
+    return { retry: true, delayMs: backoffDelay(ctx.retriesDone, { ...policy, initialDelayMs: unit }, ctx.random), reason: `${error.name} (could not connect)` };
+  }
   if (error instanceof APIConnectionError) {
     return ctx.idempotent
       ? { retry: true, delayMs: backoffDelay(ctx.retriesDone, policy, ctx.random), reason: error.name }
@@ -82,10 +102,14 @@ export function decideRetry(error: unknown, ctx: RetryContext, policy: RetryPoli
   if (!(error instanceof APIError)) return { retry: false, reason: 'not an API error' };
   if (NEVER_RETRIED.has(error.name)) return { retry: false, reason: `${error.name} is never retried` };
   const { status } = error;
+  // The server's own verdict, as openai-node honours it: `x-should-retry: true|false`.
+  const shouldRetry = error.headers?.get('x-should-retry');
+  if (shouldRetry === 'false') return { retry: false, reason: `${status} ${error.name}: x-should-retry: false` };
+  const forced = shouldRetry === 'true';
   // The same key is still running: wait for it, then get its stored answer replayed.
   const keyInUse = status === 409 && error.name === KEY_IN_USE && ctx.idempotent;
-  if (status !== 408 && status !== 429 && status < 500 && !keyInUse) return { retry: false, reason: `${status} ${error.name} is not retried` };
-  if (!error.retryable) return { retry: false, reason: `${status} ${error.name} is not retryable` };
+  if (!forced && status !== 408 && status !== 429 && status < 500 && !keyInUse) return { retry: false, reason: `${status} ${error.name} is not retried` };
+  if (!forced && !error.retryable) return { retry: false, reason: `${status} ${error.name} is not retryable` };
 
   const hinted =
     error.retryAfterMs ??

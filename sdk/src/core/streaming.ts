@@ -3,9 +3,13 @@
 // stream is thrown as the typed error; a content-filter end is reported, not thrown;
 // leaving the loop early (`break`) aborts the HTTP request.
 import type {
+  ChatCompletionResponseMessage,
   ChatCompletionStreamEvent,
+  ChatToolCall,
   Citation,
   CompletionUsage,
+  ResponseFunctionCall,
+  ResponseOutputItem,
   Response as ResponseObject,
   ResponseStreamEvent,
   ResponseUsage,
@@ -98,6 +102,34 @@ export abstract class Stream<T> implements AsyncIterable<T> {
     }
   }
 
+  /**
+   * The events as a web `ReadableStream` of newline-delimited JSON (one event per line), to
+   * hand to a web framework: `return new Response(stream.toReadableStream())`. Reading it
+   * reads this stream (once); cancelling it aborts the request. A failure after the stream
+   * started errors the readable stream with the typed error.
+   */
+  toReadableStream(): ReadableStream<Uint8Array> {
+    const iterator = this[Symbol.asyncIterator]();
+    const encoder = new TextEncoder();
+    return new ReadableStream<Uint8Array>(
+      {
+        async pull(controller) {
+          try {
+            const next = await iterator.next();
+            if (next.done) controller.close();
+            else controller.enqueue(encoder.encode(`${JSON.stringify(next.value)}\n`));
+          } catch (error) {
+            controller.error(error);
+          }
+        },
+        async cancel() {
+          await iterator.return?.();
+        },
+      },
+      { highWaterMark: 0 },
+    );
+  }
+
   /** Reads the rest of the stream (or reports how an earlier read ended). */
   protected async drain(): Promise<void> {
     if (!this.#started) {
@@ -120,6 +152,12 @@ export interface ChatCompletionStreamResult {
   model: string | undefined;
   /** Text of choice 0, concatenated. */
   text: string;
+  /** Refusal of choice 0, concatenated (null when the model did not refuse). */
+  refusal: string | null;
+  /** Tool calls of choice 0, assembled from their deltas (id, name, arguments), in index order. */
+  toolCalls: ChatToolCall[];
+  /** The assistant message of choice 0, as a non-streaming completion would give it. */
+  message: ChatCompletionResponseMessage;
   /** Null when the stream ended without a terminal chunk. */
   finishReason: ChatFinishReason | null;
   /** True when the provider's content filter ended the answer (`finish_reason: content_filter`). */
@@ -134,7 +172,15 @@ export interface ChatCompletionStreamResult {
 type ChunkLike = {
   id?: string;
   model?: string;
-  choices?: Array<{ index?: number; delta?: { content?: string | null }; finish_reason?: string | null }>;
+  choices?: Array<{
+    index?: number;
+    delta?: {
+      content?: string | null;
+      refusal?: string | null;
+      tool_calls?: Array<{ index: number; id?: string; type?: 'function'; function?: { name?: string; arguments?: string } }>;
+    };
+    finish_reason?: string | null;
+  }>;
   usage?: CompletionUsage | null;
   citations?: Citation[];
   sources_returned?: boolean;
@@ -145,6 +191,8 @@ type ChunkLike = {
 /** Stream of a chat completion (`ChatCompletionStreamEvent`s). */
 export class ChatCompletionStream extends Stream<ChatCompletionStreamEvent> {
   #text = '';
+  #refusal: string | null = null;
+  readonly #toolCalls = new Map<number, ChatToolCall>();
   #id: string | undefined;
   #model: string | undefined;
   #finishReason: ChatFinishReason | null = null;
@@ -179,7 +227,16 @@ export class ChatCompletionStream extends Stream<ChatCompletionStreamEvent> {
     if (typeof chunk.sources_returned === 'boolean') this.#sourcesReturned = chunk.sources_returned;
     for (const choice of chunk.choices ?? []) {
       if ((choice.index ?? 0) !== 0) continue;
-      if (typeof choice.delta?.content === 'string') this.#text += choice.delta.content;
+      const delta = choice.delta;
+      if (typeof delta?.content === 'string') this.#text += delta.content;
+      if (typeof delta?.refusal === 'string') this.#refusal = (this.#refusal ?? '') + delta.refusal;
+      for (const call of delta?.tool_calls ?? []) {
+        let acc = this.#toolCalls.get(call.index);
+        if (!acc) this.#toolCalls.set(call.index, (acc = { id: '', type: 'function', function: { name: '', arguments: '' } }));
+        if (call.id) acc.id = call.id;
+        if (call.function?.name) acc.function.name += call.function.name;
+        if (call.function?.arguments) acc.function.arguments += call.function.arguments;
+      }
       if (choice.finish_reason) this.#finishReason = choice.finish_reason as ChatFinishReason;
     }
     if (chunk.usage) this.#usage = chunk.usage;
@@ -189,10 +246,17 @@ export class ChatCompletionStream extends Stream<ChatCompletionStreamEvent> {
   /** Reads the whole stream and sums it up. A content-filter end is reported in the result. */
   async collect(): Promise<ChatCompletionStreamResult> {
     await this.drain();
+    const toolCalls = [...this.#toolCalls.entries()].sort(([a], [b]) => a - b).map(([, call]) => call);
+    const message: ChatCompletionResponseMessage = { role: 'assistant', content: this.#text || (toolCalls.length || this.#refusal ? null : '') };
+    if (this.#refusal !== null) message.refusal = this.#refusal;
+    if (toolCalls.length) message.tool_calls = toolCalls;
     return {
       id: this.#id,
       model: this.#model,
       text: this.#text,
+      refusal: this.#refusal,
+      toolCalls,
+      message,
       finishReason: this.#finishReason,
       contentFiltered: this.contentFiltered,
       usage: this.#usage,
@@ -203,6 +267,11 @@ export class ChatCompletionStream extends Stream<ChatCompletionStreamEvent> {
 
   async finalText(): Promise<string> {
     return (await this.collect()).text;
+  }
+
+  /** The assistant message of choice 0: text, refusal and tool calls. */
+  async finalMessage(): Promise<ChatCompletionResponseMessage> {
+    return (await this.collect()).message;
   }
 
   async finalUsage(): Promise<CompletionUsage | undefined> {
@@ -225,6 +294,12 @@ export interface ResponseStreamResult {
   usage: ResponseUsage | undefined;
   /** True when the answer stopped on the content filter (`incomplete_details.reason`). */
   contentFiltered: boolean;
+  /** Function calls of the output (from the final response, else assembled from the events). */
+  toolCalls: ResponseFunctionCall[];
+  /** Refusal text of the output messages, concatenated (null when the model did not refuse). */
+  refusal: string | null;
+  /** Grounded responses: the citations of the final response, when sent. */
+  citations: Citation[] | undefined;
   /** Grounded responses: whether any source was retrieved (`X-Sources-Returned`). */
   sourcesReturned: boolean | undefined;
 }
@@ -233,6 +308,7 @@ export interface ResponseStreamResult {
 export class ResponseStream extends Stream<ResponseStreamEvent> {
   #text = '';
   #response: ResponseObject | undefined;
+  readonly #items = new Map<number, ResponseOutputItem>();
 
   protected handle(event: ServerSentEvent): Handled<ResponseStreamEvent> {
     if (event.data === '[DONE]') return DONE;
@@ -245,6 +321,15 @@ export class ResponseStream extends Stream<ResponseStreamEvent> {
       case 'response.output_text.delta':
         this.#text += typed.delta;
         break;
+      case 'response.output_item.added':
+      case 'response.output_item.done':
+        this.#items.set(typed.output_index, { ...typed.item });
+        break;
+      case 'response.function_call_arguments.delta': {
+        const item = this.#items.get(typed.output_index);
+        if (item?.type === 'function_call') item.arguments += typed.delta;
+        break;
+      }
       case 'response.created':
       case 'response.in_progress':
       case 'response.completed':
@@ -260,8 +345,13 @@ export class ResponseStream extends Stream<ResponseStreamEvent> {
   async collect(): Promise<ResponseStreamResult> {
     await this.drain();
     const response = this.#response;
+    const output = response?.output?.length ? response.output : [...this.#items.entries()].sort(([a], [b]) => a - b).map(([, item]) => item);
+    const refusals = output.flatMap((item) => (item.type === 'message' ? item.content : [])).flatMap((part) => (part.type === 'refusal' ? [part.refusal] : []));
     return {
       text: response?.output_text || this.#text,
+      toolCalls: output.filter((item): item is ResponseFunctionCall => item.type === 'function_call'),
+      refusal: refusals.length ? refusals.join('') : null,
+      citations: (response as { citations?: Citation[] } | undefined)?.citations,
       response,
       status: response?.status,
       usage: response?.usage ?? undefined,

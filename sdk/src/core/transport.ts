@@ -73,7 +73,7 @@ function parseBody(text: string): unknown {
  * nobody reads. `release` runs once, when the body is over however it ends (read to the
  * end, cancelled, failed, timed out, or its request aborted).
  */
-function withIdleTimeout(response: Response, ms: number, request: LinkedSignal, release: () => void): Response {
+function withIdleTimeout(response: Response, ms: number, request: LinkedSignal, release: () => void, url: string): Response {
   const source = response.body;
   if (!source) {
     release();
@@ -83,6 +83,9 @@ function withIdleTimeout(response: Response, ms: number, request: LinkedSignal, 
   let timer: ReturnType<typeof setTimeout> | undefined;
   let released = false;
   let timedOut = false;
+  // A read is waiting on the server: when the timer fires then, the server went quiet;
+  // otherwise the caller stopped reading.
+  let pulling = false;
   const done = () => {
     clearTimeout(timer);
     if (released) return;
@@ -95,7 +98,13 @@ function withIdleTimeout(response: Response, ms: number, request: LinkedSignal, 
     clearTimeout(timer);
     timer = setTimeout(() => {
       timedOut = true;
-      controller.error(new APIConnectionTimeoutError(`The stream sent nothing for ${ms} ms.`));
+      controller.error(
+        new APIConnectionTimeoutError(
+          pulling
+            ? `Stream idle timeout: the server sent nothing for ${ms} ms (${url}); the request was aborted.`
+            : `Stream idle timeout: the stream was not read for ${ms} ms (the client side stopped reading ${url}); the request was aborted.`,
+        ),
+      );
       request.abort(new TimeoutReason(`stream idle for ${ms} ms`));
       reader.cancel().catch(() => undefined);
       done();
@@ -106,7 +115,9 @@ function withIdleTimeout(response: Response, ms: number, request: LinkedSignal, 
       start: arm,
       async pull(controller) {
         try {
+          pulling = true;
           const chunk = await reader.read();
+          pulling = false;
           if (timedOut) return; // already failed with the timeout
           if (chunk.done) {
             done();
@@ -116,6 +127,7 @@ function withIdleTimeout(response: Response, ms: number, request: LinkedSignal, 
             controller.enqueue(chunk.value);
           }
         } catch (error) {
+          pulling = false;
           done();
           if (!timedOut) controller.error(error);
         }
@@ -130,6 +142,32 @@ function withIdleTimeout(response: Response, ms: number, request: LinkedSignal, 
   const copy = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   Object.defineProperties(copy, { url: { value: response.url }, redirected: { value: response.redirected } });
   return copy;
+}
+
+/** Error codes of a connection that was never established (nothing reached the server). */
+const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+function errorCode(error: unknown): string | undefined {
+  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+  }
+  return undefined;
+}
+
+/** A fetch failure as `APIConnectionError`, naming the URL and, when known, the cause's code. */
+function connectionError(error: unknown, method: string, url: string): APIConnectionError {
+  const code = errorCode(error);
+  const detail = error instanceof Error ? error.message : String(error);
+  const connect = code !== undefined && CONNECT_FAILURES.has(code);
+  const failure = new APIConnectionError(
+    connect
+      ? `Could not connect to ${url} (${code}): is the base URL right and the server up?`
+      : `Connection error on ${method} ${url}: ${detail}${code ? ` (${code})` : ''}`,
+    { cause: error },
+  );
+  if (connect) failure.connectFailed = true;
+  return failure;
 }
 
 export function createTransport(config: TransportConfig, state: CallState): (input: RequestInfo | URL, init?: RequestInit) => Promise<Response> {
@@ -169,7 +207,7 @@ export function createTransport(config: TransportConfig, state: CallState): (inp
         const response = await config.fetch(request);
         if (response.ok && config.stream) {
           clearTimeout(timer);
-          const streamed = withIdleTimeout(response, config.timeoutMs, linked, linked.dispose);
+          const streamed = withIdleTimeout(response, config.timeoutMs, linked, linked.dispose, original.url);
           state.response = streamed;
           state.abort = linked.abort;
           state.dispose = linked.dispose;
@@ -180,14 +218,19 @@ export function createTransport(config: TransportConfig, state: CallState): (inp
         clearTimeout(timer);
         linked.dispose();
         if (response.ok) {
-          const copy = new Response(NULL_BODY.has(response.status) ? null : (content as ArrayBuffer), {
-            status: response.status,
-            statusText: response.statusText,
-            headers: response.headers,
-          });
-          Object.defineProperties(copy, { url: { value: response.url }, redirected: { value: response.redirected } });
-          state.response = copy;
-          return copy;
+          // Two copies of the buffered answer: one the generated client parses, one kept
+          // unread for `withResponse()` / `asResponse()`.
+          const copy = () => {
+            const out = new Response(NULL_BODY.has(response.status) ? null : (content as ArrayBuffer), {
+              status: response.status,
+              statusText: response.statusText,
+              headers: response.headers,
+            });
+            Object.defineProperties(out, { url: { value: response.url }, redirected: { value: response.redirected } });
+            return out;
+          };
+          state.response = copy();
+          return copy();
         }
         failure = makeAPIError({ status: response.status, body: parseBody(content as string), headers: response.headers });
       } catch (error) {
@@ -198,8 +241,10 @@ export function createTransport(config: TransportConfig, state: CallState): (inp
           error instanceof PlatformError
             ? error
             : timedOut
-              ? new APIConnectionTimeoutError(`Request timed out after ${config.timeoutMs} ms.`)
-              : new APIConnectionError(`Connection error: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+              ? new APIConnectionTimeoutError(
+                  `Request timed out: the server did not answer ${original.method} ${original.url} within ${config.timeoutMs} ms.`,
+                )
+              : connectionError(error, original.method, original.url);
       }
 
       if (failure instanceof AuthenticationError && authorize && !reauthorized && config.reauthorize?.(sent)) {
@@ -207,7 +252,10 @@ export function createTransport(config: TransportConfig, state: CallState): (inp
         continue;
       }
       const decision = decideRetry(failure, { retriesDone, idempotent, random: config.random }, config.policy);
-      if (!decision.retry) throw failure;
+      if (!decision.retry) {
+        if (failure instanceof APIConnectionError && retriesDone > 0) failure.message += ` (gave up after ${retriesDone + 1} attempts)`;
+        throw failure;
+      }
       config.onRetry?.({ attempt: retriesDone + 1, delayMs: decision.delayMs, error: failure, reason: decision.reason });
       try {
         await sleep(decision.delayMs, config.signal);
