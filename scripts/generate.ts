@@ -9,6 +9,7 @@ import openapiTS, { astToString } from 'openapi-typescript';
 import { loadContract } from './codegen/contract.js';
 import { generateServer } from './codegen/server.js';
 import { generateSdkResources } from './codegen/sdk-resources.js';
+import { writeManifest } from './codegen/manifest.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const spec = join(root, 'openapi.yaml');
@@ -56,6 +57,8 @@ async function main(): Promise<void> {
     env: { ...process.env, PRISMA_SCHEMA_ENGINE_BINARY: process.env.PRISMA_SCHEMA_ENGINE_BINARY ?? process.execPath },
   });
 
+  // 5. Hashes of all of the above, so check:generated can tell a hand edit from stale output.
+  writeManifest(generated);
   console.log(`generated ${contract.operations.length} operations into generated/`);
 }
 

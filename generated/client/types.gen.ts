@@ -2003,8 +2003,9 @@ export type EmbeddingsRequest = {
      */
     model: string;
     /**
-     * Text or texts to embed. An empty string, an empty array or an empty element is
-     * refused by the server with 400 `EMPTY_INPUT` (spec 7.1), not by the schema.
+     * Text or texts to embed, at most 2,048 of them (OpenAI's limit). An empty string, an
+     * empty array or an empty element is refused by the server with 400 `EMPTY_INPUT`
+     * (spec 7.1), not by the schema.
      *
      */
     input: string | Array<string>;

@@ -1613,8 +1613,9 @@ export interface components {
              */
             encoding_format: "float" | "base64";
             /**
-             * @description Text or texts to embed. An empty string, an empty array or an empty element is
-             *     refused by the server with 400 `EMPTY_INPUT` (spec 7.1), not by the schema.
+             * @description Text or texts to embed, at most 2,048 of them (OpenAI's limit). An empty string, an
+             *     empty array or an empty element is refused by the server with 400 `EMPTY_INPUT`
+             *     (spec 7.1), not by the schema.
              */
             input: string | string[];
             /** @description Catalog id of an embedding model. */

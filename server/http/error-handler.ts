@@ -1,8 +1,9 @@
 // The last middleware of each app: turns anything thrown into the contract's error body.
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
-import type { RouteDefinition } from '../../generated/contract/routes.js';
+import { routes, type RouteDefinition } from '../../generated/contract/routes.js';
 import { ApiError } from '../errors.js';
 import { logSafe } from '../logging.js';
+import { deprecationHeaders } from './deprecation.js';
 import { errorSchemaFor, renderError, toApiError } from './errors.js';
 import { traceIdOf } from './trace.js';
 import { isValidatorError, toValidationIssues } from './validation.js';
@@ -56,9 +57,26 @@ function asDeclared(error: ApiError, route: RouteDefinition | undefined): ApiErr
   return new ApiError('INVALID_REQUEST', message, { ...error.options, status: 400, gatewayCode: 'invalid_request' });
 }
 
+/**
+ * Express decodes path parameters while matching, so a path with a broken %-escape fails
+ * before any route is chosen. The operation it was meant for is found on the raw path, in
+ * route order, so its answer still has the operation's error shape and headers.
+ */
+function rawPathMatcher(api: Api): (method: string, path: string) => RouteDefinition | undefined {
+  const table = routes
+    .filter((route) => route.api === api)
+    .map((route) => ({ route, pattern: new RegExp(`^${route.expressPath.replace(/:[A-Za-z_]+/g, '[^/]+')}/?$`) }));
+  return (method, path) => table.find((entry) => entry.route.method === method.toLowerCase() && entry.pattern.test(path))?.route;
+}
+
 export function errorHandler(api: Api): ErrorRequestHandler {
+  const routeOfRawPath = rawPathMatcher(api);
   return (error, req, res, _next) => {
-    const route = res.locals.route as RouteDefinition | undefined;
+    let route = res.locals.route as RouteDefinition | undefined;
+    if (!route && error instanceof URIError) {
+      route = routeOfRawPath(req.method, req.path);
+      if (route && !res.headersSent) for (const [name, value] of deprecationHeaders(route)) res.setHeader(name, value);
+    }
     const apiError = asDeclared(classify(error, req), route);
     const traceId = traceIdOf(res);
     // An expected answer (a client error, a stub's 501) is one info line without a stack;

@@ -12,7 +12,7 @@ import { OpenApiSpecLoader } from 'express-openapi-validator/dist/framework/open
 import type { OpenAPIV3, OpenApiRequest, ValidateResponseOpts } from 'express-openapi-validator/dist/framework/types.js';
 import { OpenApiValidator } from 'express-openapi-validator/dist/openapi.validator.js';
 import type { RouteDefinition } from '../../generated/contract/routes.js';
-import type { ValidationIssue } from '../errors.js';
+import { ApiError, type ValidationIssue } from '../errors.js';
 
 export interface ValidatorOptions {
   apiSpec: string;
@@ -58,7 +58,7 @@ export async function createValidator(options: ValidatorOptions): Promise<Operat
     const validate = (req: Request, res: Response, next: NextFunction) => {
       const request = req as OpenApiRequest;
       request.openapi = { expressRoute, openApiRoute, pathParams: req.params, schema, serial: spec.serial, _responseSchema } as never;
-      return requests.validate(request, res, next);
+      return requests.validate(request, res, (error?: unknown) => next(error ?? nonFiniteQuery(req)));
     };
     return responses ? [validate, responses] : [validate];
   };
@@ -132,6 +132,26 @@ function issueType(finding: ValidatorFinding): string {
   return KEYWORD_TYPES[keyword] ?? 'value_error';
 }
 
+/**
+ * The library coerces `1e309` to Infinity and lets it past `maximum`: a query number that is
+ * not finite is refused here rather than reaching the database.
+ */
+function nonFiniteQuery(req: Request): ApiError | undefined {
+  const issues: ValidationIssue[] = Object.entries(req.query)
+    .filter(([, value]) => typeof value === 'number' && !Number.isFinite(value))
+    .map(([name, value]) => ({ loc: ['query', name], msg: 'Must be a finite number', type: 'finite_number', input: String(value) }));
+  return issues.length ? new ApiError('VALIDATION_ERROR', 'Request validation failed', { issues }) : undefined;
+}
+
+/** Deeper input is not echoed back: rendering it would exhaust the stack (a body of 20,000 nested arrays). */
+const MAX_ECHO_DEPTH = 32;
+
+function tooDeep(value: unknown, depth = 0): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (depth >= MAX_ECHO_DEPTH) return true;
+  return Object.values(value).some((child) => tooDeep(child, depth + 1));
+}
+
 type RequestParts = { body?: unknown; query?: unknown; params?: unknown; headers?: unknown };
 
 function valueAt(parts: RequestParts, loc: string[]): unknown {
@@ -151,7 +171,8 @@ export function toValidationIssues(findings: ValidatorFinding[], request: Reques
       .filter(Boolean)
       .map((segment) => (segment === 'params' ? 'path' : segment));
     const type = issueType(finding);
-    const input = type === 'missing' ? null : valueAt(request, loc);
+    const found = type === 'missing' ? null : valueAt(request, loc);
+    const input = tooDeep(found) ? undefined : found;
     return {
       loc,
       msg: type === 'missing' ? 'Field required' : finding.message.replace(/^must/, 'Must'),

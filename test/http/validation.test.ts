@@ -78,3 +78,33 @@ describe('NUL in JSON strings', () => {
     expect((await res.json()).data.name).toBe('a\\u0000b');
   });
 });
+
+describe('what the fuzzer found', () => {
+  it('refuses a query number that overflows to Infinity with a 422, not a 500', async () => {
+    for (const limit of ['1e309', '-1e309']) {
+      const res = await platform.mgmt(`/api/v1/keys?limit=${limit}`);
+      expect(res.status).toBe(422);
+      expect((await res.json()).error.details[0]).toMatchObject({ loc: ['query', 'limit'], type: 'finite_number' });
+    }
+  });
+
+  it('answers 20,000 nested arrays where a string belongs with the JSON 422, without echoing the input', async () => {
+    const body = `{"scopes":${'['.repeat(20_000)}${']'.repeat(20_000)},"label":"x"}`;
+    const res = await platform.mgmt('/api/v1/keys', { method: 'POST', body });
+    expect(res.status).toBe(422);
+    const detail = (await res.json()).error.details.find((d: { loc: string[] }) => d.loc.join('.').startsWith('body.scopes'));
+    expect(detail).toBeDefined();
+    expect(detail).not.toHaveProperty('input');
+  });
+
+  it("answers a broken %-escape in a path in the operation's own error shape and headers", async () => {
+    const item = await platform.api('/engine/v2/items/%zz');
+    expect(item.status).toBe(400);
+    expect(await item.json()).toMatchObject({ detail: expect.stringContaining('%zz'), trace_id: expect.stringMatching(/^trc_/) });
+    // deleteMessage is deprecated: its 400 still says so.
+    const message = await platform.api('/ai/%E0%A4%A/message?message_id=5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b', { method: 'DELETE' });
+    expect(message.status).toBe(400);
+    expect(message.headers.get('deprecation')).toBeTruthy();
+    expect(await message.json()).toHaveProperty('detail');
+  });
+});

@@ -1,0 +1,83 @@
+// Seeded contract fuzzing: thousands of valid and broken requests against the in-process
+// platform, every answer checked against openapi.yaml (test/support/conformance.ts). Any
+// 5xx, error without a trace id, answer the contract does not describe, unanswered request
+// or a platform that stops answering is a finding; the run must have none. `npm run fuzz`
+// runs bigger campaigns.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { routesById, type OperationId } from '../../generated/contract/routes.js';
+import { conformanceProblems, type ObservedResponse } from '../support/conformance.js';
+import { contractDocument } from '../support/contract.js';
+import { startFuzzTarget, type FuzzTarget } from '../support/fuzz/platform.js';
+import { runFuzz, type Finding } from '../support/fuzz/run.js';
+import { describePostgres, useTestDatabase } from '../support/postgres.js';
+
+const SEED = 20_251_123;
+
+const describeFinding = (f: Finding) => `${f.operationId} ${f.status ?? '(no answer)'} ${f.rule} ${f.subject} ×${f.count}: ${f.message.slice(0, 160)} — e.g. ${f.example}`;
+
+describe('contract fuzzing on PGlite', () => {
+  let target: FuzzTarget;
+  beforeAll(async () => {
+    target = await startFuzzTarget();
+  }, 60_000);
+  afterAll(() => target?.platform.close());
+
+  it('3,000 seeded requests find nothing', async () => {
+    const result = await runFuzz(target, { requests: 3_000, seed: SEED, concurrency: 4, timeoutMs: 10_000 });
+    expect(result.sent).toBe(3_000);
+    expect(result.findings.map(describeFinding)).toEqual([]);
+  }, 120_000);
+});
+
+describePostgres('contract fuzzing on PostgreSQL', () => {
+  const database = useTestDatabase('fuzz');
+
+  it('600 seeded requests find nothing', async () => {
+    // An empty database: the platform migrates it and bootstraps the admin key on start.
+    const target = await startFuzzTarget({ databaseUrl: database.url });
+    try {
+      const result = await runFuzz(target, { requests: 600, seed: SEED + 1, concurrency: 4, timeoutMs: 10_000 });
+      expect(result.findings.map(describeFinding)).toEqual([]);
+    } finally {
+      await target.platform.close();
+    }
+  }, 120_000);
+});
+
+describe('conformanceProblems', () => {
+  type Json = Record<string, any>;
+  const shared = (node: Json, kind: 'responses' | 'headers'): Json => (node.$ref ? contractDocument.components[kind][node.$ref.split('/').pop()] : node);
+
+  /** The contract's own example answer for (operation, status), with every header it declares. */
+  function exampleAnswer(operationId: OperationId, status: number): ObservedResponse {
+    const route = routesById[operationId];
+    const response = shared(contractDocument.paths[route.path][route.method].responses[String(status)], 'responses');
+    const body = response.content['application/json'].example;
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    for (const [name, header] of Object.entries<Json>(response.headers ?? {})) headers[name.toLowerCase()] = String(shared(header, 'headers').example);
+    if (headers['x-trace-id']) headers['x-trace-id'] = body.trace_id;
+    return { status, headers, body: JSON.stringify(body) };
+  }
+  const rules = (problems: { rule: string; subject: string }[]) => problems.map((p) => `${p.rule} ${p.subject}`);
+
+  it("accepts the contract's own example answer", () => {
+    expect(conformanceProblems('getKey', { method: 'GET' }, exampleAnswer('getKey', 404))).toEqual([]);
+  });
+
+  it('reports an undeclared status, an undeclared platform header, a wrong body and a missing trace id', () => {
+    const answer = exampleAnswer('getKey', 404);
+    expect(rules(conformanceProblems('getKey', { method: 'GET' }, { ...answer, status: 599 }))).toContain('status 599');
+    expect(rules(conformanceProblems('getKey', { method: 'GET' }, { ...answer, headers: { ...answer.headers, 'x-sources-returned': 'true' } }))).toEqual([
+      'header x-sources-returned',
+    ]);
+    const problems = rules(conformanceProblems('getKey', { method: 'GET' }, { ...answer, body: JSON.stringify({ detail: 'x' }) }));
+    expect(problems).toContain('trace-id missing');
+    expect(problems.some((p) => p.startsWith('body '))).toBe(true);
+  });
+
+  it('checks every event of a stream against the event schema', () => {
+    const body = 'data: {"object":"chat.completion.chunk"}\n\ndata: [DONE]\n\n';
+    const problems = conformanceProblems('createGuardedChatCompletion', { method: 'POST' }, { status: 200, headers: { 'content-type': 'text/event-stream' }, body });
+    expect(problems.map((p) => p.rule)).toContain('event');
+  });
+});
