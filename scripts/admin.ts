@@ -5,8 +5,10 @@ import { parseArgs } from 'node:util';
 import { scopes as allScopes, type Scope } from '../generated/contract/routes.js';
 import { BILLING_MODES, BillingService, type BillingMode } from '../server/billing/billing-service.js';
 import { CreditService, formatUsd, usdToMicros } from '../server/billing/credit.js';
+import { localSettingsChanges, redisSettingsChanges } from '../server/billing/settings-cache.js';
 import { weekStart } from '../server/billing/pricing.js';
 import { loadCatalog } from '../server/gateway/catalog.js';
+import { QUOTA_CACHE_MS, QuotaSettings } from '../server/limits/quotas.js';
 import { loadConfig } from '../server/config.js';
 import { createIdentity } from '../server/identity/index.js';
 import { createLogger } from '../server/logging.js';
@@ -18,7 +20,9 @@ const USAGE = `Usage: npm run admin -- <command> [options]
   create-org <name>                        a new organization
   create-publisher <org> <name>            a publisher of an organization (names are global)
   create-key <org> [--scopes a,b] [--label text] [--expires-in-days n]
-                                           an API key (all scopes unless --scopes)
+                                           an API key (all scopes but billing:manage unless
+                                           --scopes: that one lets a key credit its own
+                                           organization; give it only to the payment system)
   create-oauth-client <org> [--scopes a,b] deprecated OAuth client credentials
   revoke-oauth-client <client_id>          revokes the client and its tokens
   add-credit <org> <usd> [--reason text]   prepaid credit for the billing gate
@@ -27,6 +31,9 @@ const USAGE = `Usage: npm run admin -- <command> [options]
                                            (ISO week: Monday 00:00 UTC to Monday 00:00 UTC)
   set-coding-plan <org> <product> <usd> [--topup] [--period month|week]
                                            coding-agent allowance per period (default month)
+  set-rate-limit <org> [--key <key id>] [--rpm n] [--tpm n]
+                                           requests / tokens per minute of the organization,
+                                           or of one of its keys; neither: no limit
   usage <org> [--since YYYY-MM-DD]         usage per model (default: since this week's Monday)
   list-orgs                                organizations with their publishers
 
@@ -43,12 +50,13 @@ const ARITY: Record<string, number> = {
   'set-billing': 2,
   'set-weekly-cap': 2,
   'set-coding-plan': 3,
+  'set-rate-limit': 1,
   usage: 1,
   'list-orgs': 0,
 };
 
 function parseScopes(value: string | undefined): Scope[] {
-  if (!value) return Object.keys(allScopes) as Scope[];
+  if (!value) return (Object.keys(allScopes) as Scope[]).filter((s) => s !== 'billing:manage');
   const list = value.split(',').map((s) => s.trim()).filter(Boolean);
   const unknown = list.filter((s) => !(s in allScopes));
   if (unknown.length > 0) throw new Error(`unknown scope(s): ${unknown.join(', ')}`);
@@ -66,6 +74,9 @@ async function main(): Promise<void> {
       topup: { type: 'boolean' },
       period: { type: 'string' },
       since: { type: 'string' },
+      key: { type: 'string' },
+      rpm: { type: 'string' },
+      tpm: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -90,6 +101,14 @@ async function main(): Promise<void> {
   if (period !== 'month' && period !== 'week') throw new Error('--period must be month or week');
   const since = values.since ? new Date(`${values.since}T00:00:00Z`) : weekStart();
   if (Number.isNaN(since.getTime())) throw new Error('--since must be a date, YYYY-MM-DD');
+  const perMinute = (name: 'rpm' | 'tpm') => {
+    const value = values[name];
+    if (value === undefined) return null;
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 1 || n > 2_000_000_000) throw new Error(`--${name} must be a whole number from 1 to 2000000000`);
+    return n;
+  };
+  const quota = { requestsPerMinute: perMinute('rpm'), tokensPerMinute: perMinute('tpm') };
   const days = values['expires-in-days'] ? Number(values['expires-in-days']) : undefined;
   if (days !== undefined && !(days > 0)) throw new Error('--expires-in-days must be a positive number');
 
@@ -99,7 +118,10 @@ async function main(): Promise<void> {
   const redis = config.redisUrl ? await connectRedis(config.redisUrl, logger) : null;
   const identity = await createIdentity({ database, redis, logger, credentialCacheTtlMs: config.credentialCacheTtlMs });
   const { prisma } = database;
-  const billing = () => new BillingService(prisma, loadCatalog(), logger);
+  // With REDIS_URL, running servers drop their cached billing settings at once; without it,
+  // within BILLING_SETTINGS_CACHE_MS (server/billing/settings-cache.ts).
+  const billingChanges = redis ? await redisSettingsChanges(redis, logger) : localSettingsChanges();
+  const billing = () => new BillingService(prisma, loadCatalog(), logger, billingChanges);
   try {
     switch (command) {
       case 'create-org': {
@@ -135,8 +157,8 @@ async function main(): Promise<void> {
       }
       case 'add-credit': {
         const org = await identity.organizations.findOrganization(args[0]);
-        const balance = await new CreditService(prisma).add(org.id, credit!, values.reason ?? 'operator top-up');
-        console.log(`added ${formatUsd(credit!)} to ${org.name}; ledger balance ${formatUsd(balance)}`);
+        const entry = await new CreditService(prisma).add(org.id, credit!, values.reason ?? 'operator top-up');
+        console.log(`added ${formatUsd(credit!)} to ${org.name}; ledger balance ${formatUsd(entry.balanceMicros)}`);
         break;
       }
       case 'set-billing': {
@@ -157,12 +179,20 @@ async function main(): Promise<void> {
         console.log(`${org.name}: ${args[1]} plan, ${formatUsd(allowance!)} per ${period}${values.topup ? ', top-up available' : ''}`);
         break;
       }
+      case 'set-rate-limit': {
+        const org = await identity.organizations.findOrganization(args[0]);
+        await new QuotaSettings(prisma).set(org.id, values.key ?? null, quota);
+        const whose = values.key ? `key ${values.key} of ${org.name}` : org.name;
+        const limits = [quota.requestsPerMinute && `${quota.requestsPerMinute} requests`, quota.tokensPerMinute && `${quota.tokensPerMinute} tokens`].filter(Boolean);
+        console.log(limits.length === 0 ? `${whose}: no rate limit` : `${whose}: ${limits.join(' and ')} per minute (in effect within ${QUOTA_CACHE_MS / 1000} s)`);
+        break;
+      }
       case 'usage': {
         const org = await identity.organizations.findOrganization(args[0]);
         const lines = await billing().usage(org.id, since);
         console.log(`usage of ${org.name} since ${since.toISOString()}`);
         console.log(['model', 'calls', 'input tokens', 'output tokens', 'cost', 'billed'].join('\t'));
-        for (const l of lines) console.log([l.model ?? '-', l.calls, l.inputTokens, l.outputTokens, formatUsd(l.costMicros), formatUsd(l.billedMicros)].join('\t'));
+        for (const l of lines) console.log([l.group ?? '-', l.calls, l.inputTokens, l.outputTokens, formatUsd(l.costMicros), formatUsd(l.billedMicros)].join('\t'));
         const total = lines.reduce((sum, l) => sum + l.billedMicros, 0n);
         console.log(`total billed ${formatUsd(total)}`);
         break;
@@ -177,6 +207,7 @@ async function main(): Promise<void> {
       }
     }
   } finally {
+    await billingChanges.close();
     await identity.close();
     await redis?.close();
     await database.close();

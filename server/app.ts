@@ -55,7 +55,7 @@ function createApp(api: 'api' | 'management', parts: AppParts, validator: Operat
       validator,
       admission: parts.admission ?? [],
       jsonBodyLimit: config.jsonBodyLimit,
-      uploadLimits: { fileSize: config.uploadFileLimit, files: config.uploadMaxFiles },
+      uploadLimits: { fileSize: config.uploadFileLimit, files: config.uploadMaxFiles, directory: config.uploadTmpDir },
     }),
   );
   app.use(routeNotFound);

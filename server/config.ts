@@ -1,5 +1,7 @@
 // Environment → validated configuration. Every bad value is reported at once, by name,
 // before anything starts listening.
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { z } from 'zod';
 import { redactUrl } from './logging.js';
 
@@ -40,6 +42,11 @@ const schema = z.object({
   JSON_BODY_LIMIT: bytes('10mb'),
   UPLOAD_FILE_LIMIT: bytes('50mb'),
   UPLOAD_MAX_FILES: z.coerce.number().int().min(1).max(1000).default(20),
+  UPLOAD_TMP_DIR: z.string().min(1).default(join(tmpdir(), 'inference-platform-uploads')),
+  INGESTION_WORKERS: z.coerce.number().int().min(0).max(64).default(2),
+  INGESTION_LEASE_MS: z.coerce.number().int().min(1_000).default(60_000),
+  INGESTION_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
+  INGESTION_RETRY_BASE_MS: z.coerce.number().int().min(0).default(2_000),
   REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(60_000),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
   VALIDATE_RESPONSES: bool(false),
@@ -47,6 +54,9 @@ const schema = z.object({
   IDEMPOTENCY_WAIT_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),
   CREDENTIAL_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(30_000),
   BOOTSTRAP_ADMIN_KEY: bool(true),
+  RESPONSE_RETENTION_DAYS: z.coerce.number().min(0).max(3650).default(30),
+  SEARCH_COLLECTION: z.string().min(1).default('GlooProd'),
+  SEARCH_EMBEDDING_MODEL: z.string().min(1).optional(),
   CORS_ORIGINS: z
     .string()
     .optional()
@@ -74,6 +84,16 @@ export type Config = {
   jsonBodyLimit: number;
   uploadFileLimit: number;
   uploadMaxFiles: number;
+  /** Where uploaded file parts are spooled while their request is handled (never held in memory). */
+  uploadTmpDir: string;
+  /** Ingestion jobs this instance runs at once (0: this instance only accepts uploads). */
+  ingestionWorkers: number;
+  /** How long a worker's claim on a job lasts without renewal: a dead worker's job is taken over after it. */
+  ingestionLeaseMs: number;
+  /** Attempts of a job before its item is FAILED. */
+  ingestionMaxAttempts: number;
+  /** First retry delay; doubles with every failed attempt. */
+  ingestionRetryBaseMs: number;
   /** A request (headers and body, not the answer) must arrive within this. */
   requestTimeoutMs: number;
   shutdownTimeoutMs: number;
@@ -85,8 +105,17 @@ export type Config = {
   credentialCacheTtlMs: number;
   /** Print one admin key on first start with an empty database. */
   bootstrapAdminKey: boolean;
+  /** How long a stored Responses API answer can be continued with previous_response_id. */
+  responseRetentionMs: number;
   /** Browser origins allowed to call the API port (CORS); empty: CORS off; `*`: any origin. */
   corsOrigins: string[];
+  /** The multi-tenant collection every organization has (tenants are its publishers' names). */
+  searchCollection: string;
+  /**
+   * The catalog embedding model a new collection's passages are indexed with; unset: the
+   * catalog's `local-embedding`, else its first embedding model.
+   */
+  searchEmbeddingModel: string | undefined;
 };
 
 export class ConfigError extends Error {
@@ -122,12 +151,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jsonBodyLimit: c.JSON_BODY_LIMIT,
     uploadFileLimit: c.UPLOAD_FILE_LIMIT,
     uploadMaxFiles: c.UPLOAD_MAX_FILES,
+    uploadTmpDir: c.UPLOAD_TMP_DIR,
+    ingestionWorkers: c.INGESTION_WORKERS,
+    ingestionLeaseMs: c.INGESTION_LEASE_MS,
+    ingestionMaxAttempts: c.INGESTION_MAX_ATTEMPTS,
+    ingestionRetryBaseMs: c.INGESTION_RETRY_BASE_MS,
     requestTimeoutMs: c.REQUEST_TIMEOUT_MS,
     shutdownTimeoutMs: c.SHUTDOWN_TIMEOUT_MS,
     validateResponses: c.VALIDATE_RESPONSES,
     credentialCacheTtlMs: c.CREDENTIAL_CACHE_TTL_MS,
     idempotencyWaitMs: c.IDEMPOTENCY_WAIT_MS,
     bootstrapAdminKey: c.BOOTSTRAP_ADMIN_KEY,
+    responseRetentionMs: c.RESPONSE_RETENTION_DAYS * 24 * 60 * 60 * 1000,
     corsOrigins: c.CORS_ORIGINS,
+    searchCollection: c.SEARCH_COLLECTION,
+    searchEmbeddingModel: c.SEARCH_EMBEDDING_MODEL,
   };
 }

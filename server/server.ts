@@ -21,10 +21,22 @@ import { idempotencyStage } from './http/idempotency.js';
 import { AgentService } from './agents/agent-service.js';
 import { billingStage } from './billing/admission.js';
 import { BillingService, RESERVATION_TTL_MS } from './billing/billing-service.js';
+import { localSettingsChanges, redisSettingsChanges } from './billing/settings-cache.js';
+import { ChatService } from './data/chat/chat-service.js';
+import { Paywall } from './data/chat/paywall.js';
+import { GroundedCompletions } from './data/grounding/grounded-completions.js';
+import { Sources } from './data/grounding/sources.js';
+import { createIngestion, gatewayEmbedder } from './data/ingestion/index.js';
 import { ItemService } from './data/items.js';
+import { createSearchIndex } from './data/search/index.js';
+import { rateLimitStage } from './limits/admission.js';
+import { QuotaSettings } from './limits/quotas.js';
+import { createRateLimiter } from './limits/rate-limiter.js';
 import { loadCatalog, type Catalog } from './gateway/catalog.js';
 import { createInference } from './gateway/index.js';
 import { Metrics } from './observability/metrics.js';
+import { ResponsesService } from './responses/responses-service.js';
+import { ResponseStore } from './responses/store.js';
 import { createLocalEmbedder } from './providers/local/local-embedder.js';
 
 export interface RunningPlatform {
@@ -73,11 +85,38 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     const inference = await createInference(options.catalog ?? loadCatalog(), { logger, health, embedder, redis, metrics });
     cleanup.push(() => inference.close());
     // Billing (server/billing): holds a crashed instance left open are released at start (all
-    // of them on PGlite, which has one owner), then swept every minute.
-    const billing = new BillingService(database.prisma, inference.gateway.catalog, logger);
+    // of them on PGlite, which has one owner), then swept every minute. Billing settings
+    // changes reach the other instances' caches through Redis when configured.
+    const billingChanges = redis ? await redisSettingsChanges(redis, logger) : localSettingsChanges();
+    cleanup.push(() => billingChanges.close());
+    const billing = new BillingService(database.prisma, inference.gateway.catalog, logger, billingChanges);
     await billing.reconcile(database.kind === 'pglite' ? 0 : RESERVATION_TTL_MS);
     const stopBillingSweep = billing.startSweeping();
     cleanup.push(async () => (stopBillingSweep(), billing.drain()));
+    // Rate limits (server/limits): counted in Redis when configured, else in process.
+    const rateLimits = await createRateLimiter(redis, logger, metrics);
+    cleanup.push(() => rateLimits.close());
+    const quotas = new QuotaSettings(database.prisma);
+    const search = createSearchIndex(database, inference.gateway, { collection: config.searchCollection, embeddingModel: config.searchEmbeddingModel });
+    const sources = new Sources(database.prisma, search.retriever);
+    // Responses API (server/responses): stored responses expire after the retention, swept.
+    const responseStore = new ResponseStore(database.prisma, config.responseRetentionMs);
+    const stopResponseSweep = responseStore.startSweeping();
+    cleanup.push(async () => stopResponseSweep());
+    // Ingestion (server/data/ingestion): the worker shares the database's job queue with every
+    // other instance. Stopped before the database closes: running jobs go back to the queue.
+    const ingestion = createIngestion({
+      database,
+      organizations: identity.organizations,
+      chunkIndex: search.chunkIndex,
+      embedder: gatewayEmbedder(inference.gateway),
+      config,
+      logger,
+    });
+    // On PGlite this process is the database's only user: a running job is a crashed run's.
+    if (database.kind === 'pglite') await ingestion.queue.recoverAbandoned();
+    ingestion.worker.start();
+    cleanup.push(() => ingestion.worker.stop());
     const services: Services = {
       config,
       database,
@@ -85,15 +124,27 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
       health,
       agents: new AgentService(database.prisma),
       items: new ItemService(database.prisma, identity.organizations),
+      ingestion: ingestion.service,
+      chunkIndex: search.chunkIndex,
+      retriever: search.retriever,
+      collections: search.collections,
+      search: search.search,
+      grounding: new GroundedCompletions(sources, inference.completions),
+      chats: new ChatService(database.prisma, sources, inference.completions),
+      paywall: new Paywall(database.prisma, sources, search.retriever),
       inference,
+      responses: new ResponsesService(inference.gateway, inference.guardrails, responseStore, sources),
       metrics,
       billing,
+      limits: { quotas, limiter: rateLimits.limiter },
     };
     const idempotency = new IdempotencyStore(database.prisma);
     idempotency.startSweeping();
     cleanup.push(async () => idempotency.stopSweeping());
     const stores = { durable: idempotency, inference: redis ? new RedisIdempotencyStore(redis.client) : new MemoryIdempotencyStore() };
     const admission = [
+      // Before idempotency: a 429 must not become the stored answer of the client's retry key.
+      rateLimitStage(rateLimits.limiter, quotas, inference.gateway.catalog),
       idempotencyStage(stores, { waitMs: config.idempotencyWaitMs, pollMs: 100 }),
       billingStage(billing, inference.gateway.catalog, logger),
       ...(options.admission ?? []),

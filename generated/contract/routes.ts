@@ -32,6 +32,7 @@ export interface RouteDefinition {
 }
 
 export type OperationId =
+  | "addCredit"
   | "createAgent"
   | "createChatCompletionAlias"
   | "createChatCompletionV1"
@@ -45,11 +46,14 @@ export type OperationId =
   | "createKey"
   | "createOAuthToken"
   | "createResponse"
+  | "createResponseAlias"
   | "createResponseV1"
   | "deleteAgent"
   | "deleteItems"
   | "deleteMessage"
+  | "getAffiliateReferencedItems"
   | "getAgent"
+  | "getBillingAccount"
   | "getChat"
   | "getFile"
   | "getHealth"
@@ -59,6 +63,8 @@ export type OperationId =
   | "getMetrics"
   | "getPaywallRelated"
   | "getRecommendations"
+  | "getRecommendationsVerbose"
+  | "getUsage"
   | "ingestFiles"
   | "listAgents"
   | "listKeys"
@@ -67,6 +73,8 @@ export type OperationId =
   | "listPublisherItems"
   | "patchItem"
   | "patchItems"
+  | "postItem"
+  | "realTimeUpload"
   | "revokeKey"
   | "searchCollection"
   | "searchCollectionAlias"
@@ -83,6 +91,8 @@ export const scopes = {
   "agents:read": "List and read agents.",
   "agents:write": "Create, update and delete agents.",
   "metrics:read": "Read the Prometheus metrics of the platform.",
+  "billing:read": "Read the organization's billing account (balance, holds, weekly cap, coding-agent plans) and usage.",
+  "billing:manage": "Add prepaid credit to the organization (give it only to the system that takes payment).",
 } as const;
 export type Scope = keyof typeof scopes;
 
@@ -148,6 +158,26 @@ export const routes: readonly RouteDefinition[] = [
     errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","405":"GatewayError","408":"AIError","409":"AIError","413":"AIError","415":"AIError","422":"ValidationError","429":"AIError","431":"GatewayError","500":"AIError","503":"AIError"},
   },
   {
+    operationId: "getAffiliateReferencedItems",
+    method: "post",
+    path: "/ai/v1/data/affiliates/referenced-items",
+    expressPath: "/ai/v1/data/affiliates/referenced-items",
+    api: "api",
+    tag: "search",
+    summary: "Items of affiliated publishers that the query references",
+    deprecated: false,
+    replacedBy: null,
+    sunset: null,
+    deprecatedAt: null,
+    auth: {"scheme":"bearer","scopes":["data:read"]},
+    requestMediaType: "application/json",
+    uploads: {},
+    successStatus: 200,
+    idempotent: true,
+    sse: null,
+    errorBodies: {"400":"DetailError","401":"GatewayError","403":"GatewayError","405":"GatewayError","408":"GatewayError","409":"DetailError","413":"DetailError","415":"DetailError","422":"ValidationError","431":"GatewayError","500":"DetailError","503":"DetailError"},
+  },
+  {
     operationId: "getRecommendations",
     method: "post",
     path: "/ai/v1/data/items/recommendations/base",
@@ -155,6 +185,26 @@ export const routes: readonly RouteDefinition[] = [
     api: "api",
     tag: "search",
     summary: "Recommend items from a collection",
+    deprecated: false,
+    replacedBy: null,
+    sunset: null,
+    deprecatedAt: null,
+    auth: {"scheme":"bearer","scopes":["data:read"]},
+    requestMediaType: "application/json",
+    uploads: {},
+    successStatus: 200,
+    idempotent: true,
+    sse: null,
+    errorBodies: {"400":"DetailError","401":"GatewayError","403":"GatewayError","405":"GatewayError","408":"GatewayError","409":"DetailError","413":"DetailError","415":"DetailError","422":"ValidationError","431":"GatewayError","500":"DetailError","503":"DetailError"},
+  },
+  {
+    operationId: "getRecommendationsVerbose",
+    method: "post",
+    path: "/ai/v1/data/items/recommendations/verbose",
+    expressPath: "/ai/v1/data/items/recommendations/verbose",
+    api: "api",
+    tag: "search",
+    summary: "Recommend items from a collection, with snippet text",
     deprecated: false,
     replacedBy: null,
     sunset: null,
@@ -205,7 +255,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: "named",
-    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","405":"GatewayError","408":"AIError","409":"AIError","413":"AIError","415":"AIError","422":"ValidationError","429":"AIError","431":"GatewayError","500":"AIError","503":"AIError"},
+    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","404":"AIError","405":"GatewayError","408":"AIError","409":"AIError","413":"AIError","415":"AIError","422":"ValidationError","429":"AIError","431":"GatewayError","500":"AIError","503":"AIError"},
   },
   {
     operationId: "getPaywallRelated",
@@ -265,7 +315,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: "named",
-    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","405":"GatewayError","408":"AIError","409":"AIError","413":"AIError","415":"AIError","422":"ValidationError","429":"AIError","431":"GatewayError","500":"AIError","503":"AIError"},
+    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","404":"AIError","405":"GatewayError","408":"AIError","409":"AIError","413":"AIError","415":"AIError","422":"ValidationError","429":"AIError","431":"GatewayError","500":"AIError","503":"AIError"},
   },
   {
     operationId: "createChatCompletionAlias",
@@ -388,6 +438,26 @@ export const routes: readonly RouteDefinition[] = [
     errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","405":"GatewayError","408":"AIError","409":"AIError","413":"AIError","415":"AIError","422":"ValidationError","429":"AIError","431":"GatewayError","500":"AIError","503":"AIError"},
   },
   {
+    operationId: "createResponse",
+    method: "post",
+    path: "/ai/v2/guarded/responses",
+    expressPath: "/ai/v2/guarded/responses",
+    api: "api",
+    tag: "responses",
+    summary: "Create a guarded response (Responses API v2)",
+    deprecated: false,
+    replacedBy: null,
+    sunset: null,
+    deprecatedAt: null,
+    auth: {"scheme":"bearer","scopes":["inference"]},
+    requestMediaType: "application/json",
+    uploads: {},
+    successStatus: 200,
+    idempotent: true,
+    sse: "named",
+    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","404":"AIError","405":"GatewayError","408":"AIError","409":"AIError","413":"AIError","415":"AIError","422":"ValidationError","429":"AIError","431":"GatewayError","500":"AIError","503":"AIError"},
+  },
+  {
     operationId: "listModels",
     method: "get",
     path: "/ai/v2/models",
@@ -408,24 +478,24 @@ export const routes: readonly RouteDefinition[] = [
     errorBodies: {"401":"GatewayError","403":"GatewayError","405":"GatewayError","408":"GatewayError","422":"GatewayError","431":"GatewayError","500":"AIError"},
   },
   {
-    operationId: "createResponse",
+    operationId: "createResponseAlias",
     method: "post",
     path: "/ai/v2/responses",
     expressPath: "/ai/v2/responses",
     api: "api",
-    tag: "responses",
-    summary: "Create a response (Responses API v2)",
-    deprecated: false,
-    replacedBy: null,
+    tag: "deprecated",
+    summary: "Create a guarded response (previous path)",
+    deprecated: true,
+    replacedBy: "createResponse",
     sunset: null,
-    deprecatedAt: null,
+    deprecatedAt: "2025-01-01T00:00:00Z",
     auth: {"scheme":"bearer","scopes":["inference"]},
     requestMediaType: "application/json",
     uploads: {},
     successStatus: 200,
     idempotent: true,
     sse: "named",
-    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","405":"GatewayError","408":"AIError","409":"AIError","413":"AIError","415":"AIError","422":"ValidationError","429":"AIError","431":"GatewayError","500":"AIError","503":"AIError"},
+    errorBodies: {"400":"AIError","401":"AIError","402":"AIError","403":"AIError","404":"AIError","405":"GatewayError","408":"AIError","409":"AIError","413":"AIError","415":"AIError","422":"ValidationError","429":"AIError","431":"GatewayError","500":"AIError","503":"AIError"},
   },
   {
     operationId: "createCodingChatCompletion",
@@ -588,6 +658,46 @@ export const routes: readonly RouteDefinition[] = [
     errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","404":"ManagementError","405":"ManagementError","408":"GatewayError","413":"ManagementError","415":"ManagementError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
+    operationId: "getBillingAccount",
+    method: "get",
+    path: "/api/v1/billing",
+    expressPath: "/api/v1/billing",
+    api: "management",
+    tag: "management",
+    summary: "The organization's billing account",
+    deprecated: false,
+    replacedBy: null,
+    sunset: null,
+    deprecatedAt: null,
+    auth: {"scheme":"bearer","scopes":["billing:read"]},
+    requestMediaType: null,
+    uploads: {},
+    successStatus: 200,
+    idempotent: false,
+    sse: null,
+    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
+  },
+  {
+    operationId: "addCredit",
+    method: "post",
+    path: "/api/v1/billing/credit",
+    expressPath: "/api/v1/billing/credit",
+    api: "management",
+    tag: "management",
+    summary: "Add prepaid credit",
+    deprecated: false,
+    replacedBy: null,
+    sunset: null,
+    deprecatedAt: null,
+    auth: {"scheme":"bearer","scopes":["billing:manage"]},
+    requestMediaType: "application/json",
+    uploads: {},
+    successStatus: 201,
+    idempotent: true,
+    sse: null,
+    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","409":"ManagementError","413":"ManagementError","415":"ManagementError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
+  },
+  {
     operationId: "getHealth",
     method: "get",
     path: "/api/v1/health",
@@ -708,6 +818,26 @@ export const routes: readonly RouteDefinition[] = [
     errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
+    operationId: "getUsage",
+    method: "get",
+    path: "/api/v1/usage",
+    expressPath: "/api/v1/usage",
+    api: "management",
+    tag: "management",
+    summary: "Usage of the organization over a period",
+    deprecated: false,
+    replacedBy: null,
+    sunset: null,
+    deprecatedAt: null,
+    auth: {"scheme":"bearer","scopes":["billing:read"]},
+    requestMediaType: null,
+    uploads: {},
+    successStatus: 200,
+    idempotent: false,
+    sse: null,
+    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
+  },
+  {
     operationId: "getFile",
     method: "get",
     path: "/engine/v1/files/{item_id}",
@@ -746,6 +876,26 @@ export const routes: readonly RouteDefinition[] = [
     idempotent: false,
     sse: null,
     errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","404":"DetailError","405":"GatewayError","408":"GatewayError","413":"DetailError","415":"DetailError","422":"ValidationError","431":"GatewayError","500":"DetailError","502":"DetailError","503":"DetailError"},
+  },
+  {
+    operationId: "postItem",
+    method: "post",
+    path: "/engine/v2/item",
+    expressPath: "/engine/v2/item",
+    api: "api",
+    tag: "items",
+    summary: "Patch one item (POST)",
+    deprecated: false,
+    replacedBy: null,
+    sunset: null,
+    deprecatedAt: null,
+    auth: {"scheme":"bearer","scopes":["data:write"]},
+    requestMediaType: "application/json",
+    uploads: {},
+    successStatus: 200,
+    idempotent: true,
+    sse: null,
+    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","404":"DetailError","405":"GatewayError","408":"GatewayError","409":"DetailError","413":"DetailError","415":"DetailError","422":"ValidationError","431":"GatewayError","500":"DetailError","502":"DetailError","503":"DetailError"},
   },
   {
     operationId: "deleteItems",
@@ -840,6 +990,26 @@ export const routes: readonly RouteDefinition[] = [
     sunset: null,
     deprecatedAt: null,
     auth: {"scheme":"bearer","scopes":["data:read"]},
+    requestMediaType: "application/json",
+    uploads: {},
+    successStatus: 200,
+    idempotent: true,
+    sse: null,
+    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","405":"GatewayError","408":"GatewayError","409":"DetailError","413":"DetailError","415":"DetailError","422":"ValidationError","431":"GatewayError","500":"DetailError","503":"DetailError"},
+  },
+  {
+    operationId: "realTimeUpload",
+    method: "post",
+    path: "/ingestion/v1/real_time_upload",
+    expressPath: "/ingestion/v1/real_time_upload",
+    api: "api",
+    tag: "ingestion",
+    summary: "Ingest one document now",
+    deprecated: false,
+    replacedBy: null,
+    sunset: null,
+    deprecatedAt: null,
+    auth: {"scheme":"bearer","scopes":["data:write"]},
     requestMediaType: "application/json",
     uploads: {},
     successStatus: 200,

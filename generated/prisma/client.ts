@@ -87,9 +87,15 @@ export type Item = Prisma.ItemModel
 export type Chunk = Prisma.ChunkModel
 /**
  * Model IngestionJob
- * 
+ * One file to ingest into an item. QUEUED -> RUNNING (leased by one worker) -> DONE, or
+ * back to QUEUED with a later run_after after a failure, or FAILED for good.
  */
 export type IngestionJob = Prisma.IngestionJobModel
+/**
+ * Model IngestionJobPart
+ * The uploaded file of a job, in parts of at most 1 MiB (kept until the job is done).
+ */
+export type IngestionJobPart = Prisma.IngestionJobPartModel
 /**
  * Model Agent
  * 
@@ -147,3 +153,9 @@ export type RateLimit = Prisma.RateLimitModel
  * The answer to the first POST with an Idempotency-Key, replayed to its repeats for 24 h.
  */
 export type IdempotencyRecord = Prisma.IdempotencyRecordModel
+/**
+ * Model StoredResponse
+ * A stored Responses API answer (`store` true), so `previous_response_id` can continue it;
+ * kept for the configured retention (RESPONSE_RETENTION_DAYS), then swept.
+ */
+export type StoredResponse = Prisma.StoredResponseModel

@@ -20,6 +20,7 @@ export const resourceMethods: ReadonlyArray<readonly [at: string, operationId: s
   ["embeddings.create", "createEmbeddings", [], 1, 0],
   ["models.list", "listModels", [], 0, 0],
   ["files.upload", "ingestFiles", [], 1, 1],
+  ["files.uploadRealTime", "realTimeUpload", [], 1, 0],
   ["files.get", "getFile", ["item_id"], 0, 0],
   ["items.get", "getItem", ["item_id"], 0, 0],
   ["items.update", "patchItem", [], 1, 0],
@@ -27,10 +28,15 @@ export const resourceMethods: ReadonlyArray<readonly [at: string, operationId: s
   ["items.delete", "deleteItems", [], 1, 0],
   ["items.listByPublisher", "listPublisherItems", ["publisher_id"], 0, 0],
   ["items.byProducer", "getItemsByProducer", ["publisher_id"], 1, 0],
+  ["items.referencedByAffiliates", "getAffiliateReferencedItems", [], 1, 0],
   ["search.query", "searchCollection", [], 1, 0],
   ["recommendations.list", "getRecommendations", [], 1, 0],
+  ["recommendations.listVerbose", "getRecommendationsVerbose", [], 1, 0],
   ["management.health", "getHealth", [], 0, 0],
   ["management.metrics", "getMetrics", [], 0, 0],
+  ["management.billing.get", "getBillingAccount", [], 0, 0],
+  ["management.billing.addCredit", "addCredit", [], 1, 0],
+  ["management.usage.get", "getUsage", [], 0, 1],
   ["management.keys.create", "createKey", [], 1, 0],
   ["management.keys.list", "listKeys", [], 0, 1],
   ["management.keys.get", "getKey", ["key_id"], 0, 0],
@@ -81,6 +87,8 @@ export interface ManagementResource {
    * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
    */
   metrics(options?: RequestOptions): ResultOf<"getMetrics">;
+  readonly billing: ManagementBillingResource;
+  readonly usage: ManagementUsageResource;
   readonly keys: ManagementKeysResource;
   readonly agents: ManagementAgentsResource;
 }
@@ -191,6 +199,60 @@ export interface ManagementKeysResource {
   revoke(keyId: PathOf<"revokeKey">["key_id"], options?: RequestOptions): ResultOf<"revokeKey">;
 }
 
+/** `client.management.usage` */
+export interface ManagementUsageResource {
+  /**
+   * Usage of the organization over a period
+   *
+   * Totals of the caller's organization's model calls in `[since, until)`, per model
+   * (or per API key, or per coding-agent product with `groupBy`). `costMicros` is what
+   * the upstream calls cost at the catalog's prices; `billedMicros` what the
+   * organization was charged: a stream resumed on another upstream is recorded per
+   * upstream but charged for one answer, and a request repeated with the same
+   * Idempotency-Key is recorded and charged once. Default period: the current ISO week
+   * (from Monday 00:00 UTC) until now.
+   *
+   * `GET /api/v1/usage` (operation `getUsage`).
+   * @param query Query parameters.
+   * @param query.since Start of the period (epoch ms, inclusive). Default: this ISO week's Monday 00:00 UTC.
+   * @param query.until End of the period (epoch ms, exclusive), after `since`. Default: now.
+   * @param query.groupBy What each line totals: a model, an API key, or a coding-agent product (null: API credit).
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  get(query?: QueryOf<"getUsage">, options?: RequestOptions): ResultOf<"getUsage">;
+}
+
+/** `client.management.billing` */
+export interface ManagementBillingResource {
+  /**
+   * The organization's billing account
+   *
+   * Billing mode, prepaid balance, credit held by requests in flight, the weekly
+   * spending cap and this week's spend (ISO week: Monday 00:00 UTC to the next Monday
+   * 00:00 UTC), and the coding-agent plans of the caller's organization. Unmetered
+   * organizations (the default) record usage but are never gated.
+   *
+   * `GET /api/v1/billing` (operation `getBillingAccount`).
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  get(options?: RequestOptions): ResultOf<"getBillingAccount">;
+  /**
+   * Add prepaid credit
+   *
+   * Appends a credit to the caller's organization's ledger. A request refused with 402
+   * INSUFFICIENT_CREDIT is served again from the next request on. Credit never clears a
+   * reached weekly cap (429 SPENDING_LIMIT_EXCEEDED) and never pays for coding-agent
+   * plans. Send an `Idempotency-Key`: a retried top-up with the same key is applied once.
+   * `billing:manage` lets a key credit its own organization: give it only to the system
+   * that takes the payment (keys created without `--scopes` by the operator CLI lack it).
+   *
+   * `POST /api/v1/billing/credit` (operation `addCredit`).
+   * @param body Request body.
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  addCredit(body: BodyOf<"addCredit">, options?: RequestOptions): ResultOf<"addCredit">;
+}
+
 /** `client.recommendations` */
 export interface RecommendationsResource {
   /**
@@ -201,11 +263,31 @@ export interface RecommendationsResource {
    * multi-tenant collection (400 when missing or invalid). Zero results is a
    * 200 with an empty array.
    *
+   * Collections, tenants, the 403s (empty `query` or `collection`) and the 503 without
+   * pgvector are as for `searchCollection`. The passages come from the tenant's
+   * publisher (a multi-tenant collection) or all the organization's publishers,
+   * narrowed to `publishers` when given (an unknown name is 400); at most
+   * `max_snippet_count_overall` (default 100) passages of at least
+   * `certainty_threshold` are grouped by item; items with fewer than
+   * `min_snippet_count_per_item` (default 1) are left out; `item_count` (default 10)
+   * items are returned.
+   *
    * `POST /ai/v1/data/items/recommendations/base` (operation `getRecommendations`).
    * @param body Request body.
    * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
    */
   list(body: BodyOf<"getRecommendations">, options?: RequestOptions): ResultOf<"getRecommendations">;
+  /**
+   * Recommend items from a collection, with snippet text
+   *
+   * Same request, ranking and errors as `getRecommendations`; each entry of `uuids`
+   * also carries the passage's text in `snippet`.
+   *
+   * `POST /ai/v1/data/items/recommendations/verbose` (operation `getRecommendationsVerbose`).
+   * @param body Request body.
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  listVerbose(body: BodyOf<"getRecommendationsVerbose">, options?: RequestOptions): ResultOf<"getRecommendationsVerbose">;
 }
 
 /** `client.search` */
@@ -220,6 +302,16 @@ export interface SearchResource {
    * answered 403 with code `forbidden` (checked by the server, not by the
    * schema); an invalid collection or a missing/invalid tenant is 400. Zero
    * results is a 200 with empty `data`.
+   *
+   * A collection is an organization's named index over its publishers' passages:
+   * every organization has `GlooProd` (the server's SEARCH_COLLECTION), multi-tenant,
+   * whose tenants are the organization's publisher names; a `tenant` on a collection
+   * that is not multi-tenant is 400, the name of another organization's publisher 403. `limit` is 1 to 100. Hits are passages of items
+   * visible in search and fully indexed, ranked by fusing vector similarity with
+   * PostgreSQL full-text rank (reciprocal rank fusion); every hit reaches `certainty`.
+   * `intent` is null (no intent detection). A database without pgvector (a
+   * PostgreSQL server without the extension) cannot search by meaning: the request
+   * is checked as above, then answered 503.
    *
    * `POST /ai/v1/data/search` (operation `searchCollection`).
    * @param body A search request.
@@ -304,6 +396,21 @@ export interface ItemsResource {
    * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
    */
   byProducer(publisherId: PathOf<"getItemsByProducer">["publisher_id"], body: BodyOf<"getItemsByProducer">, options?: RequestOptions): ResultOf<"getItemsByProducer">;
+  /**
+   * Items of affiliated publishers that the query references
+   *
+   * Recommendations across the caller's affiliated publishers, without a collection or
+   * tenant. Here the publishers of one organization are affiliated with each other: the
+   * items come from every publisher of the caller's organization (narrowed to the
+   * names in `publishers` when it is non-empty), ranked like `getRecommendations`.
+   * An empty `query` is 403; an unknown publisher name is 400; zero results is a 200
+   * with an empty array.
+   *
+   * `POST /ai/v1/data/affiliates/referenced-items` (operation `getAffiliateReferencedItems`).
+   * @param body Request body.
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  referencedByAffiliates(body: BodyOf<"getAffiliateReferencedItems">, options?: RequestOptions): ResultOf<"getAffiliateReferencedItems">;
 }
 
 /** `client.files` */
@@ -313,11 +420,20 @@ export interface FilesResource {
    *
    * Multipart upload of one or more files (parts named `files`) into the
    * publisher `publisher_id`. Accepted types include `.txt`, `.md`, `.pdf`,
-   * `.doc`, `.docx`. With `producer_id` only one file is allowed (400
+   * `.docx`, plus `.html`; the type is recognized from the content (magic bytes)
+   * as well as the name. A file of another type, or one that cannot be read as
+   * its type, is 400 naming it. With `producer_id` only one file is allowed (400
    * otherwise); `update` names an existing item whose content the upload
-   * replaces (404 when unknown). Duplicate content is reported in `duplicates`
-   * of a 200, never 409. 403 when `publisher_id` is not in the caller's
-   * organization or the item does not belong to the publisher.
+   * replaces (404 when unknown). Duplicate content (same bytes already in the
+   * publisher) is reported in `duplicates` of a 200, never 409. 403 when
+   * `publisher_id` is not in the caller's organization or the item does not
+   * belong to the publisher. 413 when a file passes `UPLOAD_FILE_LIMIT` (50 MB
+   * by default) or a request carries more than `UPLOAD_MAX_FILES` files (20).
+   *
+   * The files are stored durably before the answer; each item then moves
+   * through the ingestion `status` values (`QUEUED`, `FETCHING`, `NORMALIZING`,
+   * `CHUNKING`, `EMBEDDING`, `SYNCED`, `ENRICHED`, `COMPLETED`, or `FAILED` with
+   * a reason) on a background queue: poll `GET /engine/v2/items/{item_id}`.
    *
    * `POST /ingestion/v2/files` (operation `ingestFiles`).
    * @param body Request body.
@@ -327,6 +443,22 @@ export interface FilesResource {
    * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
    */
   upload(body: BodyOf<"ingestFiles">, query?: QueryOf<"ingestFiles">, options?: RequestOptions): ResultOf<"ingestFiles">;
+  /**
+   * Ingest one document now
+   *
+   * One document as JSON text into `publisherId` (or `publisher_id`), indexed
+   * before the answer: 200 once it is searchable (`status: COMPLETED`). The same
+   * content already in the publisher is a 200 with `duplicate: true` and the
+   * existing item. 400 without a publisher or for an unknown one, 403 for
+   * another organization's publisher. When indexing fails (e.g. 503, the
+   * embedding provider is unavailable) the document stays queued and is retried
+   * in the background like an uploaded file.
+   *
+   * `POST /ingestion/v1/real_time_upload` (operation `realTimeUpload`).
+   * @param body Request body.
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  uploadRealTime(body: BodyOf<"realTimeUpload">, options?: RequestOptions): ResultOf<"realTimeUpload">;
   /**
    * Get a file record by item id
    *
@@ -379,47 +511,68 @@ export interface EmbeddingsResource {
 /** `client.responses` */
 export interface ResponsesResource {
   /**
-   * Create a response (Responses API v2)
+   * Create a guarded response (Responses API v2)
    *
-   * Typed Responses API with guardrails and `tradition`: `input` (string or typed
-   * items), `instructions`, typed `output[]` (message, function_call,
-   * image_generation_call, reasoning), vision inputs and the image-generation
-   * tool. Routing: exactly one of `auto_routing`, `model`, `model_family`
-   * (checked by the server, 400). With `stream: true` the answer is a stream of
-   * named SSE events (`event: <type>` + `data: <event JSON>`).
+   * Canonical Responses API v2 path, with guardrails and `tradition` (the previous
+   * path `/ai/v2/responses`, which OpenAI clients pointed at `{base_url}/ai/v2`
+   * call, is an alias). `input` (string or typed items), `instructions`, typed
+   * `output[]` (message, function_call, image_generation_call, reasoning), vision
+   * inputs and the image-generation tool. Routing: exactly one of `auto_routing`,
+   * `model`, `model_family` (checked by the server, 400). A hard guardrail block is
+   * 403; moderated output ends the response `incomplete` (reason
+   * `content_filter`). Built-in tools the platform does not run (web search, file
+   * search, code interpreter, …) are 400 naming the tool. `previous_response_id`
+   * continues a stored response of the caller's organization (404 otherwise).
+   * With `stream: true` the answer is a stream of named SSE events
+   * (`event: <type>` + `data: <event JSON>`); a failure after the stream started
+   * ends it with an `error` event and a `response.failed` event.
    *
-   * `POST /ai/v2/responses` (operation `createResponse`).
-   * @param body Request body. With `stream: true` the call resolves to a stream.
+   * `POST /ai/v2/guarded/responses` (operation `createResponse`).
+   * @param body A Responses API v2 request (OpenAI-compatible; unknown fields are ignored). With `stream: true` the call resolves to a stream.
    * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
    */
   create(body: BodyOf<"createResponse"> & { stream: true }, options?: RequestOptions): APIPromise<StreamOf<"createResponse">>;
   /**
-   * Create a response (Responses API v2)
+   * Create a guarded response (Responses API v2)
    *
-   * Typed Responses API with guardrails and `tradition`: `input` (string or typed
-   * items), `instructions`, typed `output[]` (message, function_call,
-   * image_generation_call, reasoning), vision inputs and the image-generation
-   * tool. Routing: exactly one of `auto_routing`, `model`, `model_family`
-   * (checked by the server, 400). With `stream: true` the answer is a stream of
-   * named SSE events (`event: <type>` + `data: <event JSON>`).
+   * Canonical Responses API v2 path, with guardrails and `tradition` (the previous
+   * path `/ai/v2/responses`, which OpenAI clients pointed at `{base_url}/ai/v2`
+   * call, is an alias). `input` (string or typed items), `instructions`, typed
+   * `output[]` (message, function_call, image_generation_call, reasoning), vision
+   * inputs and the image-generation tool. Routing: exactly one of `auto_routing`,
+   * `model`, `model_family` (checked by the server, 400). A hard guardrail block is
+   * 403; moderated output ends the response `incomplete` (reason
+   * `content_filter`). Built-in tools the platform does not run (web search, file
+   * search, code interpreter, …) are 400 naming the tool. `previous_response_id`
+   * continues a stored response of the caller's organization (404 otherwise).
+   * With `stream: true` the answer is a stream of named SSE events
+   * (`event: <type>` + `data: <event JSON>`); a failure after the stream started
+   * ends it with an `error` event and a `response.failed` event.
    *
-   * `POST /ai/v2/responses` (operation `createResponse`).
-   * @param body Request body. With `stream: true` the call resolves to a stream.
+   * `POST /ai/v2/guarded/responses` (operation `createResponse`).
+   * @param body A Responses API v2 request (OpenAI-compatible; unknown fields are ignored). With `stream: true` the call resolves to a stream.
    * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
    */
   create(body: BodyOf<"createResponse"> & { stream?: false | null }, options?: RequestOptions): APIPromise<DataOf<"createResponse">>;
   /**
-   * Create a response (Responses API v2)
+   * Create a guarded response (Responses API v2)
    *
-   * Typed Responses API with guardrails and `tradition`: `input` (string or typed
-   * items), `instructions`, typed `output[]` (message, function_call,
-   * image_generation_call, reasoning), vision inputs and the image-generation
-   * tool. Routing: exactly one of `auto_routing`, `model`, `model_family`
-   * (checked by the server, 400). With `stream: true` the answer is a stream of
-   * named SSE events (`event: <type>` + `data: <event JSON>`).
+   * Canonical Responses API v2 path, with guardrails and `tradition` (the previous
+   * path `/ai/v2/responses`, which OpenAI clients pointed at `{base_url}/ai/v2`
+   * call, is an alias). `input` (string or typed items), `instructions`, typed
+   * `output[]` (message, function_call, image_generation_call, reasoning), vision
+   * inputs and the image-generation tool. Routing: exactly one of `auto_routing`,
+   * `model`, `model_family` (checked by the server, 400). A hard guardrail block is
+   * 403; moderated output ends the response `incomplete` (reason
+   * `content_filter`). Built-in tools the platform does not run (web search, file
+   * search, code interpreter, …) are 400 naming the tool. `previous_response_id`
+   * continues a stored response of the caller's organization (404 otherwise).
+   * With `stream: true` the answer is a stream of named SSE events
+   * (`event: <type>` + `data: <event JSON>`); a failure after the stream started
+   * ends it with an `error` event and a `response.failed` event.
    *
-   * `POST /ai/v2/responses` (operation `createResponse`).
-   * @param body Request body. With `stream: true` the call resolves to a stream.
+   * `POST /ai/v2/guarded/responses` (operation `createResponse`).
+   * @param body A Responses API v2 request (OpenAI-compatible; unknown fields are ignored). With `stream: true` the call resolves to a stream.
    * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
    */
   create(body: BodyOf<"createResponse">, options?: RequestOptions): APIPromise<DataOf<"createResponse"> | StreamOf<"createResponse">>;
@@ -654,6 +807,20 @@ export interface ChatCompletionsResource {
 /** One method per operationId (the low-level surface; deprecated operations live only here). */
 export interface PlatformOperations {
   /**
+   * Add prepaid credit
+   *
+   * Appends a credit to the caller's organization's ledger. A request refused with 402
+   * INSUFFICIENT_CREDIT is served again from the next request on. Credit never clears a
+   * reached weekly cap (429 SPENDING_LIMIT_EXCEEDED) and never pays for coding-agent
+   * plans. Send an `Idempotency-Key`: a retried top-up with the same key is applied once.
+   * `billing:manage` lets a key credit its own organization: give it only to the system
+   * that takes the payment (keys created without `--scopes` by the operator CLI lack it).
+   *
+   * `POST /api/v1/billing/credit` (operation `addCredit`).
+   * Prefer `client.management.billing.addCredit()`.
+   */
+  addCredit: OperationMethod<"addCredit">;
+  /**
    * Create an agent
    *
    * Creates an agent (version 1). Without `model` the agent uses auto-routing.
@@ -800,25 +967,44 @@ export interface PlatformOperations {
    */
   createOAuthToken: OperationMethod<"createOAuthToken">;
   /**
-   * Create a response (Responses API v2)
+   * Create a guarded response (Responses API v2)
    *
-   * Typed Responses API with guardrails and `tradition`: `input` (string or typed
-   * items), `instructions`, typed `output[]` (message, function_call,
-   * image_generation_call, reasoning), vision inputs and the image-generation
-   * tool. Routing: exactly one of `auto_routing`, `model`, `model_family`
-   * (checked by the server, 400). With `stream: true` the answer is a stream of
-   * named SSE events (`event: <type>` + `data: <event JSON>`).
+   * Canonical Responses API v2 path, with guardrails and `tradition` (the previous
+   * path `/ai/v2/responses`, which OpenAI clients pointed at `{base_url}/ai/v2`
+   * call, is an alias). `input` (string or typed items), `instructions`, typed
+   * `output[]` (message, function_call, image_generation_call, reasoning), vision
+   * inputs and the image-generation tool. Routing: exactly one of `auto_routing`,
+   * `model`, `model_family` (checked by the server, 400). A hard guardrail block is
+   * 403; moderated output ends the response `incomplete` (reason
+   * `content_filter`). Built-in tools the platform does not run (web search, file
+   * search, code interpreter, …) are 400 naming the tool. `previous_response_id`
+   * continues a stored response of the caller's organization (404 otherwise).
+   * With `stream: true` the answer is a stream of named SSE events
+   * (`event: <type>` + `data: <event JSON>`); a failure after the stream started
+   * ends it with an `error` event and a `response.failed` event.
    *
-   * `POST /ai/v2/responses` (operation `createResponse`).
+   * `POST /ai/v2/guarded/responses` (operation `createResponse`).
    * Prefer `client.responses.create()`.
    */
   createResponse: OperationMethod<"createResponse">;
   /**
+   * Create a guarded response (previous path)
+   *
+   * Alias of `POST /ai/v2/guarded/responses` (`createResponse`): same request,
+   * responses and behaviour. It is the path OpenAI clients pointed at
+   * `{base_url}/ai/v2` call (`responses.create`); new integrations use the
+   * canonical path.
+   *
+   * `POST /ai/v2/responses` (operation `createResponseAlias`).
+   * @deprecated Use `client.responses.create()` (createResponse) instead.
+   */
+  createResponseAlias: OperationMethod<"createResponseAlias">;
+  /**
    * Create a response (Responses API v1)
    *
-   * Deprecated in favour of `POST /ai/v2/responses` (`createResponse`);
-   * migration is a path change. Direct model access (`model` required) without
-   * guardrails.
+   * Deprecated in favour of `POST /ai/v2/guarded/responses` (`createResponse`;
+   * `/ai/v2/responses` is its alias); migration is a path change. Direct model
+   * access (`model` required) without guardrails or `tradition`.
    *
    * `POST /ai/v1/responses` (operation `createResponseV1`).
    * @deprecated Use `client.responses.create()` (createResponse) instead.
@@ -857,6 +1043,20 @@ export interface PlatformOperations {
    */
   deleteMessage: OperationMethod<"deleteMessage">;
   /**
+   * Items of affiliated publishers that the query references
+   *
+   * Recommendations across the caller's affiliated publishers, without a collection or
+   * tenant. Here the publishers of one organization are affiliated with each other: the
+   * items come from every publisher of the caller's organization (narrowed to the
+   * names in `publishers` when it is non-empty), ranked like `getRecommendations`.
+   * An empty `query` is 403; an unknown publisher name is 400; zero results is a 200
+   * with an empty array.
+   *
+   * `POST /ai/v1/data/affiliates/referenced-items` (operation `getAffiliateReferencedItems`).
+   * Prefer `client.items.referencedByAffiliates()`.
+   */
+  getAffiliateReferencedItems: OperationMethod<"getAffiliateReferencedItems">;
+  /**
    * Get an agent
    *
    * One agent of the caller's organization.
@@ -865,6 +1065,18 @@ export interface PlatformOperations {
    * Prefer `client.management.agents.get()`.
    */
   getAgent: OperationMethod<"getAgent">;
+  /**
+   * The organization's billing account
+   *
+   * Billing mode, prepaid balance, credit held by requests in flight, the weekly
+   * spending cap and this week's spend (ISO week: Monday 00:00 UTC to the next Monday
+   * 00:00 UTC), and the coding-agent plans of the caller's organization. Unmetered
+   * organizations (the default) record usage but are never gated.
+   *
+   * `GET /api/v1/billing` (operation `getBillingAccount`).
+   * Prefer `client.management.billing.get()`.
+   */
+  getBillingAccount: OperationMethod<"getBillingAccount">;
   /**
    * Get a chat's history (Chat API v1)
    *
@@ -956,20 +1168,63 @@ export interface PlatformOperations {
    * multi-tenant collection (400 when missing or invalid). Zero results is a
    * 200 with an empty array.
    *
+   * Collections, tenants, the 403s (empty `query` or `collection`) and the 503 without
+   * pgvector are as for `searchCollection`. The passages come from the tenant's
+   * publisher (a multi-tenant collection) or all the organization's publishers,
+   * narrowed to `publishers` when given (an unknown name is 400); at most
+   * `max_snippet_count_overall` (default 100) passages of at least
+   * `certainty_threshold` are grouped by item; items with fewer than
+   * `min_snippet_count_per_item` (default 1) are left out; `item_count` (default 10)
+   * items are returned.
+   *
    * `POST /ai/v1/data/items/recommendations/base` (operation `getRecommendations`).
    * Prefer `client.recommendations.list()`.
    */
   getRecommendations: OperationMethod<"getRecommendations">;
   /**
+   * Recommend items from a collection, with snippet text
+   *
+   * Same request, ranking and errors as `getRecommendations`; each entry of `uuids`
+   * also carries the passage's text in `snippet`.
+   *
+   * `POST /ai/v1/data/items/recommendations/verbose` (operation `getRecommendationsVerbose`).
+   * Prefer `client.recommendations.listVerbose()`.
+   */
+  getRecommendationsVerbose: OperationMethod<"getRecommendationsVerbose">;
+  /**
+   * Usage of the organization over a period
+   *
+   * Totals of the caller's organization's model calls in `[since, until)`, per model
+   * (or per API key, or per coding-agent product with `groupBy`). `costMicros` is what
+   * the upstream calls cost at the catalog's prices; `billedMicros` what the
+   * organization was charged: a stream resumed on another upstream is recorded per
+   * upstream but charged for one answer, and a request repeated with the same
+   * Idempotency-Key is recorded and charged once. Default period: the current ISO week
+   * (from Monday 00:00 UTC) until now.
+   *
+   * `GET /api/v1/usage` (operation `getUsage`).
+   * Prefer `client.management.usage.get()`.
+   */
+  getUsage: OperationMethod<"getUsage">;
+  /**
    * Upload files for ingestion
    *
    * Multipart upload of one or more files (parts named `files`) into the
    * publisher `publisher_id`. Accepted types include `.txt`, `.md`, `.pdf`,
-   * `.doc`, `.docx`. With `producer_id` only one file is allowed (400
+   * `.docx`, plus `.html`; the type is recognized from the content (magic bytes)
+   * as well as the name. A file of another type, or one that cannot be read as
+   * its type, is 400 naming it. With `producer_id` only one file is allowed (400
    * otherwise); `update` names an existing item whose content the upload
-   * replaces (404 when unknown). Duplicate content is reported in `duplicates`
-   * of a 200, never 409. 403 when `publisher_id` is not in the caller's
-   * organization or the item does not belong to the publisher.
+   * replaces (404 when unknown). Duplicate content (same bytes already in the
+   * publisher) is reported in `duplicates` of a 200, never 409. 403 when
+   * `publisher_id` is not in the caller's organization or the item does not
+   * belong to the publisher. 413 when a file passes `UPLOAD_FILE_LIMIT` (50 MB
+   * by default) or a request carries more than `UPLOAD_MAX_FILES` files (20).
+   *
+   * The files are stored durably before the answer; each item then moves
+   * through the ingestion `status` values (`QUEUED`, `FETCHING`, `NORMALIZING`,
+   * `CHUNKING`, `EMBEDDING`, `SYNCED`, `ENRICHED`, `COMPLETED`, or `FAILED` with
+   * a reason) on a background queue: poll `GET /engine/v2/items/{item_id}`.
    *
    * `POST /ingestion/v2/files` (operation `ingestFiles`).
    * Prefer `client.files.upload()`.
@@ -1049,6 +1304,29 @@ export interface PlatformOperations {
    */
   patchItems: OperationMethod<"patchItems">;
   /**
+   * Patch one item (POST)
+   *
+   * Same request, answers and errors as `PATCH /engine/v2/item` (`patchItem`).
+   *
+   * `POST /engine/v2/item` (operation `postItem`).
+   */
+  postItem: OperationMethod<"postItem">;
+  /**
+   * Ingest one document now
+   *
+   * One document as JSON text into `publisherId` (or `publisher_id`), indexed
+   * before the answer: 200 once it is searchable (`status: COMPLETED`). The same
+   * content already in the publisher is a 200 with `duplicate: true` and the
+   * existing item. 400 without a publisher or for an unknown one, 403 for
+   * another organization's publisher. When indexing fails (e.g. 503, the
+   * embedding provider is unavailable) the document stays queued and is retried
+   * in the background like an uploaded file.
+   *
+   * `POST /ingestion/v1/real_time_upload` (operation `realTimeUpload`).
+   * Prefer `client.files.uploadRealTime()`.
+   */
+  realTimeUpload: OperationMethod<"realTimeUpload">;
+  /**
    * Revoke an API key
    *
    * Revokes the key and returns its record with `status: revoked`. Revocation
@@ -1069,6 +1347,16 @@ export interface PlatformOperations {
    * answered 403 with code `forbidden` (checked by the server, not by the
    * schema); an invalid collection or a missing/invalid tenant is 400. Zero
    * results is a 200 with empty `data`.
+   *
+   * A collection is an organization's named index over its publishers' passages:
+   * every organization has `GlooProd` (the server's SEARCH_COLLECTION), multi-tenant,
+   * whose tenants are the organization's publisher names; a `tenant` on a collection
+   * that is not multi-tenant is 400, the name of another organization's publisher 403. `limit` is 1 to 100. Hits are passages of items
+   * visible in search and fully indexed, ranked by fusing vector similarity with
+   * PostgreSQL full-text rank (reciprocal rank fusion); every hit reaches `certainty`.
+   * `intent` is null (no intent detection). A database without pgvector (a
+   * PostgreSQL server without the extension) cannot search by meaning: the request
+   * is checked as above, then answered 503.
    *
    * `POST /ai/v1/data/search` (operation `searchCollection`).
    * Prefer `client.search.query()`.

@@ -99,6 +99,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ai/v1/data/affiliates/referenced-items": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Items of affiliated publishers that the query references
+         * @description Recommendations across the caller's affiliated publishers, without a collection or
+         *     tenant. Here the publishers of one organization are affiliated with each other: the
+         *     items come from every publisher of the caller's organization (narrowed to the
+         *     names in `publishers` when it is non-empty), ranked like `getRecommendations`.
+         *     An empty `query` is 403; an unknown publisher name is 400; zero results is a 200
+         *     with an empty array.
+         */
+        post: operations["getAffiliateReferencedItems"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ai/v1/data/items/recommendations/base": {
         parameters: {
             query?: never;
@@ -114,8 +139,38 @@ export interface paths {
          *     snippet count, then cumulative certainty. `tenant` selects the tenant of a
          *     multi-tenant collection (400 when missing or invalid). Zero results is a
          *     200 with an empty array.
+         *
+         *     Collections, tenants, the 403s (empty `query` or `collection`) and the 503 without
+         *     pgvector are as for `searchCollection`. The passages come from the tenant's
+         *     publisher (a multi-tenant collection) or all the organization's publishers,
+         *     narrowed to `publishers` when given (an unknown name is 400); at most
+         *     `max_snippet_count_overall` (default 100) passages of at least
+         *     `certainty_threshold` are grouped by item; items with fewer than
+         *     `min_snippet_count_per_item` (default 1) are left out; `item_count` (default 10)
+         *     items are returned.
          */
         post: operations["getRecommendations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ai/v1/data/items/recommendations/verbose": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Recommend items from a collection, with snippet text
+         * @description Same request, ranking and errors as `getRecommendations`; each entry of `uuids`
+         *     also carries the passage's text in `snippet`.
+         */
+        post: operations["getRecommendationsVerbose"];
         delete?: never;
         options?: never;
         head?: never;
@@ -140,6 +195,16 @@ export interface paths {
          *     answered 403 with code `forbidden` (checked by the server, not by the
          *     schema); an invalid collection or a missing/invalid tenant is 400. Zero
          *     results is a 200 with empty `data`.
+         *
+         *     A collection is an organization's named index over its publishers' passages:
+         *     every organization has `GlooProd` (the server's SEARCH_COLLECTION), multi-tenant,
+         *     whose tenants are the organization's publisher names; a `tenant` on a collection
+         *     that is not multi-tenant is 400, the name of another organization's publisher 403. `limit` is 1 to 100. Hits are passages of items
+         *     visible in search and fully indexed, ranked by fusing vector similarity with
+         *     PostgreSQL full-text rank (reciprocal rank fusion); every hit reaches `certainty`.
+         *     `intent` is null (no intent detection). A database without pgvector (a
+         *     PostgreSQL server without the extension) cannot search by meaning: the request
+         *     is checked as above, then answered 503.
          */
         post: operations["searchCollection"];
         delete?: never;
@@ -229,9 +294,9 @@ export interface paths {
         /**
          * Create a response (Responses API v1)
          * @deprecated
-         * @description Deprecated in favour of `POST /ai/v2/responses` (`createResponse`);
-         *     migration is a path change. Direct model access (`model` required) without
-         *     guardrails.
+         * @description Deprecated in favour of `POST /ai/v2/guarded/responses` (`createResponse`;
+         *     `/ai/v2/responses` is its alias); migration is a path change. Direct model
+         *     access (`model` required) without guardrails or `tradition`.
          */
         post: operations["createResponseV1"];
         delete?: never;
@@ -416,6 +481,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ai/v2/guarded/responses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a guarded response (Responses API v2)
+         * @description Canonical Responses API v2 path, with guardrails and `tradition` (the previous
+         *     path `/ai/v2/responses`, which OpenAI clients pointed at `{base_url}/ai/v2`
+         *     call, is an alias). `input` (string or typed items), `instructions`, typed
+         *     `output[]` (message, function_call, image_generation_call, reasoning), vision
+         *     inputs and the image-generation tool. Routing: exactly one of `auto_routing`,
+         *     `model`, `model_family` (checked by the server, 400). A hard guardrail block is
+         *     403; moderated output ends the response `incomplete` (reason
+         *     `content_filter`). Built-in tools the platform does not run (web search, file
+         *     search, code interpreter, …) are 400 naming the tool. `previous_response_id`
+         *     continues a stored response of the caller's organization (404 otherwise).
+         *     With `stream: true` the answer is a stream of named SSE events
+         *     (`event: <type>` + `data: <event JSON>`); a failure after the stream started
+         *     ends it with an `error` event and a `response.failed` event.
+         */
+        post: operations["createResponse"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ai/v2/models": {
         parameters: {
             query?: never;
@@ -449,15 +546,14 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Create a response (Responses API v2)
-         * @description Typed Responses API with guardrails and `tradition`: `input` (string or typed
-         *     items), `instructions`, typed `output[]` (message, function_call,
-         *     image_generation_call, reasoning), vision inputs and the image-generation
-         *     tool. Routing: exactly one of `auto_routing`, `model`, `model_family`
-         *     (checked by the server, 400). With `stream: true` the answer is a stream of
-         *     named SSE events (`event: <type>` + `data: <event JSON>`).
+         * Create a guarded response (previous path)
+         * @deprecated
+         * @description Alias of `POST /ai/v2/guarded/responses` (`createResponse`): same request,
+         *     responses and behaviour. It is the path OpenAI clients pointed at
+         *     `{base_url}/ai/v2` call (`responses.create`); new integrations use the
+         *     canonical path.
          */
-        post: operations["createResponse"];
+        post: operations["createResponseAlias"];
         delete?: never;
         options?: never;
         head?: never;
@@ -520,6 +616,54 @@ export interface paths {
          * @description Changes the fields present in the body and increments `version`.
          */
         patch: operations["updateAgent"];
+        trace?: never;
+    };
+    "/api/v1/billing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organization's billing account
+         * @description Billing mode, prepaid balance, credit held by requests in flight, the weekly
+         *     spending cap and this week's spend (ISO week: Monday 00:00 UTC to the next Monday
+         *     00:00 UTC), and the coding-agent plans of the caller's organization. Unmetered
+         *     organizations (the default) record usage but are never gated.
+         */
+        get: operations["getBillingAccount"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/billing/credit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add prepaid credit
+         * @description Appends a credit to the caller's organization's ledger. A request refused with 402
+         *     INSUFFICIENT_CREDIT is served again from the next request on. Credit never clears a
+         *     reached weekly cap (429 SPENDING_LIMIT_EXCEEDED) and never pays for coding-agent
+         *     plans. Send an `Idempotency-Key`: a retried top-up with the same key is applied once.
+         *     `billing:manage` lets a key credit its own organization: give it only to the system
+         *     that takes the payment (keys created without `--scopes` by the operator CLI lack it).
+         */
+        post: operations["addCredit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/health": {
@@ -623,6 +767,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Usage of the organization over a period
+         * @description Totals of the caller's organization's model calls in `[since, until)`, per model
+         *     (or per API key, or per coding-agent product with `groupBy`). `costMicros` is what
+         *     the upstream calls cost at the catalog's prices; `billedMicros` what the
+         *     organization was charged: a stream resumed on another upstream is recorded per
+         *     upstream but charged for one answer, and a request repeated with the same
+         *     Idempotency-Key is recorded and charged once. Default period: the current ISO week
+         *     (from Monday 00:00 UTC) until now.
+         */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/engine/v1/files/{item_id}": {
         parameters: {
             query?: never;
@@ -660,7 +830,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        post?: never;
+        /**
+         * Patch one item (POST)
+         * @description Same request, answers and errors as `PATCH /engine/v2/item` (`patchItem`).
+         */
+        post: operations["postItem"];
         delete?: never;
         options?: never;
         head?: never;
@@ -784,6 +958,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ingestion/v1/real_time_upload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ingest one document now
+         * @description One document as JSON text into `publisherId` (or `publisher_id`), indexed
+         *     before the answer: 200 once it is searchable (`status: COMPLETED`). The same
+         *     content already in the publisher is a 200 with `duplicate: true` and the
+         *     existing item. 400 without a publisher or for an unknown one, 403 for
+         *     another organization's publisher. When indexing fails (e.g. 503, the
+         *     embedding provider is unavailable) the document stays queued and is retried
+         *     in the background like an uploaded file.
+         */
+        post: operations["realTimeUpload"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ingestion/v2/files": {
         parameters: {
             query?: never;
@@ -797,11 +997,20 @@ export interface paths {
          * Upload files for ingestion
          * @description Multipart upload of one or more files (parts named `files`) into the
          *     publisher `publisher_id`. Accepted types include `.txt`, `.md`, `.pdf`,
-         *     `.doc`, `.docx`. With `producer_id` only one file is allowed (400
+         *     `.docx`, plus `.html`; the type is recognized from the content (magic bytes)
+         *     as well as the name. A file of another type, or one that cannot be read as
+         *     its type, is 400 naming it. With `producer_id` only one file is allowed (400
          *     otherwise); `update` names an existing item whose content the upload
-         *     replaces (404 when unknown). Duplicate content is reported in `duplicates`
-         *     of a 200, never 409. 403 when `publisher_id` is not in the caller's
-         *     organization or the item does not belong to the publisher.
+         *     replaces (404 when unknown). Duplicate content (same bytes already in the
+         *     publisher) is reported in `duplicates` of a 200, never 409. 403 when
+         *     `publisher_id` is not in the caller's organization or the item does not
+         *     belong to the publisher. 413 when a file passes `UPLOAD_FILE_LIMIT` (50 MB
+         *     by default) or a request carries more than `UPLOAD_MAX_FILES` files (20).
+         *
+         *     The files are stored durably before the answer; each item then moves
+         *     through the ingestion `status` values (`QUEUED`, `FETCHING`, `NORMALIZING`,
+         *     `CHUNKING`, `EMBEDDING`, `SYNCED`, `ENRICHED`, `COMPLETED`, or `FAILED` with
+         *     a reason) on a background queue: poll `GET /engine/v2/items/{item_id}`.
          */
         post: operations["ingestFiles"];
         delete?: never;
@@ -839,6 +1048,34 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        AddCreditRequest: {
+            /**
+             * Format: int64
+             * @description Credit to add, in micro-dollars (at most 1,000,000 USD per entry).
+             */
+            amountMicros: number;
+            /** @description What the credit is for, kept on the ledger entry (default: "credit added"). */
+            reason?: string;
+        };
+        AffiliateItemsRequest: {
+            /**
+             * @description Minimum certainty of a passage; lower it toward 0.5 for more results.
+             * @default 0.75
+             */
+            certainty_threshold: number;
+            /** @description Maximum number of items (default 10). */
+            item_count?: number;
+            /** @description Maximum passages to consider across all items (default 100). */
+            max_snippet_count_overall?: number;
+            /** @description Only items of these media types; all when absent. */
+            media_types?: components["schemas"]["MediaType"][];
+            /** @description Minimum matching passages an item needs to be listed (default 1). */
+            min_snippet_count_per_item?: number;
+            /** @description Publisher names (of the caller's organization) to restrict the sources to; all of them when absent or empty. */
+            publishers?: string[];
+            /** @description Text to find referenced items for (a question, a passage, a topic). */
+            query: string;
+        };
         Agent: {
             /** @description Unix milliseconds. */
             createdAt: number;
@@ -956,6 +1193,49 @@ export interface components {
         };
         /** @enum {string} */
         ApiKeyStatus: "active" | "revoked" | "expired";
+        /** @description The organization's billing state. */
+        BillingAccount: {
+            /** @description balanceMicros minus reservedMicros: what new requests can hold. */
+            availableMicros: components["schemas"]["Micros"];
+            /** @description Prepaid balance (the credit ledger's sum). */
+            balanceMicros: components["schemas"]["Micros"];
+            /** @description The organization's coding-agent plans. */
+            codingPlans: components["schemas"]["CodingPlan"][];
+            /** @description Whether the organization is gated (prepaid) or only metered (unmetered). */
+            mode: components["schemas"]["BillingMode"];
+            /** @description Held by requests in flight (their estimate), released when they settle. */
+            reservedMicros: components["schemas"]["Micros"];
+            /**
+             * Format: int64
+             * @description The weekly spending cap; null when none.
+             */
+            weeklyCapMicros: number | null;
+            /**
+             * Format: int64
+             * @description Next Monday 00:00 UTC (epoch ms), when the weekly spend starts again from zero.
+             */
+            weekResetsAt: number;
+            /** @description Charged this ISO week. */
+            weekSpentMicros: components["schemas"]["Micros"];
+            /**
+             * Format: int64
+             * @description This week's Monday 00:00 UTC (epoch ms).
+             */
+            weekStartsAt: number;
+        };
+        BillingAccountResponse: {
+            /** @description The billing account. */
+            data: components["schemas"]["BillingAccount"];
+            /** @description Request metadata of the management API: request id and pagination state. */
+            meta: components["schemas"]["ManagementMeta"];
+        };
+        /**
+         * @description `unmetered` (the default, and the bootstrap `default` organization): usage is
+         *     recorded, nothing is gated. `prepaid`: the credit gate (402) and the weekly cap (429
+         *     1005) apply, and coding-agent routes need a plan.
+         * @enum {string}
+         */
+        BillingMode: "unmetered" | "prepaid";
         /** @description OpenAI `chat.completion` plus routing facts. */
         ChatCompletion: {
             /** @description Whether the platform chose the model (`auto_routing: true` in the request). */
@@ -1251,25 +1531,41 @@ export interface components {
         ChatHistory: {
             /** @description Identifier of the chat (conversation). */
             chat_id: string;
-            /** @description Questions and answers of the chat, oldest first. */
+            /**
+             * Format: date-time
+             * @description When the chat was started (RFC 3339). Not in the spec; the public platform's samples read it.
+             */
+            created_at: string;
+            /** @description Questions and answers of the chat, oldest first (a deleted message is left out). */
             messages: components["schemas"]["ChatHistoryEntry"][];
         };
+        /** @description One message of the chat, the question (`role` user) or its answer (`role` kallm). */
         ChatHistoryEntry: {
             /**
              * Format: date-time
-             * @description When the question was asked (RFC 3339).
+             * @description The same instant as `timestamp` (RFC 3339).
              */
             created_at: string;
-            /** @description The answer given. */
+            /** @description The text of this message (the question, or the answer). */
             message: string;
-            /** @description Identifier of the answer message within the chat. */
+            /** @description Identifier of this message; `deleteMessage` takes it. */
             message_id: string;
-            /** @description The question asked. */
+            /** @description The question this message asks or answers. */
             query: string;
-            /** @description Identifier of the question within the chat. */
+            /** @description Identifier of the question this message belongs to (a question's own `message_id`). */
             query_id: string;
-            /** @description Source passages the answer is grounded on. */
+            /**
+             * @description `user` for a question, `kallm` for an answer. Not in the spec; the public platform's samples read it.
+             * @enum {string}
+             */
+            role: "user" | "kallm";
+            /** @description Source passages an answer is grounded on; empty on a question. */
             sources: components["schemas"]["ChatSource"][];
+            /**
+             * Format: date-time
+             * @description When the message was sent (RFC 3339). Not in the spec; the public platform's samples read it.
+             */
+            timestamp: string;
         };
         /** @description One conversation message (OpenAI shape). */
         ChatMessage: {
@@ -1310,6 +1606,13 @@ export interface components {
             query_id: string;
             /** @description Source passages the answer is grounded on. */
             sources: components["schemas"]["ChatSource"][];
+            /** @description Always true when answered 200. Not in the spec; the public platform's samples read it. */
+            success: boolean;
+            /**
+             * Format: date-time
+             * @description When the answer was given (RFC 3339). Not in the spec; the public platform's samples read it.
+             */
+            timestamp: string;
         };
         /**
          * @description Shape of the answer: plain text, any JSON object, or JSON that follows a JSON
@@ -1422,6 +1725,29 @@ export interface components {
             /** @description Whether the organization can buy a top-up for the coding-agent allowance. */
             topup_available: boolean;
         };
+        /** @description A coding-agent plan; its allowance pays for one `coding_product` route, never for API requests. */
+        CodingPlan: {
+            /** @description Allowance per period. */
+            allowanceMicros: components["schemas"]["Micros"];
+            /**
+             * @description How often the allowance renews: calendar month (UTC) or ISO week (Monday 00:00 UTC).
+             * @enum {string}
+             */
+            period: "month" | "week";
+            /**
+             * Format: int64
+             * @description Start of the current period (epoch ms).
+             */
+            periodStartsAt: number;
+            /** @description The `coding_product` path segment the plan pays for. */
+            product: string;
+            /** @description Held by coding-agent requests in flight. */
+            reservedMicros: components["schemas"]["Micros"];
+            /** @description Whether a top-up can be bought when the allowance is spent (sent as `topup_available` on 402). */
+            topupAvailable: boolean;
+            /** @description Spent in the current period. */
+            usedMicros: components["schemas"]["Micros"];
+        };
         CompletionUsage: {
             /** @description Tokens generated in the answer (output). */
             completion_tokens: number;
@@ -1508,7 +1834,7 @@ export interface components {
             metadata?: components["schemas"]["RequestMetadata"];
             /** @description Whether the model may ask for several tool calls in one turn. */
             parallel_tool_calls?: boolean;
-            /** @description Continue from an earlier response. */
+            /** @description Continue from an earlier stored response of the same organization (its input and output come first); another organization's id, or an expired one, is 404. */
             previous_response_id?: string | null;
             /** @description Reasoning options (reasoning models only). */
             reasoning?: {
@@ -1519,12 +1845,22 @@ export interface components {
                 effort?: "minimal" | "low" | "medium" | "high";
             };
             /**
+             * @description Store the response (with its input) so that a later request can continue it with `previous_response_id`, for the platform's retention period.
+             * @default true
+             */
+            store: boolean;
+            /**
              * @description Stream the answer as server-sent events (`text/event-stream`) instead of one JSON body.
              * @default false
              */
             stream: boolean;
             /** @description Sampling temperature, 0 to 2: higher is more varied, lower more deterministic. Provider default when absent. */
             temperature?: number;
+            /** @description Options of the text answer. */
+            text?: {
+                /** @description Format of the answer: `text`, `json_object` or `json_schema`. */
+                format?: components["schemas"]["ResponseTextFormat"];
+            };
             /** @description Whether and which tool the model must call: `auto` (default when tools are given), `none`, `required`, or one named function. */
             tool_choice?: components["schemas"]["ResponseToolChoice"];
             /** @description Tools (functions) the model may call. */
@@ -1538,6 +1874,31 @@ export interface components {
         CreateResponseV1Request: components["schemas"]["CreateResponseRequestCommon"] & {
             /** @description The model id to use (see `listModels`). */
             model: string;
+        };
+        /** @description One credit-ledger entry. */
+        CreditEntry: {
+            /** @description The amount credited. */
+            amountMicros: components["schemas"]["Micros"];
+            /** @description The balance after this entry. */
+            balanceMicros: components["schemas"]["Micros"];
+            /**
+             * Format: int64
+             * @description When the entry was written (epoch ms).
+             */
+            createdAt: number;
+            /**
+             * Format: uuid
+             * @description Identifier of the ledger entry.
+             */
+            id: string;
+            /** @description What the credit is for. */
+            reason: string;
+        };
+        CreditEntryResponse: {
+            /** @description The ledger entry, with the balance after it. */
+            data: components["schemas"]["CreditEntry"];
+            /** @description Request metadata of the management API: request id and pagination state. */
+            meta: components["schemas"]["ManagementMeta"];
         };
         DeleteItemResult: {
             /** @description Store name to whether the item was removed from it. */
@@ -1895,6 +2256,17 @@ export interface components {
             /** @description Request metadata of the management API: request id and pagination state. */
             meta: components["schemas"]["ManagementMeta"];
         };
+        IngestedFile: {
+            /** @description True when the content already existed in the publisher (nothing new is ingested). */
+            duplicate: boolean;
+            /** @description Name of the uploaded file part. */
+            file_name: string;
+            /**
+             * Format: uuid
+             * @description The item ingesting this file, or the existing item it duplicates.
+             */
+            item_id: string;
+        };
         IngestFilesRequest: {
             /**
              * @description One or more file parts, each named `files`. (express-openapi-validator's
@@ -1909,9 +2281,15 @@ export interface components {
             publisher_id: string;
         };
         IngestFilesResponse: {
-            /** @description File names skipped because their content already exists (not an error). */
+            /** @description File names skipped because their content already exists in the publisher (not an error). */
             duplicates: string[];
-            /** @description File names accepted and queued for ingestion. */
+            /** @description Every uploaded file in upload order, with the item it created or duplicates. */
+            files?: components["schemas"]["IngestedFile"][];
+            /**
+             * @description Ids of the items created (or, with `update`, replaced) for the accepted
+             *     files, in upload order; the public samples read `ingesting[0]` as the item
+             *     id. `files` pairs each id with its file name.
+             */
             ingesting: string[];
             /** @description Human-readable summary of the ingestion. */
             message: string;
@@ -2060,6 +2438,11 @@ export interface components {
         };
         /** @enum {string} */
         MediaType: "audio" | "video" | "book" | "article";
+        /**
+         * Format: int64
+         * @description An amount in micro-dollars (1 USD = 1,000,000), exact.
+         */
+        Micros: number;
         Model: {
             /** @description What the model can do. */
             capabilities: {
@@ -2335,6 +2718,65 @@ export interface components {
             /** @description Ingestion status (see `ItemStatus`). */
             status: string | null;
         };
+        /**
+         * @description One document as text, ingested at once. Fields the platform does not use
+         *     (`pub_type`, `drm`, ...) are accepted and ignored.
+         */
+        RealTimeUploadRequest: {
+            /** @description Authors. */
+            author?: string[];
+            /** @description The document's text (Markdown headings are kept as passage boundaries). */
+            content: string;
+            /** @description Whether the content stays current. */
+            evergreen?: boolean;
+            /** @description File name to record (default derived from the title). */
+            filename?: string;
+            /** @description Image URL. */
+            item_image?: string;
+            /** @description Subtitle of the item. */
+            item_subtitle?: string;
+            /** @description Summary. */
+            item_summary?: string;
+            /** @description Tags. */
+            item_tags?: string[];
+            /** @description Title of the item. */
+            item_title?: string;
+            /** @description Public URL of the document. */
+            item_url?: string;
+            /** @description Your own identifier of the document. */
+            producer_id?: string;
+            /** @description Publication date (free text). */
+            publication_date?: string;
+            /**
+             * Format: uuid
+             * @description Publisher that receives the document.
+             */
+            publisher_id?: string;
+            /**
+             * Format: uuid
+             * @description Publisher that receives the document (the samples' spelling; `publisher_id` also works).
+             */
+            publisherId?: string;
+            /** @description Kind of item (Article, Book, ...). */
+            type?: string;
+        };
+        RealTimeUploadResponse: {
+            /** @description Passages indexed. */
+            chunk_count?: number;
+            /** @description True when the same content was already in the publisher. */
+            duplicate: boolean;
+            /**
+             * Format: uuid
+             * @description The item holding the document (the existing one for a duplicate).
+             */
+            item_id: string;
+            /** @description Human-readable outcome. */
+            message: string;
+            /** @description The item's ingestion status (`COMPLETED` once indexed). */
+            status: string;
+            /** @description True when the document is indexed (or already was, as a duplicate). */
+            success: boolean;
+        };
         RecommendationsRequest: {
             /**
              * @description Minimum certainty of a passage; lower it toward 0.5 for more results.
@@ -2398,6 +2840,8 @@ export interface components {
             item_summary?: string | null;
             /** @description Position of the passage within its item, from 0. */
             part?: number;
+            /** @description The passage's text; only in verbose recommendations. */
+            snippet?: string;
             /**
              * Format: uuid
              * @description Identifier of the passage.
@@ -2448,6 +2892,18 @@ export interface components {
             tradition?: components["schemas"]["Tradition"] | null;
             /** @description Token counts; null until the response is complete. */
             usage: components["schemas"]["ResponseUsage"] | null;
+        };
+        /**
+         * @description A built-in tool of OpenAI's Responses API that this platform does not run. It
+         *     is accepted by the schema so that the answer can say so: 400
+         *     `INVALID_REQUEST` naming the tool, never silently ignored.
+         */
+        ResponseBuiltinTool: {
+            /**
+             * @description The built-in tool's kind. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "web_search" | "web_search_preview" | "file_search" | "code_interpreter" | "computer_use_preview" | "mcp" | "local_shell";
         };
         ResponseCompletedEvent: {
             /** @description The complete response (`status: completed`), with usage. */
@@ -2536,10 +2992,14 @@ export interface components {
             type: "error";
         };
         ResponseFailedEvent: {
+            /** @description The enriched error (the same as in the `error` event before it); retry only if `retryable`. */
+            error?: components["schemas"]["AIErrorObject"];
             /** @description The response as it failed (`status: failed`, with `error`). */
             response: components["schemas"]["Response"];
             /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
             sequence_number: number;
+            /** @description Trace id of the request, the same as the `X-Trace-Id` header; quote it to support. */
+            trace_id?: components["schemas"]["TraceId"];
             /**
              * @description Event type, the same as the SSE `event:` name: always `response.failed`. (enum property replaced by openapi-typescript)
              * @enum {string}
@@ -2577,6 +3037,24 @@ export interface components {
              * @enum {string}
              */
             type: "response.function_call_arguments.delta";
+        };
+        /** @description The complete arguments of a function call. */
+        ResponseFunctionCallArgumentsDoneEvent: {
+            /** @description The complete JSON arguments text. */
+            arguments: string;
+            /** @description Identifier of the output item the event is about. */
+            item_id: string;
+            /** @description Name of the function called. */
+            name?: string;
+            /** @description Index of the output item (in `response.output`) the event is about. */
+            output_index: number;
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
+            sequence_number: number;
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `response.function_call_arguments.done`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "response.function_call_arguments.done";
         };
         /** @description A function call of an earlier turn, sent back as history. */
         ResponseFunctionCallInput: {
@@ -2640,6 +3118,48 @@ export interface components {
              */
             type: "image_generation_call";
         };
+        /** @description The image is ready (in the `output_item.done` event that follows). */
+        ResponseImageGenerationCallCompletedEvent: {
+            /** @description Identifier of the output item the event is about. */
+            item_id: string;
+            /** @description Index of the output item (in `response.output`) the event is about. */
+            output_index: number;
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
+            sequence_number: number;
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `response.image_generation_call.completed`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "response.image_generation_call.completed";
+        };
+        /** @description The image is being generated. */
+        ResponseImageGenerationCallGeneratingEvent: {
+            /** @description Identifier of the output item the event is about. */
+            item_id: string;
+            /** @description Index of the output item (in `response.output`) the event is about. */
+            output_index: number;
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
+            sequence_number: number;
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `response.image_generation_call.generating`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "response.image_generation_call.generating";
+        };
+        /** @description An image generation call started. */
+        ResponseImageGenerationCallInProgressEvent: {
+            /** @description Identifier of the output item the event is about. */
+            item_id: string;
+            /** @description Index of the output item (in `response.output`) the event is about. */
+            output_index: number;
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
+            sequence_number: number;
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `response.image_generation_call.in_progress`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "response.image_generation_call.in_progress";
+        };
         /** @description Built-in image generation (v2). */
         ResponseImageGenerationTool: {
             /**
@@ -2693,7 +3213,27 @@ export interface components {
              */
             type: "response.in_progress";
         };
-        ResponseInputContent: components["schemas"]["ResponseInputText"] | components["schemas"]["ResponseInputImage"] | components["schemas"]["ResponseInputOutputText"];
+        ResponseInputContent: components["schemas"]["ResponseInputText"] | components["schemas"]["ResponseInputImage"] | components["schemas"]["ResponseInputOutputText"] | components["schemas"]["ResponseInputFile"] | components["schemas"]["ResponseInputRefusal"];
+        /**
+         * @description A file given inline as a `data:` URL (`file_data`). Text files (`text/*`,
+         *     JSON, XML, YAML, CSV) are read as text into the prompt; other types, `file_id`
+         *     and `file_url` are refused with 400 `INVALID_REQUEST` naming the part.
+         */
+        ResponseInputFile: {
+            /** @description The file as a base64 `data:` URL, e.g. `data:text/plain;base64,SGVsbG8=`. */
+            file_data?: string;
+            /** @description Identifier of an uploaded file (not served on this platform). */
+            file_id?: string;
+            /** @description URL of the file (not served on this platform). */
+            file_url?: string;
+            /** @description Name of the file, shown to the model beside its text. */
+            filename?: string;
+            /**
+             * @description Content kind: always `input_file`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "input_file";
+        };
         ResponseInputImage: {
             /**
              * @description Rendering detail of the image: `low` is cheaper, `high` reads fine print, `auto` lets the model choose.
@@ -2710,7 +3250,12 @@ export interface components {
              */
             type: "input_image";
         };
-        ResponseInputItem: components["schemas"]["ResponseInputMessage"] | components["schemas"]["ResponseFunctionCallInput"] | components["schemas"]["ResponseFunctionCallOutputInput"];
+        /**
+         * @description One input item. Output items of an earlier response (`message`, `function_call`,
+         *     `reasoning`, `image_generation_call`) may be sent back as they came; reasoning
+         *     items and generated images are history only (not sent to the model again).
+         */
+        ResponseInputItem: components["schemas"]["ResponseInputMessage"] | components["schemas"]["ResponseFunctionCallInput"] | components["schemas"]["ResponseFunctionCallOutputInput"] | components["schemas"]["ResponseReasoningItem"] | components["schemas"]["ResponseImageGenerationCall"];
         ResponseInputMessage: {
             /** @description Text, or a list of text and image parts. */
             content: string | components["schemas"]["ResponseInputContent"][];
@@ -2734,6 +3279,16 @@ export interface components {
              * @enum {string}
              */
             type: "output_text";
+        };
+        /** @description A refusal of an earlier turn, sent back as history. */
+        ResponseInputRefusal: {
+            /** @description Text of the earlier refusal. */
+            refusal: string;
+            /**
+             * @description Content kind: always `refusal`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "refusal";
         };
         ResponseInputText: {
             /** @description Text of this part of the input. */
@@ -2814,6 +3369,28 @@ export interface components {
              */
             type: "output_text";
         };
+        /** @description An annotation (a citation of a grounding source) of an `output_text` part. */
+        ResponseOutputTextAnnotationAddedEvent: {
+            /** @description The annotation, as it appears in `annotations`. */
+            annotation: {
+                [key: string]: unknown;
+            };
+            /** @description Index of the annotation within the part's `annotations`. */
+            annotation_index: number;
+            /** @description Index of the content part within the output item. */
+            content_index: number;
+            /** @description Identifier of the output item the event is about. */
+            item_id: string;
+            /** @description Index of the output item (in `response.output`) the event is about. */
+            output_index: number;
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
+            sequence_number: number;
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `response.output_text.annotation.added`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "response.output_text.annotation.added";
+        };
         ResponseOutputTextDeltaEvent: {
             /** @description Index of the content part within the output item. */
             content_index: number;
@@ -2871,9 +3448,75 @@ export interface components {
              */
             type: "reasoning";
         };
+        /** @description Refusal text added to a `refusal` part. */
+        ResponseRefusalDeltaEvent: {
+            /** @description Index of the content part within the output item. */
+            content_index: number;
+            /** @description Refusal text added by this event. */
+            delta: string;
+            /** @description Identifier of the output item the event is about. */
+            item_id: string;
+            /** @description Index of the output item (in `response.output`) the event is about. */
+            output_index: number;
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
+            sequence_number: number;
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `response.refusal.delta`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "response.refusal.delta";
+        };
+        /** @description The complete refusal text of a part. */
+        ResponseRefusalDoneEvent: {
+            /** @description Index of the content part within the output item. */
+            content_index: number;
+            /** @description Identifier of the output item the event is about. */
+            item_id: string;
+            /** @description Index of the output item (in `response.output`) the event is about. */
+            output_index: number;
+            /** @description The complete refusal text. */
+            refusal: string;
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
+            sequence_number: number;
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `response.refusal.done`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "response.refusal.done";
+        };
         /** @description Payload of one Responses SSE event; the SSE `event:` name equals `type`. */
-        ResponseStreamEvent: components["schemas"]["ResponseCreatedEvent"] | components["schemas"]["ResponseInProgressEvent"] | components["schemas"]["ResponseOutputItemAddedEvent"] | components["schemas"]["ResponseContentPartAddedEvent"] | components["schemas"]["ResponseOutputTextDeltaEvent"] | components["schemas"]["ResponseOutputTextDoneEvent"] | components["schemas"]["ResponseContentPartDoneEvent"] | components["schemas"]["ResponseFunctionCallArgumentsDeltaEvent"] | components["schemas"]["ResponseOutputItemDoneEvent"] | components["schemas"]["ResponseCompletedEvent"] | components["schemas"]["ResponseIncompleteEvent"] | components["schemas"]["ResponseFailedEvent"] | components["schemas"]["ResponseErrorEvent"];
-        ResponseTool: components["schemas"]["ResponseFunctionTool"] | components["schemas"]["ResponseImageGenerationTool"];
+        ResponseStreamEvent: components["schemas"]["ResponseCreatedEvent"] | components["schemas"]["ResponseInProgressEvent"] | components["schemas"]["ResponseOutputItemAddedEvent"] | components["schemas"]["ResponseContentPartAddedEvent"] | components["schemas"]["ResponseOutputTextDeltaEvent"] | components["schemas"]["ResponseOutputTextDoneEvent"] | components["schemas"]["ResponseContentPartDoneEvent"] | components["schemas"]["ResponseFunctionCallArgumentsDeltaEvent"] | components["schemas"]["ResponseOutputItemDoneEvent"] | components["schemas"]["ResponseCompletedEvent"] | components["schemas"]["ResponseIncompleteEvent"] | components["schemas"]["ResponseFailedEvent"] | components["schemas"]["ResponseErrorEvent"] | components["schemas"]["ResponseRefusalDeltaEvent"] | components["schemas"]["ResponseRefusalDoneEvent"] | components["schemas"]["ResponseFunctionCallArgumentsDoneEvent"] | components["schemas"]["ResponseOutputTextAnnotationAddedEvent"] | components["schemas"]["ResponseImageGenerationCallInProgressEvent"] | components["schemas"]["ResponseImageGenerationCallGeneratingEvent"] | components["schemas"]["ResponseImageGenerationCallCompletedEvent"];
+        /** @description The answer's format: plain text (default), any JSON object, or JSON following a schema. */
+        ResponseTextFormat: {
+            /**
+             * @description Plain text.
+             * @constant
+             */
+            type: "text";
+        } | {
+            /**
+             * @description A single JSON object.
+             * @constant
+             */
+            type: "json_object";
+        } | {
+            /** @description What the answer is for. */
+            description?: string;
+            /** @description Name of the schema. */
+            name: string;
+            /** @description JSON Schema the answer follows. */
+            schema: {
+                [key: string]: unknown;
+            };
+            /** @description Whether the model must follow the schema exactly (structured outputs). */
+            strict?: boolean | null;
+            /**
+             * @description JSON following `schema`.
+             * @constant
+             */
+            type: "json_schema";
+        };
+        ResponseTool: components["schemas"]["ResponseFunctionTool"] | components["schemas"]["ResponseImageGenerationTool"] | components["schemas"]["ResponseBuiltinTool"];
         ResponseToolChoice: ("none" | "auto" | "required") | {
             /** @description Name of the function the model must call. */
             name: string;
@@ -2882,6 +3525,12 @@ export interface components {
              * @constant
              */
             type: "function";
+        } | {
+            /**
+             * @description Always `image_generation`: generate an image (the `image_generation` tool must be given).
+             * @constant
+             */
+            type: "image_generation";
         };
         ResponseUsage: {
             /** @description Tokens in the input. */
@@ -2910,7 +3559,7 @@ export interface components {
          * @description Permission of an API key (see `x-scopes`).
          * @enum {string}
          */
-        Scope: "inference" | "data:read" | "data:write" | "chat" | "keys:manage" | "agents:read" | "agents:write" | "metrics:read";
+        Scope: "inference" | "data:read" | "data:write" | "chat" | "keys:manage" | "agents:read" | "agents:write" | "metrics:read" | "billing:read" | "billing:manage";
         SearchHit: {
             /** @description Collection the hit comes from. */
             collection: string;
@@ -2963,7 +3612,7 @@ export interface components {
             /** @description Collection (index) to search, e.g. `GlooProd`; an empty value is refused with 403. */
             collection: string;
             /**
-             * @description Maximum number of hits (at least 1; checked by the server).
+             * @description Maximum number of hits, 1 to 100 (checked by the server, 403 otherwise).
              * @default 10
              */
             limit: number;
@@ -3001,6 +3650,52 @@ export interface components {
             tags?: string[];
             /** @description New tradition; null clears it. */
             tradition?: components["schemas"]["Tradition"] | null;
+        };
+        /** @description The totals of one group. */
+        UsageLine: {
+            /** @description The model id, API key id or coding-agent product (null for API credit, or a call without a key). */
+            group: string | null;
+        } & components["schemas"]["UsageTotals"];
+        /** @description Usage of the organization over a period. */
+        UsageReport: {
+            /**
+             * @description What each line totals.
+             * @enum {string}
+             */
+            groupBy: "model" | "key" | "product";
+            /** @description One line per group, ordered by group. */
+            lines: components["schemas"]["UsageLine"][];
+            /**
+             * Format: int64
+             * @description Start of the period (epoch ms, inclusive).
+             */
+            since: number;
+            /** @description The totals of every line. */
+            totals: components["schemas"]["UsageTotals"];
+            /**
+             * Format: int64
+             * @description End of the period (epoch ms, exclusive).
+             */
+            until: number;
+        };
+        UsageReportResponse: {
+            /** @description The usage report. */
+            data: components["schemas"]["UsageReport"];
+            /** @description Request metadata of the management API: request id and pagination state. */
+            meta: components["schemas"]["ManagementMeta"];
+        };
+        /** @description Totals of a set of model calls. */
+        UsageTotals: {
+            /** @description What the organization was charged (API credit or coding-agent allowance). */
+            billedMicros: components["schemas"]["Micros"];
+            /** @description Upstream calls recorded (a resumed stream counts each upstream). */
+            calls: number;
+            /** @description What the upstream calls cost at the catalog's prices. */
+            costMicros: components["schemas"]["Micros"];
+            /** @description Prompt tokens. */
+            inputTokens: number;
+            /** @description Completion tokens. */
+            outputTokens: number;
         };
         /**
          * @description HTTP 422 body (valid JSON failing field validation). On inference routes it also
@@ -3163,6 +3858,32 @@ export interface components {
                  *         "description": "The provider failed while running inference."
                  *       },
                  *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q50"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AIError"];
+            };
+        };
+        /** @description `previous_response_id` names no stored response of the caller's organization (expired, not stored, or another organization's): NOT_FOUND. */
+        AINotFound: {
+            headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 1016,
+                 *         "name": "NOT_FOUND",
+                 *         "message": "No stored response resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX in this organization.",
+                 *         "retryable": false,
+                 *         "category": "client",
+                 *         "description": "The resource does not exist or was permanently deleted.",
+                 *         "param": "previous_response_id"
+                 *       },
+                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4Y"
                  *     }
                  */
                 "application/json": components["schemas"]["AIError"];
@@ -3578,6 +4299,34 @@ export interface components {
                  *         "description": "The provider failed while running inference."
                  *       },
                  *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q50"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AIError"];
+            };
+        };
+        /** @description `previous_response_id` names no stored response of the caller's organization (expired, not stored, or another organization's): NOT_FOUND. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedAINotFound: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 1016,
+                 *         "name": "NOT_FOUND",
+                 *         "message": "No stored response resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX in this organization.",
+                 *         "retryable": false,
+                 *         "category": "client",
+                 *         "description": "The resource does not exist or was permanently deleted.",
+                 *         "param": "previous_response_id"
+                 *       },
+                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4Y"
                  *     }
                  */
                 "application/json": components["schemas"]["AIError"];
@@ -5508,6 +6257,21 @@ export interface components {
          * @example 0b7e6a52-1c3d-4e5f-8a9b-0c1d2e3f4a5b
          */
         PublisherId: string;
+        /**
+         * @description What each line totals: a model, an API key, or a coding-agent product (null: API credit).
+         * @example model
+         */
+        UsageGroupBy: "model" | "key" | "product";
+        /**
+         * @description Start of the period (epoch ms, inclusive). Default: this ISO week's Monday 00:00 UTC.
+         * @example 1764547200000
+         */
+        UsageSince: number;
+        /**
+         * @description End of the period (epoch ms, exclusive), after `since`. Default: now.
+         * @example 1764633600000
+         */
+        UsageUntil: number;
     };
     requestBodies: {
         /** @description A v2 chat completion request (OpenAI-compatible; unknown fields are ignored). */
@@ -5573,6 +6337,21 @@ export interface components {
                 "application/json": components["schemas"]["GroundedChatCompletionRequest"];
             };
         };
+        /** @description A Responses API v2 request (OpenAI-compatible; unknown fields are ignored). */
+        ResponseBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "auto_routing": true,
+                 *       "instructions": "Answer in two sentences.",
+                 *       "input": "What does grace mean?",
+                 *       "tradition": "evangelical",
+                 *       "max_output_tokens": 300
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateResponseRequest"];
+            };
+        };
         /** @description A search request. */
         SearchBody: {
             content: {
@@ -5602,17 +6381,17 @@ export interface components {
         /** @description RFC 8288 link to the replacement of this deprecated operation, `<path>; rel="successor-version"`. */
         Link: string;
         /**
-         * @description Requests allowed in the current quota window. May accompany 429 QUOTA_EXCEEDED; may be absent (spec 7.3.2).
+         * @description The per-minute limit of the quota that refused the request (requests, or tokens for a tokens-per-minute quota; per API key or per organization). Sent with the platform's 429 QUOTA_EXCEEDED; may be absent elsewhere (spec 7.3.2).
          * @example 600
          */
         RateLimitLimit: number;
         /**
-         * @description Requests left in the current quota window (0 on a 429 QUOTA_EXCEEDED). May be absent.
+         * @description What is left of that quota in the current window (0 on a 429 QUOTA_EXCEEDED). May be absent.
          * @example 0
          */
         RateLimitRemaining: number;
         /**
-         * @description Seconds until the quota window resets. May accompany 429 QUOTA_EXCEEDED; may be absent.
+         * @description Seconds until the quota's sliding 60-second window is empty again (at least `Retry-After`, which is when this request would fit). May accompany 429 QUOTA_EXCEEDED; may be absent.
          * @example 30
          */
         RateLimitReset: number;
@@ -5703,7 +6482,9 @@ export interface operations {
                      *           "url": "https://example.org/articles/sabbath-rest",
                      *           "snippet": "Rest is received before it is achieved."
                      *         }
-                     *       ]
+                     *       ],
+                     *       "timestamp": "2025-01-15T10:40:02Z",
+                     *       "success": true
                      *     }
                      */
                     "application/json": components["schemas"]["ChatMessageResponse"];
@@ -5882,14 +6663,27 @@ export interface operations {
                     /**
                      * @example {
                      *       "chat_id": "3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f",
+                     *       "created_at": "2025-01-15T10:40:00Z",
                      *       "messages": [
                      *         {
+                     *           "role": "user",
+                     *           "query_id": "4d5e6f7a-8b9c-4d0e-9f1a-2b3c4d5e6f7a",
+                     *           "message_id": "4d5e6f7a-8b9c-4d0e-9f1a-2b3c4d5e6f7a",
+                     *           "query": "How can I practise Sabbath with small children?",
+                     *           "message": "How can I practise Sabbath with small children?",
+                     *           "sources": [],
+                     *           "timestamp": "2025-01-15T10:40:00Z",
+                     *           "created_at": "2025-01-15T10:40:00Z"
+                     *         },
+                     *         {
+                     *           "role": "kallm",
                      *           "query_id": "4d5e6f7a-8b9c-4d0e-9f1a-2b3c4d5e6f7a",
                      *           "message_id": "5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b",
                      *           "query": "How can I practise Sabbath with small children?",
                      *           "message": "Start small - one shared meal and a short walk can anchor the day.",
                      *           "sources": [],
-                     *           "created_at": "2025-01-15T10:40:00Z"
+                     *           "timestamp": "2025-01-15T10:40:02Z",
+                     *           "created_at": "2025-01-15T10:40:02Z"
                      *         }
                      *       ]
                      *     }
@@ -5963,6 +6757,98 @@ export interface operations {
             503: components["responses"]["DeprecatedAIServiceUnavailable"];
         };
     };
+    getAffiliateReferencedItems: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "query": "How do I deal with anxiety?",
+                 *       "item_count": 5,
+                 *       "certainty_threshold": 0.75
+                 *     }
+                 */
+                "application/json": components["schemas"]["AffiliateItemsRequest"];
+            };
+        };
+        responses: {
+            /** @description Items of affiliated publishers, best first. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
+                     *         "item_title": "Sabbath Rest in a Busy Week",
+                     *         "item_subtitle": null,
+                     *         "author": [
+                     *           "Jane Doe"
+                     *         ],
+                     *         "type": "article",
+                     *         "publication_date": "March 2021",
+                     *         "item_url": "https://example.org/articles/sabbath-rest",
+                     *         "item_image": null,
+                     *         "item_summary": "A practical reflection on rest.",
+                     *         "publisher": "Example Publishing",
+                     *         "snippet_count": 2,
+                     *         "cumulative_certainty": 1.62,
+                     *         "uuids": [
+                     *           {
+                     *             "uuid": "1e2d3c4b-5a69-4788-9a0b-1c2d3e4f5a6b",
+                     *             "item_summary": "A practical reflection on rest.",
+                     *             "part": 4,
+                     *             "certainty": 0.83
+                     *           },
+                     *           {
+                     *             "uuid": "2f3e4d5c-6b7a-4899-8a1b-2c3d4e5f6a7b",
+                     *             "item_summary": "A practical reflection on rest.",
+                     *             "part": 7,
+                     *             "certainty": 0.79
+                     *           }
+                     *         ]
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["RecommendedItem"][];
+                };
+            };
+            400: components["responses"]["DetailBadRequest"];
+            401: components["responses"]["GatewayUnauthorized"];
+            403: components["responses"]["SearchForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["DetailConflict"];
+            413: components["responses"]["DetailPayloadTooLarge"];
+            415: components["responses"]["DetailUnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["DetailInternalError"];
+            503: components["responses"]["DetailServiceUnavailable"];
+        };
+    };
     getRecommendations: {
         parameters: {
             query?: never;
@@ -6033,6 +6919,95 @@ export interface operations {
                      *             "item_summary": "A practical reflection on rest.",
                      *             "part": 4,
                      *             "certainty": 0.83
+                     *           }
+                     *         ]
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["RecommendedItem"][];
+                };
+            };
+            400: components["responses"]["DetailBadRequest"];
+            401: components["responses"]["GatewayUnauthorized"];
+            403: components["responses"]["SearchForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["DetailConflict"];
+            413: components["responses"]["DetailPayloadTooLarge"];
+            415: components["responses"]["DetailUnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["DetailInternalError"];
+            503: components["responses"]["DetailServiceUnavailable"];
+        };
+    };
+    getRecommendationsVerbose: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "query": "rest for weary parents",
+                 *       "collection": "GlooProd",
+                 *       "tenant": "Example Publishing",
+                 *       "certainty_threshold": 0.75,
+                 *       "item_count": 5
+                 *     }
+                 */
+                "application/json": components["schemas"]["RecommendationsRequest"];
+            };
+        };
+        responses: {
+            /** @description Recommended items, best first, with the text of their matching passages. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
+                     *         "item_title": "Sabbath Rest in a Busy Week",
+                     *         "item_subtitle": null,
+                     *         "author": [
+                     *           "Jane Doe"
+                     *         ],
+                     *         "type": "article",
+                     *         "publication_date": "March 2021",
+                     *         "item_url": "https://example.org/articles/sabbath-rest",
+                     *         "item_image": null,
+                     *         "item_summary": "A practical reflection on rest.",
+                     *         "publisher": "Example Publishing",
+                     *         "snippet_count": 1,
+                     *         "cumulative_certainty": 0.83,
+                     *         "uuids": [
+                     *           {
+                     *             "uuid": "1e2d3c4b-5a69-4788-9a0b-1c2d3e4f5a6b",
+                     *             "item_summary": "A practical reflection on rest.",
+                     *             "part": 4,
+                     *             "certainty": 0.83,
+                     *             "snippet": "Rest is received before it is achieved."
                      *           }
                      *         ]
                      *       }
@@ -6130,6 +7105,7 @@ export interface operations {
             401: components["responses"]["AIUnauthorized"];
             402: components["responses"]["AIPaymentRequired"];
             403: components["responses"]["AIForbidden"];
+            404: components["responses"]["AINotFound"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["AIRequestTimeout"];
             409: components["responses"]["AIConflict"];
@@ -6278,6 +7254,7 @@ export interface operations {
             401: components["responses"]["DeprecatedAIUnauthorized"];
             402: components["responses"]["DeprecatedAIPaymentRequired"];
             403: components["responses"]["DeprecatedAIForbidden"];
+            404: components["responses"]["DeprecatedAINotFound"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["DeprecatedAIRequestTimeout"];
             409: components["responses"]["DeprecatedAIConflict"];
@@ -6562,25 +7539,6 @@ export interface operations {
             503: components["responses"]["AIServiceUnavailable"];
         };
     };
-    listModels: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: components["responses"]["ModelListOK"];
-            401: components["responses"]["GatewayUnauthorized"];
-            403: components["responses"]["GatewayForbidden"];
-            405: components["responses"]["MethodNotAllowed"];
-            408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["GatewayUnprocessable"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["AIInternalError"];
-        };
-    };
     createResponse: {
         parameters: {
             query?: never;
@@ -6600,26 +7558,14 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "auto_routing": true,
-                 *       "instructions": "Answer in two sentences.",
-                 *       "input": "What does grace mean?",
-                 *       "tradition": "evangelical",
-                 *       "max_output_tokens": 300
-                 *     }
-                 */
-                "application/json": components["schemas"]["CreateResponseRequest"];
-            };
-        };
+        requestBody: components["requestBodies"]["ResponseBody"];
         responses: {
             200: components["responses"]["ResponseOK"];
             400: components["responses"]["AIBadRequest"];
             401: components["responses"]["AIUnauthorized"];
             402: components["responses"]["AIPaymentRequired"];
             403: components["responses"]["AIForbidden"];
+            404: components["responses"]["AINotFound"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["AIRequestTimeout"];
             409: components["responses"]["AIConflict"];
@@ -6630,6 +7576,64 @@ export interface operations {
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["AIInternalError"];
             503: components["responses"]["AIServiceUnavailable"];
+        };
+    };
+    listModels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ModelListOK"];
+            401: components["responses"]["GatewayUnauthorized"];
+            403: components["responses"]["GatewayForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["GatewayUnprocessable"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["AIInternalError"];
+        };
+    };
+    createResponseAlias: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: components["requestBodies"]["ResponseBody"];
+        responses: {
+            200: components["responses"]["DeprecatedResponseOK"];
+            400: components["responses"]["DeprecatedAIBadRequest"];
+            401: components["responses"]["DeprecatedAIUnauthorized"];
+            402: components["responses"]["DeprecatedAIPaymentRequired"];
+            403: components["responses"]["DeprecatedAIForbidden"];
+            404: components["responses"]["DeprecatedAINotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["DeprecatedAIRequestTimeout"];
+            409: components["responses"]["DeprecatedAIConflict"];
+            413: components["responses"]["DeprecatedAIPayloadTooLarge"];
+            415: components["responses"]["DeprecatedAIUnsupportedMediaType"];
+            422: components["responses"]["DeprecatedAIUnprocessable"];
+            429: components["responses"]["DeprecatedAITooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["DeprecatedAIInternalError"];
+            503: components["responses"]["DeprecatedAIServiceUnavailable"];
         };
     };
     listAgents: {
@@ -6906,6 +7910,92 @@ export interface operations {
             404: components["responses"]["ManagementNotFound"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["ManagementPayloadTooLarge"];
+            415: components["responses"]["ManagementUnsupportedMediaType"];
+            422: components["responses"]["ManagementUnprocessable"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ManagementInternalError"];
+        };
+    };
+    getBillingAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The billing account. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BillingAccountResponse"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ManagementUnprocessable"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ManagementInternalError"];
+        };
+    };
+    addCredit: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "amountMicros": 25000000,
+                 *       "reason": "invoice 2026-118"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AddCreditRequest"];
+            };
+        };
+        responses: {
+            /** @description The ledger entry and the new balance. */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreditEntryResponse"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["ManagementConflict"];
             413: components["responses"]["ManagementPayloadTooLarge"];
             415: components["responses"]["ManagementUnsupportedMediaType"];
             422: components["responses"]["ManagementUnprocessable"];
@@ -7272,6 +8362,52 @@ export interface operations {
             500: components["responses"]["ManagementInternalError"];
         };
     };
+    getUsage: {
+        parameters: {
+            query?: {
+                /**
+                 * @description What each line totals: a model, an API key, or a coding-agent product (null: API credit).
+                 * @example model
+                 */
+                groupBy?: components["parameters"]["UsageGroupBy"];
+                /**
+                 * @description Start of the period (epoch ms, inclusive). Default: this ISO week's Monday 00:00 UTC.
+                 * @example 1764547200000
+                 */
+                since?: components["parameters"]["UsageSince"];
+                /**
+                 * @description End of the period (epoch ms, exclusive), after `since`. Default: now.
+                 * @example 1764633600000
+                 */
+                until?: components["parameters"]["UsageUntil"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Usage totals for the period. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageReportResponse"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ManagementUnprocessable"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ManagementInternalError"];
+        };
+    };
     getFile: {
         parameters: {
             query?: never;
@@ -7339,6 +8475,72 @@ export interface operations {
             422: components["responses"]["ValidationFailed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
+            503: components["responses"]["DetailServiceUnavailable"];
+        };
+    };
+    postItem: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "publisher_id": "0b7e6a52-1c3d-4e5f-8a9b-0c1d2e3f4a5b",
+                 *       "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
+                 *       "item_title": "Sabbath Rest in a Busy Week (revised)"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PatchItemRequest"];
+            };
+        };
+        responses: {
+            /** @description The item was patched. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "message": "Item 6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d updated."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PatchItemResponse"];
+                };
+            };
+            400: components["responses"]["DetailBadRequest"];
+            401: components["responses"]["GatewayUnauthorized"];
+            403: components["responses"]["DetailForbidden"];
+            404: components["responses"]["DetailNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["DetailConflict"];
+            413: components["responses"]["DetailPayloadTooLarge"];
+            415: components["responses"]["DetailUnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["DetailInternalError"];
+            502: components["responses"]["DetailBadGateway"];
             503: components["responses"]["DetailServiceUnavailable"];
         };
     };
@@ -7755,6 +8957,82 @@ export interface operations {
             503: components["responses"]["DetailServiceUnavailable"];
         };
     };
+    realTimeUpload: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "content": "# Sabbath rest\n\nRest is a gift, not a reward.",
+                 *       "publisherId": "0b7e6a52-1c3d-4e5f-8a9b-0c1d2e3f4a5b",
+                 *       "item_title": "Sabbath Rest",
+                 *       "author": [
+                 *         "Automated Ingestion"
+                 *       ],
+                 *       "type": "Article",
+                 *       "item_tags": [
+                 *         "rest"
+                 *       ],
+                 *       "evergreen": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["RealTimeUploadRequest"];
+            };
+        };
+        responses: {
+            /** @description The document is indexed (or was already there). */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "message": "Sabbath Rest indexed in 3 passages.",
+                     *       "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
+                     *       "status": "COMPLETED",
+                     *       "chunk_count": 3,
+                     *       "duplicate": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RealTimeUploadResponse"];
+                };
+            };
+            400: components["responses"]["DetailBadRequest"];
+            401: components["responses"]["GatewayUnauthorized"];
+            403: components["responses"]["DetailForbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["DetailConflict"];
+            413: components["responses"]["DetailPayloadTooLarge"];
+            415: components["responses"]["DetailUnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["DetailInternalError"];
+            503: components["responses"]["DetailServiceUnavailable"];
+        };
+    };
     ingestFiles: {
         parameters: {
             query?: {
@@ -7805,10 +9083,22 @@ export interface operations {
                      *       "success": true,
                      *       "message": "1 file queued for ingestion, 1 duplicate skipped.",
                      *       "ingesting": [
-                     *         "sabbath-rest.pdf"
+                     *         "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d"
                      *       ],
                      *       "duplicates": [
                      *         "grace-notes.md"
+                     *       ],
+                     *       "files": [
+                     *         {
+                     *           "file_name": "sabbath-rest.pdf",
+                     *           "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
+                     *           "duplicate": false
+                     *         },
+                     *         {
+                     *           "file_name": "grace-notes.md",
+                     *           "item_id": "2c9d4e1f-8a7b-4c6d-9e5f-1a2b3c4d5e6f",
+                     *           "duplicate": true
+                     *         }
                      *       ]
                      *     }
                      */

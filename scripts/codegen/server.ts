@@ -225,19 +225,21 @@ ${variants.map((v) => `  | ${v}`).join('\n')};
 function operationsModule(contract: ContractModel): string {
   const ops = contract.operations;
   return `${HEADER}
-import type { Buffer } from 'node:buffer';
 import type { operations } from '../types/openapi.js';
 import type { OperationId } from '../contract/routes.js';
 
 export type { OperationId };
 
-/** A file part of a multipart request. */
+/** A file part of a multipart request, streamed to a temporary file (removed when the answer is sent). */
 export interface UploadedFile {
   fieldName: string;
   originalName: string;
   mimeType: string;
   size: number;
-  buffer: Buffer;
+  /** the temporary file holding the part's bytes */
+  path: string;
+  /** SHA-256 (hex) of the bytes, computed while they streamed in */
+  sha256: string;
 }
 
 /** Request headers, lower-cased. */

@@ -1,4 +1,4 @@
-import { Platform } from '@inference-platform/sdk';
+import { APIError, NotFoundError, Platform } from '@inference-platform/sdk';
 
 // Reads PLATFORM_API_KEY, PLATFORM_BASE_URL and PLATFORM_MANAGEMENT_BASE_URL when not given.
 const platform = new Platform({
@@ -25,3 +25,21 @@ console.log(agent.data.name);
 // Every call can also give the HTTP response (body unread), its trace id and rate-limit headers.
 const { data: models, response, traceId, rateLimit } = await platform.models.list().withResponse();
 console.log(models.data.length, response.status, traceId, rateLimit?.remaining);
+
+// Streaming: `stream: true` gives an async iterator of chunks (leaving the loop aborts the request).
+const stream = await platform.chat.completions.create({ auto_routing: true, stream: true, messages: [{ role: 'user', content: 'Define grace.' }] });
+for await (const chunk of stream) {
+  if ('choices' in chunk) process.stdout.write(chunk.choices[0]?.delta.content ?? '');
+}
+
+// Errors are typed, with the server's code, name, retryability and trace id.
+try {
+  await platform.items.get('no-such-item');
+} catch (error) {
+  if (error instanceof NotFoundError) console.error(error.status, error.name, error.traceId);
+  else if (error instanceof APIError) console.error(error.code, error.retryable, error.traceId);
+  else throw error;
+}
+
+// Lists page through cursors by themselves.
+for await (const key of platform.management.keys.list({ limit: 50 })) console.log(key.id, key.label);

@@ -7,11 +7,12 @@ import { clientRoutesById as routesById, type ClientRoute } from '../../generate
 import { paginatedOperations, resourceMethods } from '../../generated/sdk/resources.js';
 import { APIPromise, PagePromise, withResponse, type WithResponse } from './core/api-promise.js';
 import { TokenCache, type AccessToken, type ClientCredentials } from './core/auth.js';
-import { APIResponseParseError, isObject, PlatformError } from './core/errors.js';
+import { parseBody, unreadCopy } from './core/body.js';
+import { isObject, PlatformError } from './core/errors.js';
 import { newIdempotencyKey } from './core/idempotency.js';
 import { DEFAULT_MAX_RETRIES, DEFAULT_RETRY_POLICY, DEFAULT_STREAM_MAX_RETRIES, type RetryPolicy } from './core/retry.js';
 import { ChatCompletionStream, ResponseStream } from './core/streaming.js';
-import { createTransport, type CallState, type Fetch, type RetryEvent } from './core/transport.js';
+import { createTransport, serializedBodies, type CallState, type Fetch, type RetryEvent } from './core/transport.js';
 import type { Operation, PlatformOperations, PlatformResources, RequestArgs, RequestOptions } from './operations.js';
 import { VERSION } from './version.js';
 
@@ -63,9 +64,13 @@ function env(name: string): string | undefined {
 
 const trimSlash = (url: string): string => url.replace(/\/+$/, '');
 
-/** `User-Agent` outside browsers (a browser sets its own and may refuse ours). */
-const USER_AGENT: Record<string, string> =
-  typeof (globalThis as { document?: unknown }).document === 'undefined' ? { 'User-Agent': `@inference-platform/sdk/${VERSION}` } : {};
+/**
+ * `User-Agent` outside browsers. A page or a web worker sends its own; ours would be a
+ * header the server's CORS preflight must allow (browsers that let a script set it, such
+ * as Firefox, would have the call refused).
+ */
+const inBrowser = ['document', 'WorkerGlobalScope'].some((name) => typeof (globalThis as Record<string, unknown>)[name] !== 'undefined');
+const USER_AGENT: Record<string, string> = inBrowser ? {} : { 'User-Agent': `@inference-platform/sdk/${VERSION}` };
 
 const PAGINATED: ReadonlySet<string> = new Set(paginatedOperations);
 
@@ -84,6 +89,11 @@ type Params = { body?: unknown; path?: unknown; query?: Record<string, unknown> 
 
 /** The generated class bound to this client's HTTP client, kept out of its static registry. */
 function bindGenerated(client: Client): PlatformApi {
+  // Hands the transport the serialized JSON body, which it would otherwise read back out of the Request.
+  client.interceptors.request.use((request, options) => {
+    if (typeof options.serializedBody === 'string') serializedBodies.set(request, options.serializedBody);
+    return request;
+  });
   const api = Object.create(PlatformApi.prototype) as PlatformApi;
   Object.defineProperty(api, 'client', { value: client });
   return api;
@@ -189,7 +199,7 @@ export class Platform {
     const tokens = this.#tokens;
     const transport = createTransport(
       {
-        fetch: options.fetch ?? this.#options.fetch ?? ((request) => globalThis.fetch(request)),
+        fetch: options.fetch ?? this.#options.fetch,
         timeoutMs: options.timeout ?? this.#options.timeout ?? DEFAULT_TIMEOUT_MS,
         policy: {
           ...this.#policy,
@@ -216,27 +226,23 @@ export class Platform {
         `${route.operationId}() is a management operation: pass \`managementBaseUrl\` to new Platform({ managementBaseUrl: "https://..." }) or set the PLATFORM_MANAGEMENT_BASE_URL environment variable.`,
       );
     }
-    let result: Awaited<ReturnType<GeneratedMethod>>;
-    try {
-      result = await method.call(this.#api, {
-        ...params,
-        baseUrl,
-        fetch: transport,
-        parseAs: streaming ? 'stream' : 'auto',
-        headers: { ...USER_AGENT, ...this.#options.defaultHeaders, ...options.headers },
-      });
-    } catch (error) {
-      // The generated client parses a success body after the transport returned it: a body
-      // that is not what its content type says fails there (e.g. a SyntaxError).
-      if (!(error instanceof PlatformError) && state.response?.ok) throw new APIResponseParseError(state.response, { cause: error });
-      throw error;
-    }
+    const result = await method.call(this.#api, {
+      ...params,
+      baseUrl,
+      fetch: transport,
+      // The generated client leaves the body alone: the transport has read it (core/body.ts parses it).
+      parseAs: 'stream',
+      headers: { ...USER_AGENT, ...this.#options.defaultHeaders, ...options.headers },
+    });
     if (result.error !== undefined) {
       throw result.error instanceof Error ? result.error : new PlatformError(`Request failed: ${JSON.stringify(result.error)}`);
     }
     const response = state.response ?? result.response;
     if (!response) throw new PlatformError('No response.');
-    if (!streaming) return withResponse(result.data, response);
+    if (!streaming) {
+      const body = state.body ?? new ArrayBuffer(0);
+      return withResponse(await parseBody(response, body), response.headers, () => unreadCopy(response, body));
+    }
     const contentType = response.headers.get('content-type') ?? '';
     if (!contentType.includes('text/event-stream')) {
       state.abort?.();
@@ -245,7 +251,7 @@ export class Platform {
     }
     const control = { abort: state.abort, dispose: state.dispose, signal: options.signal };
     const stream = route.sse === 'named' ? new ResponseStream(response, control) : new ChatCompletionStream(response, control);
-    return withResponse(stream, response);
+    return withResponse(stream, response.headers, () => response);
   }
 
   /** Sets the credential of one attempt; returns it (a 401 then invalidates that very token). */

@@ -5,7 +5,7 @@
 // GC_ALLOWANCE_EXHAUSTED on the coding route). Every inference request, prepaid or not,
 // runs in a usage scope the gateway reports into, and is settled when the response closes:
 // answered, failed, cut, or left by its client.
-import type { Request, RequestHandler } from 'express';
+import type { RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import { routesById, type RouteDefinition } from '../../generated/contract/routes.js';
 import type { Catalog, ModelConfig } from '../gateway/catalog.js';
@@ -71,6 +71,12 @@ export function estimateRequest(catalog: Catalog, route: RouteDefinition, body: 
   return { model, promptTokens, outputTokens, micros: costMicros(model, { promptTokens, completionTokens: outputTokens }) };
 }
 
+/** The request's estimate, worked out once for the stages that need it (rate limits, billing). */
+export function estimateOnce(res: Response, catalog: Catalog, route: RouteDefinition, body: unknown): RequestEstimate {
+  const locals = res.locals as { estimate?: RequestEstimate };
+  return (locals.estimate ??= estimateRequest(catalog, route, bodyOf(body)));
+}
+
 function numberOr(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
 }
@@ -93,7 +99,7 @@ export function billingStage(billing: BillingService, catalog: Catalog, logger: 
       const charge = gated && settings.mode === 'prepaid';
       let reservation: Reservation | null = null;
       if (charge) {
-        const estimate = estimateRequest(catalog, route, bodyOf(req));
+        const estimate = estimateOnce(res, catalog, route, req.body);
         reservation = await billing.reserve({
           organizationId,
           apiKeyId,
@@ -119,6 +125,6 @@ export function billingStage(billing: BillingService, catalog: Catalog, logger: 
   };
 }
 
-function bodyOf(req: Request): Record<string, unknown> {
-  return req.body && typeof req.body === 'object' ? (req.body as Record<string, unknown>) : {};
+function bodyOf(body: unknown): Record<string, unknown> {
+  return body && typeof body === 'object' ? (body as Record<string, unknown>) : {};
 }

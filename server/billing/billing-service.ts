@@ -3,14 +3,18 @@
 // request first reserves its estimate against the balance (or a coding-agent plan's
 // allowance) and the weekly cap, and the reservation is settled with the actual charge when
 // the request ends. All state is in the database; each gate is one conditional statement,
-// so concurrent requests (across instances too) cannot overdraw what was reserved.
+// so concurrent requests (across instances too) cannot overdraw what was reserved. Off the
+// per-request path: the billing mode is cached (settings-cache.ts) and unmetered usage rows
+// are written behind in batches (usage-buffer.ts).
 import type { Logger } from 'pino';
-import type { PrismaClient } from '../../generated/prisma/client.js';
+import { Prisma, type PrismaClient } from '../../generated/prisma/client.js';
 import { ApiError } from '../errors.js';
 import type { Catalog } from '../gateway/catalog.js';
 import { CreditService, ensureBillingAccount, formatUsd } from './credit.js';
 import { costMicros, nextWeekStart, periodStart, weekStart, type PlanPeriod } from './pricing.js';
 import type { MeteredAttempt } from '../gateway/usage-scope.js';
+import { localSettingsChanges, SettingsCache, type SettingsChanges } from './settings-cache.js';
+import { UsageBuffer } from './usage-buffer.js';
 
 export const BILLING_MODES = ['unmetered', 'prepaid'] as const;
 export type BillingMode = (typeof BILLING_MODES)[number];
@@ -50,8 +54,18 @@ export interface SettleRequest {
   calls: MeteredAttempt[][];
 }
 
+/** What a usage line totals: a model, an API key, or a coding-agent product (null: API credit). */
+export const USAGE_GROUPS = ['model', 'key', 'product'] as const;
+export type UsageGroup = (typeof USAGE_GROUPS)[number];
+
+const USAGE_COLUMN: Record<UsageGroup, Prisma.Sql> = {
+  model: Prisma.raw('model'),
+  key: Prisma.raw('api_key_id::text'),
+  product: Prisma.raw('product'),
+};
+
 export interface UsageLine {
-  model: string | null;
+  group: string | null;
   /** upstream calls recorded (a resumed stream counts each upstream) */
   calls: number;
   inputTokens: number;
@@ -60,21 +74,49 @@ export interface UsageLine {
   billedMicros: bigint;
 }
 
+export interface BillingOverview extends BillingSettings {
+  balanceMicros: bigint;
+  reservedMicros: bigint;
+  weekSpentMicros: bigint;
+  weekStart: Date;
+  weekResetsAt: Date;
+  codingPlans: {
+    product: string;
+    period: PlanPeriod;
+    allowanceMicros: bigint;
+    usedMicros: bigint;
+    reservedMicros: bigint;
+    periodStart: Date;
+    topupAvailable: boolean;
+  }[];
+}
+
 /** Open reservations older than this are from a crashed instance: released (nothing charged). */
 export const RESERVATION_TTL_MS = 15 * 60_000;
 
 export class BillingService {
   readonly credit: CreditService;
+  private readonly cachedSettings: SettingsCache<BillingSettings>;
+  private readonly unmeteredUsage: UsageBuffer;
 
+  /** `changes`: how settings changes reach the other instances (default: this process only). */
   constructor(
     private readonly prisma: PrismaClient,
     private readonly catalog: Catalog,
     private readonly logger: Logger,
+    changes: SettingsChanges = localSettingsChanges(),
   ) {
     this.credit = new CreditService(prisma);
+    this.cachedSettings = new SettingsCache((organizationId) => this.readSettings(organizationId), changes);
+    this.unmeteredUsage = new UsageBuffer(prisma, logger);
   }
 
-  async settings(organizationId: string): Promise<BillingSettings> {
+  /** The organization's mode and weekly cap, as admission sees them: cached (see settings-cache.ts for how stale). */
+  settings(organizationId: string): Promise<BillingSettings> {
+    return this.cachedSettings.get(organizationId);
+  }
+
+  private async readSettings(organizationId: string): Promise<BillingSettings> {
     const org = await this.prisma.organization.findUnique({ where: { id: organizationId }, select: { billingMode: true, weeklyCapMicros: true } });
     return { mode: org?.billingMode === 'prepaid' ? 'prepaid' : 'unmetered', weeklyCapMicros: org?.weeklyCapMicros ?? null };
   }
@@ -82,11 +124,15 @@ export class BillingService {
   async setMode(organizationId: string, mode: BillingMode): Promise<void> {
     if (mode === 'prepaid') await ensureBillingAccount(this.prisma, organizationId);
     await this.prisma.organization.update({ where: { id: organizationId }, data: { billingMode: mode } });
+    await this.cachedSettings.changed(organizationId);
   }
 
   async setWeeklyCap(organizationId: string, capMicros: bigint | null): Promise<void> {
     await this.prisma.organization.update({ where: { id: organizationId }, data: { weeklyCapMicros: capMicros } });
+    await this.cachedSettings.changed(organizationId);
   }
+
+  // Coding plans and credit are not cached: the reservation statement reads them each time.
 
   async setCodingPlan(organizationId: string, product: string, plan: { allowanceMicros: bigint; topupAvailable: boolean; period?: PlanPeriod }): Promise<void> {
     const data = { allowanceMicros: plan.allowanceMicros, topupAvailable: plan.topupAvailable, period: plan.period ?? 'month' };
@@ -142,7 +188,8 @@ export class BillingService {
       RETURNING id`;
     if (rows.length === 1) return { id: rows[0].id, estimateMicros: r.estimateMicros, product: null };
 
-    const [{ weeklyCapMicros }, account] = await Promise.all([this.settings(r.organizationId), this.account(r.organizationId)]);
+    // The refusal's reason from the database, not the cache: the statement above used the database's cap.
+    const [{ weeklyCapMicros }, account] = await Promise.all([this.readSettings(r.organizationId), this.account(r.organizationId)]);
     if (weeklyCapMicros !== null && account.weekSpentMicros + account.reservedMicros + r.estimateMicros > weeklyCapMicros) {
       throw new ApiError(
         'SPENDING_LIMIT_EXCEEDED',
@@ -196,20 +243,8 @@ export class BillingService {
    * call), then every attempt's completion (a resumed stream's prefix is not billed again).
    */
   async settle(s: SettleRequest): Promise<{ billedMicros: bigint }> {
-    const rows: {
-      organizationId: string;
-      apiKeyId: string | null;
-      operation: string;
-      model: string;
-      provider: string | null;
-      inputTokens: number;
-      outputTokens: number;
-      costMicros: bigint;
-      billedMicros: bigint;
-      product: string | null;
-      reservationId: string | null;
-      traceId: string;
-    }[] = [];
+    const rows: Prisma.UsageRecordCreateManyInput[] = [];
+    const settledAt = new Date();
     let billed = 0n;
     for (const call of s.calls) {
       let first = true;
@@ -233,11 +268,13 @@ export class BillingService {
           product: s.product,
           reservationId: s.reservation?.id ?? null,
           traceId: s.traceId,
+          createdAt: settledAt,
         });
       }
     }
     if (!s.charge && !s.reservation) {
-      if (rows.length > 0) await this.prisma.usageRecord.createMany({ data: rows });
+      // Nothing charged, nothing held: written behind (usage-buffer.ts says what a crash can lose).
+      if (rows.length > 0) this.unmeteredUsage.add(rows);
       return { billedMicros: billed };
     }
     const week = weekStart();
@@ -305,8 +342,10 @@ export class BillingService {
     this.pending.add(tracked);
   }
 
+  /** Waits for the settlements in flight, then writes the buffered usage rows. */
   async drain(): Promise<void> {
     while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+    await this.unmeteredUsage.flush();
   }
 
   startSweeping(intervalMs = 60_000): () => void {
@@ -317,22 +356,53 @@ export class BillingService {
     return () => clearInterval(timer);
   }
 
-  /** Usage per model since a date: what each model's calls used, cost and were billed. */
-  async usage(organizationId: string, since: Date, until: Date = new Date()): Promise<UsageLine[]> {
-    const groups = await this.prisma.usageRecord.groupBy({
-      by: ['model'],
-      where: { organizationId, createdAt: { gte: since, lt: until } },
-      _count: { _all: true },
-      _sum: { inputTokens: true, outputTokens: true, costMicros: true, billedMicros: true },
-      orderBy: { model: 'asc' },
-    });
-    return groups.map((g) => ({
-      model: g.model,
-      calls: g._count._all,
-      inputTokens: g._sum.inputTokens ?? 0,
-      outputTokens: g._sum.outputTokens ?? 0,
-      costMicros: g._sum.costMicros ?? 0n,
-      billedMicros: g._sum.billedMicros ?? 0n,
+  /** Usage in [since, until) per model (or key, or product): what the calls used, cost and were billed. */
+  async usage(organizationId: string, since: Date, until: Date = new Date(), groupBy: UsageGroup = 'model'): Promise<UsageLine[]> {
+    // Rows settled in this process are counted even if still buffered (other instances' buffers: ≤ USAGE_FLUSH_MS late).
+    await this.unmeteredUsage.flush();
+    const rows = await this.prisma.$queryRaw<{ grp: string | null; calls: number; input: bigint; output: bigint; cost: bigint; billed: bigint }[]>`
+      SELECT ${USAGE_COLUMN[groupBy]} AS grp, count(*)::int AS calls,
+             COALESCE(sum(input_tokens), 0)::bigint AS input, COALESCE(sum(output_tokens), 0)::bigint AS output,
+             COALESCE(sum(cost_micros), 0)::bigint AS cost, COALESCE(sum(billed_micros), 0)::bigint AS billed
+      FROM usage_records
+      WHERE organization_id = ${organizationId}::uuid AND created_at >= ${since}::timestamptz AND created_at < ${until}::timestamptz
+      GROUP BY 1 ORDER BY 1 NULLS LAST`;
+    return rows.map((r) => ({
+      group: r.grp,
+      calls: r.calls,
+      inputTokens: Number(r.input),
+      outputTokens: Number(r.output),
+      costMicros: BigInt(r.cost),
+      billedMicros: BigInt(r.billed),
     }));
+  }
+
+  /** The organization's billing state: mode, balance, holds, weekly cap and spend, coding-agent plans. */
+  async overview(organizationId: string): Promise<BillingOverview> {
+    const [settings, account, plans] = await Promise.all([
+      this.readSettings(organizationId),
+      this.account(organizationId),
+      this.prisma.codingPlan.findMany({ where: { organizationId }, orderBy: { product: 'asc' } }),
+    ]);
+    return {
+      ...settings,
+      ...account,
+      weekResetsAt: nextWeekStart(),
+      codingPlans: plans.map((p) => {
+        const period = p.period === 'week' ? 'week' : 'month';
+        // A plan whose period has turned shows the new period, as the next request will.
+        const current = periodStart(period);
+        const fresh = p.periodStart.getTime() === current.getTime();
+        return {
+          product: p.product,
+          period,
+          allowanceMicros: p.allowanceMicros,
+          usedMicros: fresh ? p.usedMicros : 0n,
+          reservedMicros: p.reservedMicros,
+          periodStart: current,
+          topupAvailable: p.topupAvailable,
+        };
+      }),
+    };
   }
 }

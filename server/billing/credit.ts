@@ -5,19 +5,29 @@ import type { PrismaClient } from '../../generated/prisma/client.js';
 
 export const MICROS_PER_USD = 1_000_000n;
 
+export interface CreditEntry {
+  id: string;
+  amountMicros: bigint;
+  reason: string;
+  createdAt: Date;
+  /** The balance right after this entry. */
+  balanceMicros: bigint;
+}
+
 export class CreditService {
   constructor(private readonly prisma: PrismaClient) {}
 
-  async add(organizationId: string, amountMicros: bigint, reason: string): Promise<bigint> {
+  /** Appends a credit; answers the ledger entry and the account's balance right after it. */
+  async add(organizationId: string, amountMicros: bigint, reason: string): Promise<CreditEntry> {
     if (amountMicros <= 0n) throw new RangeError('credit must be positive');
     // The account exists before the ledger row, so its balance (started from the ledger's
     // sum when it was created) counts the new row exactly once.
     await ensureBillingAccount(this.prisma, organizationId);
-    await this.prisma.$transaction([
+    const [entry, account] = await this.prisma.$transaction([
       this.prisma.creditLedger.create({ data: { organizationId, amountMicros, reason } }),
       this.prisma.billingAccount.update({ where: { organizationId }, data: { balanceMicros: { increment: amountMicros } } }),
     ]);
-    return this.balance(organizationId);
+    return { id: entry.id, amountMicros, reason, createdAt: entry.createdAt, balanceMicros: account.balanceMicros };
   }
 
   async balance(organizationId: string): Promise<bigint> {

@@ -39,6 +39,8 @@ const deploymentSchema = z.object({
   max_concurrent: z.number().int().positive().default(256),
   /** Whether the upstream continues an assistant prefix (stream resume). */
   accepts_prefix: z.boolean().default(true),
+  /** The upstream's image model for the Responses `image_generation` tool (default: `model`). */
+  image_model: z.string().min(1).optional(),
 });
 
 const capabilitiesSchema = z.object({
@@ -249,7 +251,8 @@ const LOCAL_CHAT = {
   type: 'chat',
   context_window: 32_768,
   max_output_tokens: 4_096,
-  capabilities: { tools: true, reasoning: false, vision: false, streaming: true, image_generation: false },
+  // image_generation: the local provider draws a deterministic PNG (providers/local/image.ts).
+  capabilities: { tools: true, reasoning: false, vision: false, streaming: true, image_generation: true },
   deployments: ['local-chat'],
 };
 
@@ -271,16 +274,18 @@ export function defaultConfig(env: NodeJS.ProcessEnv): unknown {
   const tiers: Record<Tier, string[]> = { tier_1: [], tier_2: [], tier_3: [] };
   const families: Partial<Record<ModelFamily, string[]>> = { local: ['local-chat'] };
   const vision = { tools: true, reasoning: true, vision: true, streaming: true, image_generation: false };
+  // OpenAI's chat models call the image tool; gpt-image-1 (the deployments' image_model) draws.
+  const openai = { ...vision, image_generation: true };
   if (env.OPENAI_API_KEY) {
     providers.push({ id: 'openai', type: 'openai', base_url: env.OPENAI_BASE_URL || 'https://api.openai.com/v1', api_key_env: 'OPENAI_API_KEY' });
     deployments.push(
-      { id: 'openai-gpt-5-mini', provider: 'openai', model: 'gpt-5-mini' },
-      { id: 'openai-gpt-5', provider: 'openai', model: 'gpt-5' },
+      { id: 'openai-gpt-5-mini', provider: 'openai', model: 'gpt-5-mini', image_model: 'gpt-image-1' },
+      { id: 'openai-gpt-5', provider: 'openai', model: 'gpt-5', image_model: 'gpt-image-1' },
       { id: 'openai-text-embedding-3-small', provider: 'openai', model: 'text-embedding-3-small' },
     );
     models.push(
-      { id: 'gloo-openai-gpt-5-mini', family: 'openai', context_window: 400_000, max_output_tokens: 128_000, capabilities: vision, pricing: { input_per_1m: 0.25, output_per_1m: 2 }, deployments: ['openai-gpt-5-mini'] },
-      { id: 'gloo-openai-gpt-5', family: 'openai', context_window: 400_000, max_output_tokens: 128_000, capabilities: vision, pricing: { input_per_1m: 1.25, output_per_1m: 10 }, deployments: ['openai-gpt-5'] },
+      { id: 'gloo-openai-gpt-5-mini', family: 'openai', context_window: 400_000, max_output_tokens: 128_000, capabilities: openai, pricing: { input_per_1m: 0.25, output_per_1m: 2 }, deployments: ['openai-gpt-5-mini'] },
+      { id: 'gloo-openai-gpt-5', family: 'openai', context_window: 400_000, max_output_tokens: 128_000, capabilities: openai, pricing: { input_per_1m: 1.25, output_per_1m: 10 }, deployments: ['openai-gpt-5'] },
       { id: 'gloo-openai-text-embedding-3-small', family: 'openai', type: 'embedding', context_window: 8_191, dimensions: 1_536, shortenable: true, pricing: { input_per_1m: 0.02, output_per_1m: 0 }, deployments: ['openai-text-embedding-3-small'] },
     );
     tiers.tier_1.push('gloo-openai-gpt-5-mini');

@@ -5,11 +5,10 @@
 import type { Logger } from 'pino';
 import type { components } from '../../generated/types/openapi.js';
 import { ApiError } from '../errors.js';
-import { estimateMessageTokens } from '../providers/local/tokens.js';
 import type { ChatMessage, ChatRequest, ChatStreamEvent, ResponseFormat, ToolChoice, ToolDefinition } from '../providers/types.js';
-import type { GatewayService, Served } from './gateway-service.js';
+import { streamUsage, type GatewayService, type Served } from './gateway-service.js';
 import type { Guardrails } from './guardrails.js';
-import { planRoute, type RequestFeatures, type RoutePlan, type RouteSelector } from './routing.js';
+import { planRoute, requestFeatures, type RoutePlan, type RouteSelector } from './routing.js';
 import { withTradition, type Tradition } from './tradition.js';
 
 type Schemas = components['schemas'];
@@ -43,7 +42,7 @@ export class ChatCompletions {
     if (guarded) await this.guardrails.checkInput(messages, ctx.signal);
     const sent = guarded ? withTradition(messages, body.tradition) : messages;
     const request = providerRequest(body, sent);
-    const plan = planRoute(this.gateway.catalog, guarded ? body : { model: body.model }, features(request));
+    const plan = planRoute(this.gateway.catalog, guarded ? body : { model: body.model }, requestFeatures(request));
     const facts = (served: Served) => routingFacts(plan, served, guarded ? (body.tradition ?? null) : null);
     const id = `chatcmpl-${ctx.traceId.replace(/^trc_/, '')}`;
     const created = Math.floor(Date.now() / 1000);
@@ -129,12 +128,7 @@ export class ChatCompletions {
       if (!finish) return;
       yield chunk({ index: 0, delta: {}, finish_reason: finish.finishReason });
       if (includeUsage) {
-        const attempts = upstream.attempts.filter((a) => a.usage);
-        const usage = {
-          promptTokens: attempts[0]?.usage?.promptTokens ?? 0,
-          completionTokens: attempts.reduce((sum, a) => sum + (a.usage?.completionTokens ?? 0), 0),
-        };
-        yield chunk(null, { usage: usageOf(usage) });
+        yield chunk(null, { usage: usageOf(streamUsage(upstream.attempts)) });
       }
     }
     return { kind: 'stream', stream: chunks() };
@@ -159,19 +153,6 @@ function providerRequest(body: ChatCompletionBody, messages: ChatMessage[]): Omi
     parallelToolCalls: body.parallel_tool_calls,
     responseFormat: body.response_format,
     user: body.user,
-  };
-}
-
-function features(request: Omit<ChatRequest, 'model'>): RequestFeatures {
-  const users = request.messages.filter((m) => m.role === 'user');
-  return {
-    promptTokens: estimateMessageTokens(request.messages),
-    maxTokens: request.maxTokens,
-    hasTools: (request.tools?.length ?? 0) > 0 && request.toolChoice !== 'none',
-    hasImages: request.messages.some((m) => Array.isArray(m.content) && m.content.some((p) => p.type === 'image_url')),
-    jsonSchema: request.responseFormat?.type === 'json_schema',
-    messageCount: request.messages.length,
-    userText: users.map((m) => (typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => (p.type === 'text' ? p.text : '')).join(' '))).join('\n'),
   };
 }
 

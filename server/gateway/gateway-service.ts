@@ -6,7 +6,18 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { ApiError } from '../errors.js';
 import type { Metrics } from '../observability/metrics.js';
-import { ProviderError, type CallContext, type ChatRequest, type ChatResult, type ChatStreamEvent, type EmbedResult, type Provider, type Usage } from '../providers/types.js';
+import {
+  ProviderError,
+  type CallContext,
+  type ChatRequest,
+  type ChatResult,
+  type ChatStreamEvent,
+  type EmbedResult,
+  type ImageRequest,
+  type ImageResult,
+  type Provider,
+  type Usage,
+} from '../providers/types.js';
 import { estimateMessageTokens, estimateTokens } from '../providers/local/tokens.js';
 import type { Catalog, DeploymentConfig, ModelConfig } from './catalog.js';
 import { kindFacts, toCallerError } from './errors.js';
@@ -181,7 +192,7 @@ export class GatewayService {
     const metered = trackUsage(attempts);
     try {
       const { value, candidate, settle } = await this.withFailover(call, attempts, (c, signal) =>
-        this.provider(c).chat({ ...call.request, model: c.deployment.model }, this.callContext(signal)),
+        this.provider(c).chat(forCandidate(call.request, c), this.callContext(signal)),
       );
       settle({ ok: true, usage: value.usage });
       return { result: value, served: this.served(candidate), attempts };
@@ -269,7 +280,7 @@ export class GatewayService {
       attempts,
       async (c, signal) => {
         const controller = new AbortController();
-        const request: ChatRequest = { ...call.request, model: c.deployment.model, ...(prefix ? { assistantPrefix: prefix } : {}) };
+        const request: ChatRequest = { ...forCandidate(call.request, c), ...(prefix ? { assistantPrefix: prefix } : {}) };
         const iterator = this.provider(c).chatStream(request, this.callContext(AbortSignal.any([signal, controller.signal])))[Symbol.asyncIterator]();
         try {
           return { iterator, controller, buffered: await firstEvents(iterator, prefix) };
@@ -334,6 +345,29 @@ export class GatewayService {
     }
   }
 
+  /**
+   * Draws an image on the deployment that served the request (its `image_model`). The
+   * model already chose to call the tool, so there is no failover to another deployment.
+   */
+  async generateImage(served: Served, request: Omit<ImageRequest, 'model'>, signal: AbortSignal): Promise<ImageResult> {
+    const provider = this.provider(served);
+    if (!provider.generateImage) throw new ApiError('UNSUPPORTED_MODEL', `${served.model.id} cannot generate images on provider ${served.provider}.`, { param: 'tools' });
+    const deploymentId = served.deployment.id;
+    const finish = this.health.begin(deploymentId);
+    const started = performance.now();
+    try {
+      const result = await provider.generateImage({ ...request, model: served.deployment.image_model ?? served.deployment.model }, this.callContext(signal));
+      finish({ ok: true, latencyMs: performance.now() - started });
+      // Metering hook (usage-scope.ts): the prompt is what an image call is measured by here.
+      trackUsage([{ deploymentId, modelId: served.model.id, outcome: 'ok', usage: { promptTokens: estimateTokens(request.prompt), completionTokens: 0 } }])();
+      return result;
+    } catch (error) {
+      const facts = kindFacts(error);
+      finish({ ok: false, error: (error as Error).message, countsAsFailure: facts.unhealthy });
+      throw toCallerError(error);
+    }
+  }
+
   private provider(c: Candidate): Provider {
     return this.providers.get(c.deployment.provider)!;
   }
@@ -341,6 +375,23 @@ export class GatewayService {
   async close(): Promise<void> {
     await Promise.all([...this.providers.values()].map((p) => p.close()));
   }
+}
+
+/** What a stream used in all: the prompt of its first attempt, the output of every attempt (a resumed stream). */
+export function streamUsage(attempts: readonly Attempt[]): Usage {
+  const used = attempts.filter((a) => a.usage);
+  const reasoningTokens = used.reduce((sum, a) => sum + (a.usage?.reasoningTokens ?? 0), 0);
+  return {
+    promptTokens: used[0]?.usage?.promptTokens ?? 0,
+    completionTokens: used.reduce((sum, a) => sum + (a.usage?.completionTokens ?? 0), 0),
+    ...(reasoningTokens ? { reasoningTokens } : {}),
+  };
+}
+
+/** The request as one deployment gets it: its upstream model name; reasoning options only for reasoning models. */
+function forCandidate(request: Omit<ChatRequest, 'model'>, c: Candidate): ChatRequest {
+  const { reasoningEffort, ...rest } = request;
+  return { ...rest, model: c.deployment.model, ...(reasoningEffort && c.model.capabilities.reasoning ? { reasoningEffort } : {}) };
 }
 
 /** Ends an attempt: its outcome, and what it used (an estimate when a stream broke or was left). */

@@ -19,6 +19,8 @@ import { shareHealth } from './shared-health.js';
 export interface Inference {
   gateway: GatewayService;
   completions: ChatCompletions;
+  /** Input checks and output moderation of guarded routes (chat completions, Responses API). */
+  guardrails: Guardrails;
   /** The `listModels` answer, built once: the catalog does not change while running. */
   models: ReturnType<typeof modelList>;
   close(): Promise<void>;
@@ -58,6 +60,7 @@ export async function createInference(
   return {
     gateway,
     completions,
+    guardrails,
     models: modelList(catalog, Math.floor(Date.now() / 1000)),
     close: async () => {
       clearInterval(prober);

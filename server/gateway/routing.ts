@@ -13,6 +13,8 @@
 // image is surer than a prompt just past a length threshold). The tier's models come
 // first; the other tiers' models follow as fallbacks (the tier above first).
 import { ApiError } from '../errors.js';
+import { estimateMessageTokens } from '../providers/local/tokens.js';
+import type { ChatRequest } from '../providers/types.js';
 import type { Catalog, ModelConfig, ModelFamily, Tier } from './catalog.js';
 import { MODEL_FAMILIES, TIERS } from './catalog.js';
 
@@ -29,6 +31,8 @@ export interface RequestFeatures {
   maxTokens: number | undefined;
   hasTools: boolean;
   hasImages: boolean;
+  /** The Responses API's `image_generation` tool is offered. */
+  imageGeneration?: boolean;
   jsonSchema: boolean;
   messageCount: number;
   /** The text of the user's messages, for reasoning hints. */
@@ -44,6 +48,21 @@ export interface RoutePlan {
 }
 
 const REASONING_HINT = /\b(step[- ]by[- ]step|prove|proof|derive|analy[sz]e|reason(ing)? through|think (it )?through|trade-?offs?)\b|`{3}/i;
+
+/** What routing needs to know about a provider request. */
+export function requestFeatures(request: Omit<ChatRequest, 'model'>, extra: { imageGeneration?: boolean } = {}): RequestFeatures {
+  const users = request.messages.filter((m) => m.role === 'user');
+  return {
+    promptTokens: estimateMessageTokens(request.messages),
+    maxTokens: request.maxTokens,
+    hasTools: (request.tools?.length ?? 0) > 0 && request.toolChoice !== 'none',
+    hasImages: request.messages.some((m) => Array.isArray(m.content) && m.content.some((p) => p.type === 'image_url')),
+    imageGeneration: extra.imageGeneration ?? false,
+    jsonSchema: request.responseFormat?.type === 'json_schema',
+    messageCount: request.messages.length,
+    userText: users.map((m) => (typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => (p.type === 'text' ? p.text : '')).join(' '))).join('\n'),
+  };
+}
 
 export function classify(features: RequestFeatures): { tier: Tier; confidence: number } {
   const round = (n: number) => Math.round(n * 100) / 100;
@@ -109,16 +128,24 @@ export function planRoute(catalog: Catalog, selector: RouteSelector, features: R
 }
 
 function isCapable(model: ModelConfig, features: RequestFeatures): boolean {
-  return (!features.hasImages || model.capabilities.vision) && (!features.hasTools || model.capabilities.tools);
+  return (
+    (!features.hasImages || model.capabilities.vision) &&
+    (!features.hasTools || model.capabilities.tools) &&
+    (!features.imageGeneration || model.capabilities.image_generation)
+  );
 }
 
 function missingCapability(features: RequestFeatures): string {
-  return features.hasImages ? 'image input' : 'tools';
+  if (features.hasImages) return 'image input';
+  return features.imageGeneration ? 'image generation' : 'tools';
 }
 
 function requireCapable(model: ModelConfig, features: RequestFeatures, param: string): void {
   if (features.hasImages && !model.capabilities.vision) throw new ApiError('UNSUPPORTED_MODEL', `${model.id} does not accept image input.`, { param });
   if (features.hasTools && !model.capabilities.tools) throw new ApiError('UNSUPPORTED_MODEL', `${model.id} does not support tools.`, { param });
+  if (features.imageGeneration && !model.capabilities.image_generation) {
+    throw new ApiError('UNSUPPORTED_MODEL', `${model.id} does not support the image_generation tool.`, { param });
+  }
 }
 
 function fits(model: ModelConfig, features: RequestFeatures): boolean {

@@ -7,14 +7,16 @@ import { routesById } from '../../generated/contract/routes.js';
 import { ApiError } from '../errors.js';
 import type { Principal } from '../identity/principal.js';
 import type { IdempotencyRecords } from '../storage/idempotency-store.js';
+import type { SpooledFile } from './multipart.js';
 import type { AdmissionStage } from './router.js';
 
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
 
 function requestHash(req: Request): string {
   const hash = createHash('sha256').update(`${req.method} ${req.originalUrl}\n`).update(JSON.stringify(req.body ?? null));
-  for (const file of (req.files as Express.Multer.File[] | undefined) ?? []) {
-    hash.update(`\n${file.fieldname}:${file.originalname}:`).update(file.buffer);
+  // File parts were hashed while they streamed to disk (multipart.ts).
+  for (const file of (req.files as (Express.Multer.File & SpooledFile)[] | undefined) ?? []) {
+    hash.update(`\n${file.fieldname}:${file.originalname}:${file.sha256}`);
   }
   return hash.digest('hex');
 }

@@ -4,6 +4,7 @@ import type { RouteDefinition } from '../../generated/contract/routes.js';
 import type { UploadedFile } from '../../generated/server/operations.js';
 import type { Services } from '../services.js';
 import type { RequestContext } from './handler.js';
+import type { SpooledFile } from './multipart.js';
 import { writeSse } from './sse.js';
 import { streamErrorEvent } from './stream-errors.js';
 import { traceIdOf } from './trace.js';
@@ -75,6 +76,7 @@ function uploadedFiles(req: Request): UploadedFile[] {
     originalName: f.originalname,
     mimeType: f.mimetype,
     size: f.size,
-    buffer: f.buffer,
+    path: f.path,
+    sha256: (f as Express.Multer.File & SpooledFile).sha256,
   }));
 }

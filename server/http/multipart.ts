@@ -1,7 +1,16 @@
-// Multipart parsing for upload operations. The validator's built-in uploader marks a lone
-// file as a string even where the contract declares an array, so a single-file upload of
-// `files` would fail validation; here each file field gets the shape the contract declares.
-import type { RequestHandler } from 'express';
+// Multipart parsing for upload operations. File parts stream to temporary files (hashed with
+// SHA-256 on the way), never into memory, so a request of 20 files of 50 MB costs a few
+// buffers of RAM; the files are removed once the answer is sent. The validator's built-in
+// uploader marks a lone file as a string even where the contract declares an array, so a
+// single-file upload of `files` would fail validation; here each file field gets the shape
+// the contract declares.
+import { createHash, randomUUID } from 'node:crypto';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Request, RequestHandler } from 'express';
 import multer from 'multer';
 import type { RouteDefinition } from '../../generated/contract/routes.js';
 import { ApiError } from '../errors.js';
@@ -9,29 +18,79 @@ import { ApiError } from '../errors.js';
 export interface UploadLimits {
   fileSize: number;
   files: number;
+  /** Where file parts are spooled while the request is handled. */
+  directory: string;
+}
+
+/** What the storage engine adds to multer's file record. */
+export interface SpooledFile {
+  path: string;
+  size: number;
+  sha256: string;
 }
 
 /** Form fields are ids and flags: a megabyte each and a few dozen of them are plenty. */
 const FIELD_LIMITS = { fieldSize: 1024 * 1024, fields: 50 };
 
+/** A multer storage engine writing each part to its own file in `directory`, hashing as it goes. */
+function spoolStorage(directory: string): multer.StorageEngine {
+  mkdirSync(directory, { recursive: true });
+  return {
+    _handleFile(_req, file, callback) {
+      const path = join(directory, `upload-${randomUUID()}`);
+      const hash = createHash('sha256');
+      let size = 0;
+      const tap = new Transform({
+        transform(chunk: Buffer, _encoding, done) {
+          hash.update(chunk);
+          size += chunk.length;
+          done(null, chunk);
+        },
+      });
+      pipeline(file.stream, tap, createWriteStream(path)).then(
+        // multer merges what the engine reports into its file record.
+        () => callback(null, { path, size, sha256: hash.digest('hex') } satisfies SpooledFile as Partial<Express.Multer.File>),
+        // A part cut short (size limit, client gone) leaves nothing behind.
+        (error: unknown) => void rm(path, { force: true }).finally(() => callback(error as Error)),
+      );
+    },
+    _removeFile(_req, file, callback) {
+      rm((file as Express.Multer.File).path, { force: true }).then(() => callback(null), callback);
+    },
+  };
+}
+
+function spooledFiles(req: Request): Express.Multer.File[] {
+  return (req.files as Express.Multer.File[] | undefined) ?? [];
+}
+
 export function parseMultipart(route: RouteDefinition, limits: UploadLimits): RequestHandler {
   const upload = multer({
-    storage: multer.memoryStorage(),
-    limits: { ...limits, ...FIELD_LIMITS, parts: limits.files + FIELD_LIMITS.fields },
+    storage: spoolStorage(limits.directory),
+    // Browsers send UTF-8 file names; busboy's default reads them as Latin-1.
+    defParamCharset: 'utf8',
+    limits: { fileSize: limits.fileSize, files: limits.files, ...FIELD_LIMITS, parts: limits.files + FIELD_LIMITS.fields },
   }).any();
   const maxBytes = limits.fileSize * limits.files + FIELD_LIMITS.fieldSize * FIELD_LIMITS.fields;
   return (req, res, next) => {
-    // Refuse what cannot fit before buffering any of it.
+    // Refuse what cannot fit before reading any of it.
     if (Number(req.headers['content-length'] ?? 0) > maxBytes) {
       return next(new ApiError('PAYLOAD_TOO_LARGE', `An upload may carry at most ${limits.files} files of ${limits.fileSize} bytes`));
     }
+    // The spooled files live as long as the request: removed when the answer is sent or the client leaves.
+    res.once('close', () => {
+      for (const file of spooledFiles(req)) void rm(file.path, { force: true });
+    });
     upload(req, res, (error?: unknown) => {
+      // Too many files is a size limit of the request, like too large a file (413).
+      if (error instanceof multer.MulterError && error.code === 'LIMIT_FILE_COUNT') {
+        return next(new ApiError('PAYLOAD_TOO_LARGE', `An upload may carry at most ${limits.files} files`));
+      }
       if (error instanceof multer.MulterError) return next(error);
       // busboy's own failures: no boundary, a truncated form, a malformed part.
       if (error) return next(new ApiError('INVALID_REQUEST', `Malformed multipart body: ${(error as Error).message}`, { status: 400 }));
-      const files = (req.files as Express.Multer.File[] | undefined) ?? [];
       const counts = new Map<string, number>();
-      for (const file of files) counts.set(file.fieldname, (counts.get(file.fieldname) ?? 0) + 1);
+      for (const file of spooledFiles(req)) counts.set(file.fieldname, (counts.get(file.fieldname) ?? 0) + 1);
       // Placeholders only: validation checks presence and count; handlers get the files themselves.
       for (const [field, count] of counts) {
         req.body[field] = route.uploads[field] === 'one' && count === 1 ? '' : new Array(count).fill('');

@@ -31,6 +31,7 @@ export interface OpenAICompatibleOptions {
 interface WireUsage {
   prompt_tokens?: number;
   completion_tokens?: number;
+  completion_tokens_details?: { reasoning_tokens?: number } | null;
 }
 
 interface WireCompletion {
@@ -104,6 +105,18 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
       return { vectors, promptTokens: answer.usage?.prompt_tokens ?? 0 };
     },
 
+    async generateImage(request, ctx) {
+      const body = { model: request.model, prompt: request.prompt, n: 1, size: request.size, quality: request.quality, output_format: request.outputFormat };
+      const answer = await http.json<{ data?: { b64_json?: string }[] }>(
+        { method: 'POST', path: path('images/generations', request.model), headers, body },
+        ctx,
+        { ms: ctx.timeouts.firstTokenMs, kind: 'first_token' },
+      );
+      const base64 = answer.data?.[0]?.b64_json;
+      if (!base64) throw new ProviderError('server', 'upstream image answer has no b64_json');
+      return { base64, mediaType: `image/${request.outputFormat ?? 'png'}` };
+    },
+
     async probe(ctx) {
       await http.json({ method: 'GET', path: path('models'), headers }, ctx, { ms: ctx.timeouts.connectMs, kind: 'connect' });
     },
@@ -127,6 +140,7 @@ function chatBody(request: ChatRequest, stream: boolean): Record<string, unknown
     tool_choice: request.toolChoice,
     parallel_tool_calls: request.parallelToolCalls,
     response_format: request.responseFormat,
+    reasoning_effort: request.reasoningEffort,
     user: request.user,
     ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
   };
@@ -160,7 +174,9 @@ function finishReason(reason: string | null | undefined): FinishReason {
 }
 
 function usage(wire: WireUsage | null | undefined): Usage | undefined {
-  return wire ? { promptTokens: wire.prompt_tokens ?? 0, completionTokens: wire.completion_tokens ?? 0 } : undefined;
+  if (!wire) return undefined;
+  const reasoning = wire.completion_tokens_details?.reasoning_tokens;
+  return { promptTokens: wire.prompt_tokens ?? 0, completionTokens: wire.completion_tokens ?? 0, ...(reasoning ? { reasoningTokens: reasoning } : {}) };
 }
 
 async function* streamEvents(events: AsyncIterable<{ data: string }>): AsyncGenerator<ChatStreamEvent> {

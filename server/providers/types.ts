@@ -54,6 +54,8 @@ export interface ChatRequest {
   toolChoice?: ToolChoice;
   parallelToolCalls?: boolean;
   responseFormat?: ResponseFormat;
+  /** Reasoning models only (the gateway drops it for others): how much the model reasons. */
+  reasoningEffort?: 'minimal' | 'low' | 'medium' | 'high';
   user?: string;
   /**
    * Resume a broken stream: the answer so far. The upstream must continue it (sent as a
@@ -66,6 +68,8 @@ export interface ChatRequest {
 export interface Usage {
   promptTokens: number;
   completionTokens: number;
+  /** Of the completion tokens, those a reasoning model spent reasoning (when the upstream says). */
+  reasoningTokens?: number;
 }
 
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';
@@ -105,6 +109,22 @@ export interface EmbedResult {
   promptTokens: number;
 }
 
+/** Image generation (the Responses API's `image_generation` tool). */
+export interface ImageRequest {
+  /** The upstream's image model name. */
+  model: string;
+  prompt: string;
+  size?: string;
+  quality?: string;
+  outputFormat?: 'png' | 'jpeg' | 'webp';
+}
+
+export interface ImageResult {
+  /** The image, base64-encoded. */
+  base64: string;
+  mediaType: string;
+}
+
 export interface CallTimeouts {
   /** Until the upstream accepts the connection and answers with headers. */
   connectMs: number;
@@ -129,6 +149,8 @@ export interface Provider {
   chat(request: ChatRequest, ctx: CallContext): Promise<ChatResult>;
   chatStream(request: ChatRequest, ctx: CallContext): AsyncIterable<ChatStreamEvent>;
   embed(request: EmbedRequest, ctx: CallContext): Promise<EmbedResult>;
+  /** Upstreams that draw images (absent: the provider cannot). */
+  generateImage?(request: ImageRequest, ctx: CallContext): Promise<ImageResult>;
   /** Cheap liveness check for background probes; rejects with a ProviderError. */
   probe(ctx: CallContext): Promise<void>;
   /** Releases pooled connections. */

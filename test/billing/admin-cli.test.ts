@@ -37,14 +37,24 @@ describe('npm run admin: billing', () => {
     expect((await admin('set-weekly-cap', 'acme', 'lots')).code).not.toBe(0);
     expect((await admin('set-coding-plan', 'acme', 'code-assist', '20', '--topup')).out).toContain('code-assist plan, $20.00 per month, top-up available');
 
+    expect((await admin('set-rate-limit', 'acme', '--rpm', 'lots')).code).not.toBe(0);
+    expect((await admin('set-rate-limit', 'acme', '--rpm', '2', '--tpm', '100000')).out).toContain('acme: 2 requests and 100000 tokens per minute');
+
     const platform = await startTestPlatform({ dataDir, logLevel: 'silent' }, {}, { adminKey: 'unused' });
     const ask = JSON.stringify({ model: 'local-chat', messages: [{ role: 'user', content: 'hello there' }] });
     try {
       expect((await platform.api('/ai/v2/guarded/chat/completions', { method: 'POST', key, body: ask })).status).toBe(402);
       expect((await platform.api('/ai/v2/code-assist/chat/completions', { method: 'POST', key, body: ask })).status).toBe(200);
+      // The organization's rate limit of 2 requests per minute (the 402 counted too): the third is refused.
+      expect((await platform.api('/ai/v2/code-assist/chat/completions', { method: 'POST', key, body: ask })).status).toBe(429);
     } finally {
       await platform.close();
     }
+    expect((await admin('set-rate-limit', 'acme')).out).toContain('acme: no rate limit');
+    // Keys made without --scopes cannot credit their own organization.
+    const created = (await admin('create-key', 'acme')).out;
+    expect(created).toContain('billing:read');
+    expect(created).not.toContain('billing:manage');
     const usage = await admin('usage', 'acme', '--since', '2020-01-01');
     expect(usage.out).toMatch(/local-chat\t1\t\d+\t\d+\t\$0\.00\t\$0\.00/);
   }, 300_000);

@@ -75,3 +75,63 @@ export async function settled(platform: TestPlatform, organizationId: string): P
 export async function ledgerBalance(platform: TestPlatform, organizationId: string): Promise<bigint> {
   return platform.services.billing.credit.balance(organizationId);
 }
+
+// ---------------------------------------------------------------- concurrency bursts
+
+/** Requests of a concurrency burst. */
+export const N = 100;
+
+export interface Outcome {
+  ok: number;
+  refused: Record<string, number>;
+  estimate: bigint;
+  finalBalance: bigint;
+  billed: bigint;
+}
+
+export async function burst(instances: TestPlatform[], org: TestOrg, body: unknown): Promise<Record<string, number> & { ok: number }> {
+  const results = await Promise.all(
+    Array.from({ length: N }, async (_, i) => {
+      const res = await instances[i % instances.length].api('/ai/v2/guarded/chat/completions', { method: 'POST', key: org.key, body: JSON.stringify(body) });
+      const json = await res.json();
+      return res.status === 200 ? 'ok' : `${res.status} ${json.error?.name}`;
+    }),
+  );
+  const counts: Record<string, number> = { ok: 0 };
+  for (const r of results) counts[r] = (counts[r] ?? 0) + 1;
+  return counts as Record<string, number> & { ok: number };
+}
+
+export async function creditRun(instances: TestPlatform[], startMicros: bigint): Promise<Outcome> {
+  const [platform] = instances;
+  const org = await createOrg(platform, 'burst');
+  await platform.services.billing.setMode(org.id, 'prepaid');
+  await platform.services.billing.credit.add(org.id, startMicros, 'burst');
+  const counts = await burst(instances, org, ask());
+  await settled(platform, org.id);
+  const { prisma } = platform.services.database;
+  const holds = await prisma.billingReservation.findMany({ where: { organizationId: org.id } });
+  const usage = await prisma.usageRecord.aggregate({ where: { organizationId: org.id }, _sum: { billedMicros: true } });
+  const { ok, ...refused } = counts;
+  return {
+    ok,
+    refused,
+    estimate: holds.reduce((max, h) => (h.estimateMicros > max ? h.estimateMicros : max), 0n),
+    finalBalance: await platform.services.billing.credit.balance(org.id),
+    billed: usage._sum.billedMicros ?? 0n,
+  };
+}
+
+export function checkCredit(outcome: Outcome, startMicros: bigint, label: string): void {
+  console.log(
+    `[billing concurrency ${label}] ${N} requests, start balance ${startMicros} µ$, estimate ${outcome.estimate} µ$: ` +
+      `${outcome.ok} served, refused ${JSON.stringify(outcome.refused)}, billed ${outcome.billed} µ$, final balance ${outcome.finalBalance} µ$ ` +
+      `(overshoot ${outcome.finalBalance < 0n ? -outcome.finalBalance : 0n} µ$)`,
+  );
+  expect(outcome.ok).toBeGreaterThan(0);
+  expect(outcome.ok + Object.values(outcome.refused).reduce((a, b) => a + b, 0)).toBe(N);
+  expect(Object.keys(outcome.refused)).toEqual(['402 INSUFFICIENT_CREDIT']);
+  // Overshoot at most one request's estimate (the holds make it none when answers stay within max_tokens).
+  expect(outcome.finalBalance).toBeGreaterThanOrEqual(-outcome.estimate);
+  expect(outcome.finalBalance).toBe(startMicros - outcome.billed);
+}

@@ -4,6 +4,7 @@
 import { getEventListeners } from 'node:events';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { PlatformApi } from '../../generated/client/sdk.gen.js';
+import { clientRoutesById } from '../../generated/contract/client-routes.js';
 import { routes } from '../../generated/contract/routes.js';
 import {
   APIConnectionTimeoutError,
@@ -195,7 +196,7 @@ describe('timeouts merged with the caller signal', () => {
 describe('deprecated operations', () => {
   it('logs one warning per operation, naming its replacement', async () => {
     api.script('POST /ai/v1/responses', { status: 200, body: { id: 'r' } });
-    api.script('POST /ai/v2/responses', { status: 200, body: { id: 'r' } });
+    api.script(`POST ${clientRoutesById.createResponse.path}`, { status: 200, body: { id: 'r' } });
     const log = logger();
     const platform = client({ logger: log });
     await platform.createResponseV1({ body: { model: 'm', input: 'x' } });
@@ -433,6 +434,7 @@ describe('call results', () => {
   it('builds its Request without credentials, and without redirect unless set (edge runtimes reject them)', async () => {
     const inits: RequestInit[] = [];
     const Original = globalThis.Request;
+    const originalFetch = globalThis.fetch;
     vi.stubGlobal(
       'Request',
       class extends Original {
@@ -442,20 +444,28 @@ describe('call results', () => {
         }
       },
     );
+    // The default path hands the global fetch the URL and the init, no Request.
+    vi.stubGlobal('fetch', (input: RequestInfo | URL, init?: RequestInit) => {
+      if (init?.signal) inits.push(init);
+      return originalFetch(input, init);
+    });
     try {
       mgmt.script('GET /api/v1/health', { status: 200, body: health });
       mgmt.script('POST /api/v1/agents', { status: 201, body: { data: { id: 'agt_1' }, meta: { requestId: 'r' } } });
+      mgmt.script('GET /api/v1/health', { status: 200, body: health });
       await client().getHealth();
       await client().createAgent({ body: { name: 'A' } });
+      await client({ fetch: (request) => originalFetch(request) }).getHealth();
     } finally {
       vi.unstubAllGlobals();
     }
-    expect(inits).toHaveLength(2);
+    expect(inits).toHaveLength(3);
     for (const init of inits) {
       expect(init).not.toHaveProperty('credentials');
       expect(init).not.toHaveProperty('redirect');
     }
-    expect(mgmt.requests).toHaveLength(2);
+    expect(mgmt.requests).toHaveLength(3);
+    expect(JSON.parse(mgmt.requests[1]!.body)).toEqual({ name: 'A' });
   });
 });
 

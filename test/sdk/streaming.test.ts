@@ -2,6 +2,7 @@
 // citations first), Responses named events, in-stream errors thrown as typed errors with
 // their trace id, content-filter ends reported, `break` aborting the request, helpers.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { clientRoutesById } from '../../generated/contract/client-routes.js';
 import {
   APIConnectionError,
   APIConnectionTimeoutError,
@@ -19,7 +20,8 @@ import { chat, until } from './support/helpers.js';
 
 const CHAT = 'POST /ai/v2/guarded/chat/completions';
 const GROUNDED = 'POST /ai/v2/grounded/chat/completions';
-const RESPONSES = 'POST /ai/v2/responses';
+// The canonical path of createResponse, whichever the contract names.
+const RESPONSES = `POST ${clientRoutesById.createResponse.path}`;
 
 let server: FaultServer;
 let platform: Platform;

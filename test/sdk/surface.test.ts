@@ -16,9 +16,11 @@ import {
   APIConnectionTimeoutError,
   APIPromise,
   BadRequestError,
+  ChatCompletionStream,
   PagePromise,
   Platform,
   PlatformError,
+  ResponseStream,
   ServiceUnavailableError,
   VERSION,
   type ChatCompletion,
@@ -26,7 +28,7 @@ import {
   type Model,
 } from '../../sdk/src/index.js';
 import { aiError, startFaultServer, type FaultServer } from './support/fault-server.js';
-import { chat } from './support/helpers.js';
+import { chat, until } from './support/helpers.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const MAP_FILE = join(ROOT, 'scripts/codegen/sdk-resources.map.json');
@@ -178,8 +180,9 @@ describe('the resource generator', () => {
 
   it('gives an unmapped operation a default place by tag, and says so', () => {
     const { getMetrics: _dropped, ...operations } = map.operations;
+    const before = run(map).log;
     const { log, resources } = run({ ...map, operations });
-    expect(log).toEqual(['sdk-resources: getMetrics is not in the mapping; placed at client.management.getMetrics']);
+    expect(log.filter((line) => !before.includes(line))).toEqual(['sdk-resources: getMetrics is not in the mapping; placed at client.management.getMetrics']);
     expect(resources).toContain('["management.getMetrics", "getMetrics", [], 0, 0]');
     expect(resources).toContain('getMetrics(options?: RequestOptions): ResultOf<"getMetrics">;');
   });
@@ -267,6 +270,43 @@ describe('stream helpers', () => {
     expect(new TextDecoder().decode((await reader.read()).value)).toContain('"a"');
     await reader.cancel();
     expect(slow.finished).toBe(true);
+  });
+
+  it('fromReadableStream() reads what toReadableStream() wrote, with the same helpers; leaving it cancels the source', async () => {
+    const sse = [
+      toolChunk({ role: 'assistant', content: 'Checking. ' }),
+      toolChunk({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":' } }] }),
+      toolChunk({ tool_calls: [{ index: 0, function: { arguments: '"Lisbon"}' } }] }, 'tool_calls'),
+      { data: '[DONE]' },
+    ];
+    api.script('POST /ai/v2/guarded/chat/completions', { sse });
+    const direct = await (await client().chat.completions.create({ ...chat, stream: true })).collect();
+    api.script('POST /ai/v2/guarded/chat/completions', { sse });
+    const source = await client().chat.completions.create({ ...chat, stream: true });
+    // Across a web boundary: a backend answers with the NDJSON, the frontend reads its body.
+    const answer = new Response(source.toReadableStream(), { headers: { 'content-type': 'application/x-ndjson' } });
+    const rebuilt = ChatCompletionStream.fromReadableStream(answer.body!);
+    expect(rebuilt).toBeInstanceOf(ChatCompletionStream);
+    const result = await rebuilt.collect();
+    expect(result).toMatchObject({ text: 'Checking. ', finishReason: 'tool_calls', toolCalls: direct.toolCalls, message: direct.message });
+    expect(result.toolCalls).toHaveLength(1);
+
+    const response = { id: 'r', object: 'response', created_at: 1, status: 'completed', model: 'm', output: [], output_text: 'Rest.', incomplete_details: null, error: null, usage: null };
+    const lines = [{ type: 'response.output_text.delta', sequence_number: 0, item_id: 'm', output_index: 0, content_index: 0, delta: 'Rest.' }, { type: 'response.completed', sequence_number: 1, response }];
+    const ndjson = new Response(lines.map((line) => `${JSON.stringify(line)}\r\n`).join('')).body!;
+    const events = ResponseStream.fromReadableStream(ndjson);
+    const types: string[] = [];
+    for await (const event of events) types.push(event.type);
+    expect(types).toEqual(['response.output_text.delta', 'response.completed']);
+    await expect(events.finalResponse()).resolves.toMatchObject({ id: 'r', output_text: 'Rest.' });
+
+    api.script('POST /ai/v2/guarded/chat/completions', { sse: [toolChunk({ content: 'a' }), { pauseMs: 5000 }, toolChunk({ content: 'b' }, 'stop')] });
+    const slow = await client().chat.completions.create({ ...chat, stream: true });
+    for await (const chunk of ChatCompletionStream.fromReadableStream(slow.toReadableStream())) {
+      expect('choices' in chunk && chunk.choices[0]?.delta.content).toBe('a');
+      break;
+    }
+    await until(() => slow.finished);
   });
 });
 
@@ -391,5 +431,19 @@ describe('configuration and failures', () => {
     await client().management.health();
     expect(mgmt.requests[0]!.headers['user-agent']).toBe(`@inference-platform/sdk/${VERSION}`);
     expect(VERSION).toBe(JSON.parse(readFileSync(join(ROOT, 'sdk/package.json'), 'utf8')).version);
+  });
+
+  it.each(['document', 'WorkerGlobalScope'])('sends no User-Agent of its own in a browser page or worker (global %s)', async (global) => {
+    vi.resetModules();
+    vi.stubGlobal(global, class {});
+    try {
+      const fresh = await import('../../sdk/src/index.js');
+      mgmt.script('GET /api/v1/health', { status: 200, body: health });
+      await new fresh.Platform({ apiKey: 'sk_live', baseUrl: api.url, managementBaseUrl: mgmt.url }).management.health();
+      expect(mgmt.requests[0]!.headers['user-agent']).not.toContain('@inference-platform/sdk');
+    } finally {
+      vi.unstubAllGlobals();
+      vi.resetModules();
+    }
   });
 });

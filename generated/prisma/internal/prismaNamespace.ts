@@ -406,6 +406,7 @@ export const ModelName = {
   Item: 'Item',
   Chunk: 'Chunk',
   IngestionJob: 'IngestionJob',
+  IngestionJobPart: 'IngestionJobPart',
   Agent: 'Agent',
   Chat: 'Chat',
   Message: 'Message',
@@ -415,7 +416,8 @@ export const ModelName = {
   BillingReservation: 'BillingReservation',
   CodingPlan: 'CodingPlan',
   RateLimit: 'RateLimit',
-  IdempotencyRecord: 'IdempotencyRecord'
+  IdempotencyRecord: 'IdempotencyRecord',
+  StoredResponse: 'StoredResponse'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -431,7 +433,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "publisher" | "apiKey" | "oAuthClient" | "oAuthAccessToken" | "collection" | "item" | "chunk" | "ingestionJob" | "agent" | "chat" | "message" | "usageRecord" | "creditLedger" | "billingAccount" | "billingReservation" | "codingPlan" | "rateLimit" | "idempotencyRecord"
+    modelProps: "organization" | "publisher" | "apiKey" | "oAuthClient" | "oAuthAccessToken" | "collection" | "item" | "chunk" | "ingestionJob" | "ingestionJobPart" | "agent" | "chat" | "message" | "usageRecord" | "creditLedger" | "billingAccount" | "billingReservation" | "codingPlan" | "rateLimit" | "idempotencyRecord" | "storedResponse"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -1098,6 +1100,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         count: {
           args: Prisma.IngestionJobCountArgs<ExtArgs>
           result: runtime.Types.Utils.Optional<Prisma.IngestionJobCountAggregateOutputType> | number
+        }
+      }
+    }
+    IngestionJobPart: {
+      payload: Prisma.$IngestionJobPartPayload<ExtArgs>
+      fields: Prisma.IngestionJobPartFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.IngestionJobPartFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$IngestionJobPartPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.IngestionJobPartFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$IngestionJobPartPayload>
+        }
+        findFirst: {
+          args: Prisma.IngestionJobPartFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$IngestionJobPartPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.IngestionJobPartFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$IngestionJobPartPayload>
+        }
+        findMany: {
+          args: Prisma.IngestionJobPartFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$IngestionJobPartPayload>[]
+        }
+        create: {
+          args: Prisma.IngestionJobPartCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$IngestionJobPartPayload>
+        }
+        createMany: {
+          args: Prisma.IngestionJobPartCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.IngestionJobPartCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$IngestionJobPartPayload>[]
+        }
+        delete: {
+          args: Prisma.IngestionJobPartDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$IngestionJobPartPayload>
+        }
+        update: {
+          args: Prisma.IngestionJobPartUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$IngestionJobPartPayload>
+        }
+        deleteMany: {
+          args: Prisma.IngestionJobPartDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.IngestionJobPartUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.IngestionJobPartUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$IngestionJobPartPayload>[]
+        }
+        upsert: {
+          args: Prisma.IngestionJobPartUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$IngestionJobPartPayload>
+        }
+        aggregate: {
+          args: Prisma.IngestionJobPartAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateIngestionJobPart>
+        }
+        groupBy: {
+          args: Prisma.IngestionJobPartGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.IngestionJobPartGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.IngestionJobPartCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.IngestionJobPartCountAggregateOutputType> | number
         }
       }
     }
@@ -1841,6 +1917,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    StoredResponse: {
+      payload: Prisma.$StoredResponsePayload<ExtArgs>
+      fields: Prisma.StoredResponseFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.StoredResponseFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$StoredResponsePayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.StoredResponseFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$StoredResponsePayload>
+        }
+        findFirst: {
+          args: Prisma.StoredResponseFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$StoredResponsePayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.StoredResponseFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$StoredResponsePayload>
+        }
+        findMany: {
+          args: Prisma.StoredResponseFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$StoredResponsePayload>[]
+        }
+        create: {
+          args: Prisma.StoredResponseCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$StoredResponsePayload>
+        }
+        createMany: {
+          args: Prisma.StoredResponseCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.StoredResponseCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$StoredResponsePayload>[]
+        }
+        delete: {
+          args: Prisma.StoredResponseDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$StoredResponsePayload>
+        }
+        update: {
+          args: Prisma.StoredResponseUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$StoredResponsePayload>
+        }
+        deleteMany: {
+          args: Prisma.StoredResponseDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.StoredResponseUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.StoredResponseUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$StoredResponsePayload>[]
+        }
+        upsert: {
+          args: Prisma.StoredResponseUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$StoredResponsePayload>
+        }
+        aggregate: {
+          args: Prisma.StoredResponseAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateStoredResponse>
+        }
+        groupBy: {
+          args: Prisma.StoredResponseGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.StoredResponseGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.StoredResponseCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.StoredResponseCountAggregateOutputType> | number
+        }
+      }
+    }
   }
 } & {
   other: {
@@ -1950,6 +2100,8 @@ export const CollectionScalarFieldEnum = {
   organizationId: 'organizationId',
   name: 'name',
   multiTenant: 'multiTenant',
+  embeddingModel: 'embeddingModel',
+  embeddingDimensions: 'embeddingDimensions',
   createdAt: 'createdAt'
 } as const
 
@@ -1981,6 +2133,7 @@ export const ItemScalarFieldEnum = {
   evergreen: 'evergreen',
   itemNumber: 'itemNumber',
   itemExtra: 'itemExtra',
+  failureReason: 'failureReason',
   contentHash: 'contentHash',
   etag: 'etag',
   createdAt: 'createdAt',
@@ -2013,11 +2166,27 @@ export const IngestionJobScalarFieldEnum = {
   status: 'status',
   error: 'error',
   attempts: 'attempts',
+  fileName: 'fileName',
+  mediaType: 'mediaType',
+  sizeBytes: 'sizeBytes',
+  contentHash: 'contentHash',
+  runAfter: 'runAfter',
+  leaseOwner: 'leaseOwner',
+  leaseUntil: 'leaseUntil',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const
 
 export type IngestionJobScalarFieldEnum = (typeof IngestionJobScalarFieldEnum)[keyof typeof IngestionJobScalarFieldEnum]
+
+
+export const IngestionJobPartScalarFieldEnum = {
+  jobId: 'jobId',
+  ordinal: 'ordinal',
+  data: 'data'
+} as const
+
+export type IngestionJobPartScalarFieldEnum = (typeof IngestionJobPartScalarFieldEnum)[keyof typeof IngestionJobPartScalarFieldEnum]
 
 
 export const AgentScalarFieldEnum = {
@@ -2054,6 +2223,7 @@ export const MessageScalarFieldEnum = {
   role: 'role',
   content: 'content',
   sources: 'sources',
+  queryId: 'queryId',
   createdAt: 'createdAt',
   deletedAt: 'deletedAt'
 } as const
@@ -2160,6 +2330,21 @@ export const IdempotencyRecordScalarFieldEnum = {
 } as const
 
 export type IdempotencyRecordScalarFieldEnum = (typeof IdempotencyRecordScalarFieldEnum)[keyof typeof IdempotencyRecordScalarFieldEnum]
+
+
+export const StoredResponseScalarFieldEnum = {
+  id: 'id',
+  organizationId: 'organizationId',
+  previousResponseId: 'previousResponseId',
+  model: 'model',
+  status: 'status',
+  input: 'input',
+  output: 'output',
+  createdAt: 'createdAt',
+  expiresAt: 'expiresAt'
+} as const
+
+export type StoredResponseScalarFieldEnum = (typeof StoredResponseScalarFieldEnum)[keyof typeof StoredResponseScalarFieldEnum]
 
 
 export const SortOrder = {
@@ -2290,6 +2475,20 @@ export type JsonFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'J
  * Reference to a field of type 'QueryMode'
  */
 export type EnumQueryModeFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'QueryMode'>
+    
+
+
+/**
+ * Reference to a field of type 'Bytes'
+ */
+export type BytesFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Bytes'>
+    
+
+
+/**
+ * Reference to a field of type 'Bytes[]'
+ */
+export type ListBytesFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Bytes[]'>
     
 
 
@@ -2466,6 +2665,7 @@ export type GlobalOmitConfig = {
   item?: Prisma.ItemOmit
   chunk?: Prisma.ChunkOmit
   ingestionJob?: Prisma.IngestionJobOmit
+  ingestionJobPart?: Prisma.IngestionJobPartOmit
   agent?: Prisma.AgentOmit
   chat?: Prisma.ChatOmit
   message?: Prisma.MessageOmit
@@ -2476,6 +2676,7 @@ export type GlobalOmitConfig = {
   codingPlan?: Prisma.CodingPlanOmit
   rateLimit?: Prisma.RateLimitOmit
   idempotencyRecord?: Prisma.IdempotencyRecordOmit
+  storedResponse?: Prisma.StoredResponseOmit
 }
 
 /* Types for Logging */

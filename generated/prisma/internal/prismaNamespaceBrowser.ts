@@ -60,6 +60,7 @@ export const ModelName = {
   Item: 'Item',
   Chunk: 'Chunk',
   IngestionJob: 'IngestionJob',
+  IngestionJobPart: 'IngestionJobPart',
   Agent: 'Agent',
   Chat: 'Chat',
   Message: 'Message',
@@ -69,7 +70,8 @@ export const ModelName = {
   BillingReservation: 'BillingReservation',
   CodingPlan: 'CodingPlan',
   RateLimit: 'RateLimit',
-  IdempotencyRecord: 'IdempotencyRecord'
+  IdempotencyRecord: 'IdempotencyRecord',
+  StoredResponse: 'StoredResponse'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -158,6 +160,8 @@ export const CollectionScalarFieldEnum = {
   organizationId: 'organizationId',
   name: 'name',
   multiTenant: 'multiTenant',
+  embeddingModel: 'embeddingModel',
+  embeddingDimensions: 'embeddingDimensions',
   createdAt: 'createdAt'
 } as const
 
@@ -189,6 +193,7 @@ export const ItemScalarFieldEnum = {
   evergreen: 'evergreen',
   itemNumber: 'itemNumber',
   itemExtra: 'itemExtra',
+  failureReason: 'failureReason',
   contentHash: 'contentHash',
   etag: 'etag',
   createdAt: 'createdAt',
@@ -221,11 +226,27 @@ export const IngestionJobScalarFieldEnum = {
   status: 'status',
   error: 'error',
   attempts: 'attempts',
+  fileName: 'fileName',
+  mediaType: 'mediaType',
+  sizeBytes: 'sizeBytes',
+  contentHash: 'contentHash',
+  runAfter: 'runAfter',
+  leaseOwner: 'leaseOwner',
+  leaseUntil: 'leaseUntil',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const
 
 export type IngestionJobScalarFieldEnum = (typeof IngestionJobScalarFieldEnum)[keyof typeof IngestionJobScalarFieldEnum]
+
+
+export const IngestionJobPartScalarFieldEnum = {
+  jobId: 'jobId',
+  ordinal: 'ordinal',
+  data: 'data'
+} as const
+
+export type IngestionJobPartScalarFieldEnum = (typeof IngestionJobPartScalarFieldEnum)[keyof typeof IngestionJobPartScalarFieldEnum]
 
 
 export const AgentScalarFieldEnum = {
@@ -262,6 +283,7 @@ export const MessageScalarFieldEnum = {
   role: 'role',
   content: 'content',
   sources: 'sources',
+  queryId: 'queryId',
   createdAt: 'createdAt',
   deletedAt: 'deletedAt'
 } as const
@@ -368,6 +390,21 @@ export const IdempotencyRecordScalarFieldEnum = {
 } as const
 
 export type IdempotencyRecordScalarFieldEnum = (typeof IdempotencyRecordScalarFieldEnum)[keyof typeof IdempotencyRecordScalarFieldEnum]
+
+
+export const StoredResponseScalarFieldEnum = {
+  id: 'id',
+  organizationId: 'organizationId',
+  previousResponseId: 'previousResponseId',
+  model: 'model',
+  status: 'status',
+  input: 'input',
+  output: 'output',
+  createdAt: 'createdAt',
+  expiresAt: 'expiresAt'
+} as const
+
+export type StoredResponseScalarFieldEnum = (typeof StoredResponseScalarFieldEnum)[keyof typeof StoredResponseScalarFieldEnum]
 
 
 export const SortOrder = {

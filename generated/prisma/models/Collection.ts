@@ -20,8 +20,18 @@ export type CollectionModel = runtime.Types.Result.DefaultSelection<Prisma.$Coll
 
 export type AggregateCollection = {
   _count: CollectionCountAggregateOutputType | null
+  _avg: CollectionAvgAggregateOutputType | null
+  _sum: CollectionSumAggregateOutputType | null
   _min: CollectionMinAggregateOutputType | null
   _max: CollectionMaxAggregateOutputType | null
+}
+
+export type CollectionAvgAggregateOutputType = {
+  embeddingDimensions: number | null
+}
+
+export type CollectionSumAggregateOutputType = {
+  embeddingDimensions: number | null
 }
 
 export type CollectionMinAggregateOutputType = {
@@ -29,6 +39,8 @@ export type CollectionMinAggregateOutputType = {
   organizationId: string | null
   name: string | null
   multiTenant: boolean | null
+  embeddingModel: string | null
+  embeddingDimensions: number | null
   createdAt: Date | null
 }
 
@@ -37,6 +49,8 @@ export type CollectionMaxAggregateOutputType = {
   organizationId: string | null
   name: string | null
   multiTenant: boolean | null
+  embeddingModel: string | null
+  embeddingDimensions: number | null
   createdAt: Date | null
 }
 
@@ -45,16 +59,28 @@ export type CollectionCountAggregateOutputType = {
   organizationId: number
   name: number
   multiTenant: number
+  embeddingModel: number
+  embeddingDimensions: number
   createdAt: number
   _all: number
 }
 
+
+export type CollectionAvgAggregateInputType = {
+  embeddingDimensions?: true
+}
+
+export type CollectionSumAggregateInputType = {
+  embeddingDimensions?: true
+}
 
 export type CollectionMinAggregateInputType = {
   id?: true
   organizationId?: true
   name?: true
   multiTenant?: true
+  embeddingModel?: true
+  embeddingDimensions?: true
   createdAt?: true
 }
 
@@ -63,6 +89,8 @@ export type CollectionMaxAggregateInputType = {
   organizationId?: true
   name?: true
   multiTenant?: true
+  embeddingModel?: true
+  embeddingDimensions?: true
   createdAt?: true
 }
 
@@ -71,6 +99,8 @@ export type CollectionCountAggregateInputType = {
   organizationId?: true
   name?: true
   multiTenant?: true
+  embeddingModel?: true
+  embeddingDimensions?: true
   createdAt?: true
   _all?: true
 }
@@ -113,6 +143,18 @@ export type CollectionAggregateArgs<ExtArgs extends runtime.Types.Extensions.Int
   /**
    * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
    * 
+   * Select which fields to average
+  **/
+  _avg?: CollectionAvgAggregateInputType
+  /**
+   * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
+   * 
+   * Select which fields to sum
+  **/
+  _sum?: CollectionSumAggregateInputType
+  /**
+   * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
+   * 
    * Select which fields to find the minimum value
   **/
   _min?: CollectionMinAggregateInputType
@@ -143,6 +185,8 @@ export type CollectionGroupByArgs<ExtArgs extends runtime.Types.Extensions.Inter
   take?: number
   skip?: number
   _count?: CollectionCountAggregateInputType | true
+  _avg?: CollectionAvgAggregateInputType
+  _sum?: CollectionSumAggregateInputType
   _min?: CollectionMinAggregateInputType
   _max?: CollectionMaxAggregateInputType
 }
@@ -152,8 +196,12 @@ export type CollectionGroupByOutputType = {
   organizationId: string
   name: string
   multiTenant: boolean
+  embeddingModel: string | null
+  embeddingDimensions: number | null
   createdAt: Date
   _count: CollectionCountAggregateOutputType | null
+  _avg: CollectionAvgAggregateOutputType | null
+  _sum: CollectionSumAggregateOutputType | null
   _min: CollectionMinAggregateOutputType | null
   _max: CollectionMaxAggregateOutputType | null
 }
@@ -181,6 +229,8 @@ export type CollectionWhereInput = {
   organizationId?: Prisma.UuidFilter<"Collection"> | string
   name?: Prisma.StringFilter<"Collection"> | string
   multiTenant?: Prisma.BoolFilter<"Collection"> | boolean
+  embeddingModel?: Prisma.StringNullableFilter<"Collection"> | string | null
+  embeddingDimensions?: Prisma.IntNullableFilter<"Collection"> | number | null
   createdAt?: Prisma.DateTimeFilter<"Collection"> | Date | string
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
 }
@@ -190,6 +240,8 @@ export type CollectionOrderByWithRelationInput = {
   organizationId?: Prisma.SortOrder
   name?: Prisma.SortOrder
   multiTenant?: Prisma.SortOrder
+  embeddingModel?: Prisma.SortOrderInput | Prisma.SortOrder
+  embeddingDimensions?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   organization?: Prisma.OrganizationOrderByWithRelationInput
 }
@@ -203,6 +255,8 @@ export type CollectionWhereUniqueInput = Prisma.AtLeast<{
   organizationId?: Prisma.UuidFilter<"Collection"> | string
   name?: Prisma.StringFilter<"Collection"> | string
   multiTenant?: Prisma.BoolFilter<"Collection"> | boolean
+  embeddingModel?: Prisma.StringNullableFilter<"Collection"> | string | null
+  embeddingDimensions?: Prisma.IntNullableFilter<"Collection"> | number | null
   createdAt?: Prisma.DateTimeFilter<"Collection"> | Date | string
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
 }, "id" | "organizationId_name">
@@ -212,10 +266,14 @@ export type CollectionOrderByWithAggregationInput = {
   organizationId?: Prisma.SortOrder
   name?: Prisma.SortOrder
   multiTenant?: Prisma.SortOrder
+  embeddingModel?: Prisma.SortOrderInput | Prisma.SortOrder
+  embeddingDimensions?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   _count?: Prisma.CollectionCountOrderByAggregateInput
+  _avg?: Prisma.CollectionAvgOrderByAggregateInput
   _max?: Prisma.CollectionMaxOrderByAggregateInput
   _min?: Prisma.CollectionMinOrderByAggregateInput
+  _sum?: Prisma.CollectionSumOrderByAggregateInput
 }
 
 export type CollectionScalarWhereWithAggregatesInput = {
@@ -226,6 +284,8 @@ export type CollectionScalarWhereWithAggregatesInput = {
   organizationId?: Prisma.UuidWithAggregatesFilter<"Collection"> | string
   name?: Prisma.StringWithAggregatesFilter<"Collection"> | string
   multiTenant?: Prisma.BoolWithAggregatesFilter<"Collection"> | boolean
+  embeddingModel?: Prisma.StringNullableWithAggregatesFilter<"Collection"> | string | null
+  embeddingDimensions?: Prisma.IntNullableWithAggregatesFilter<"Collection"> | number | null
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Collection"> | Date | string
 }
 
@@ -233,6 +293,8 @@ export type CollectionCreateInput = {
   id?: string
   name: string
   multiTenant?: boolean
+  embeddingModel?: string | null
+  embeddingDimensions?: number | null
   createdAt?: Date | string
   organization: Prisma.OrganizationCreateNestedOneWithoutCollectionsInput
 }
@@ -242,6 +304,8 @@ export type CollectionUncheckedCreateInput = {
   organizationId: string
   name: string
   multiTenant?: boolean
+  embeddingModel?: string | null
+  embeddingDimensions?: number | null
   createdAt?: Date | string
 }
 
@@ -249,6 +313,8 @@ export type CollectionUpdateInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   multiTenant?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  embeddingModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  embeddingDimensions?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutCollectionsNestedInput
 }
@@ -258,6 +324,8 @@ export type CollectionUncheckedUpdateInput = {
   organizationId?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   multiTenant?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  embeddingModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  embeddingDimensions?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -266,6 +334,8 @@ export type CollectionCreateManyInput = {
   organizationId: string
   name: string
   multiTenant?: boolean
+  embeddingModel?: string | null
+  embeddingDimensions?: number | null
   createdAt?: Date | string
 }
 
@@ -273,6 +343,8 @@ export type CollectionUpdateManyMutationInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   multiTenant?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  embeddingModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  embeddingDimensions?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -281,6 +353,8 @@ export type CollectionUncheckedUpdateManyInput = {
   organizationId?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   multiTenant?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  embeddingModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  embeddingDimensions?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -304,7 +378,13 @@ export type CollectionCountOrderByAggregateInput = {
   organizationId?: Prisma.SortOrder
   name?: Prisma.SortOrder
   multiTenant?: Prisma.SortOrder
+  embeddingModel?: Prisma.SortOrder
+  embeddingDimensions?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+}
+
+export type CollectionAvgOrderByAggregateInput = {
+  embeddingDimensions?: Prisma.SortOrder
 }
 
 export type CollectionMaxOrderByAggregateInput = {
@@ -312,6 +392,8 @@ export type CollectionMaxOrderByAggregateInput = {
   organizationId?: Prisma.SortOrder
   name?: Prisma.SortOrder
   multiTenant?: Prisma.SortOrder
+  embeddingModel?: Prisma.SortOrder
+  embeddingDimensions?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
@@ -320,7 +402,13 @@ export type CollectionMinOrderByAggregateInput = {
   organizationId?: Prisma.SortOrder
   name?: Prisma.SortOrder
   multiTenant?: Prisma.SortOrder
+  embeddingModel?: Prisma.SortOrder
+  embeddingDimensions?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+}
+
+export type CollectionSumOrderByAggregateInput = {
+  embeddingDimensions?: Prisma.SortOrder
 }
 
 export type CollectionCreateNestedManyWithoutOrganizationInput = {
@@ -369,10 +457,20 @@ export type BoolFieldUpdateOperationsInput = {
   set?: boolean
 }
 
+export type NullableIntFieldUpdateOperationsInput = {
+  set?: number | null
+  increment?: number
+  decrement?: number
+  multiply?: number
+  divide?: number
+}
+
 export type CollectionCreateWithoutOrganizationInput = {
   id?: string
   name: string
   multiTenant?: boolean
+  embeddingModel?: string | null
+  embeddingDimensions?: number | null
   createdAt?: Date | string
 }
 
@@ -380,6 +478,8 @@ export type CollectionUncheckedCreateWithoutOrganizationInput = {
   id?: string
   name: string
   multiTenant?: boolean
+  embeddingModel?: string | null
+  embeddingDimensions?: number | null
   createdAt?: Date | string
 }
 
@@ -417,6 +517,8 @@ export type CollectionScalarWhereInput = {
   organizationId?: Prisma.UuidFilter<"Collection"> | string
   name?: Prisma.StringFilter<"Collection"> | string
   multiTenant?: Prisma.BoolFilter<"Collection"> | boolean
+  embeddingModel?: Prisma.StringNullableFilter<"Collection"> | string | null
+  embeddingDimensions?: Prisma.IntNullableFilter<"Collection"> | number | null
   createdAt?: Prisma.DateTimeFilter<"Collection"> | Date | string
 }
 
@@ -424,6 +526,8 @@ export type CollectionCreateManyOrganizationInput = {
   id?: string
   name: string
   multiTenant?: boolean
+  embeddingModel?: string | null
+  embeddingDimensions?: number | null
   createdAt?: Date | string
 }
 
@@ -431,6 +535,8 @@ export type CollectionUpdateWithoutOrganizationInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   multiTenant?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  embeddingModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  embeddingDimensions?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -438,6 +544,8 @@ export type CollectionUncheckedUpdateWithoutOrganizationInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   multiTenant?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  embeddingModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  embeddingDimensions?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -445,6 +553,8 @@ export type CollectionUncheckedUpdateManyWithoutOrganizationInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   multiTenant?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  embeddingModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  embeddingDimensions?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -455,6 +565,8 @@ export type CollectionSelect<ExtArgs extends runtime.Types.Extensions.InternalAr
   organizationId?: boolean
   name?: boolean
   multiTenant?: boolean
+  embeddingModel?: boolean
+  embeddingDimensions?: boolean
   createdAt?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["collection"]>
@@ -464,6 +576,8 @@ export type CollectionSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ex
   organizationId?: boolean
   name?: boolean
   multiTenant?: boolean
+  embeddingModel?: boolean
+  embeddingDimensions?: boolean
   createdAt?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["collection"]>
@@ -473,6 +587,8 @@ export type CollectionSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ex
   organizationId?: boolean
   name?: boolean
   multiTenant?: boolean
+  embeddingModel?: boolean
+  embeddingDimensions?: boolean
   createdAt?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["collection"]>
@@ -482,10 +598,12 @@ export type CollectionSelectScalar = {
   organizationId?: boolean
   name?: boolean
   multiTenant?: boolean
+  embeddingModel?: boolean
+  embeddingDimensions?: boolean
   createdAt?: boolean
 }
 
-export type CollectionOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "name" | "multiTenant" | "createdAt", ExtArgs["result"]["collection"]>
+export type CollectionOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "name" | "multiTenant" | "embeddingModel" | "embeddingDimensions" | "createdAt", ExtArgs["result"]["collection"]>
 export type CollectionInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }
@@ -509,6 +627,11 @@ export type $CollectionPayload<ExtArgs extends runtime.Types.Extensions.Internal
      * multi-tenant collections require a `tenant` (publisher name) on search
      */
     multiTenant: boolean
+    /**
+     * the embedding space of its passages, fixed when it is first filled (never mixed)
+     */
+    embeddingModel: string | null
+    embeddingDimensions: number | null
     createdAt: Date
   }, ExtArgs["result"]["collection"]>
   composites: {}
@@ -938,6 +1061,8 @@ export interface CollectionFieldRefs {
   readonly organizationId: Prisma.FieldRef<"Collection", 'String'>
   readonly name: Prisma.FieldRef<"Collection", 'String'>
   readonly multiTenant: Prisma.FieldRef<"Collection", 'Boolean'>
+  readonly embeddingModel: Prisma.FieldRef<"Collection", 'String'>
+  readonly embeddingDimensions: Prisma.FieldRef<"Collection", 'Int'>
   readonly createdAt: Prisma.FieldRef<"Collection", 'DateTime'>
 }
     

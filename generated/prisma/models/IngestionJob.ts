@@ -14,7 +14,8 @@ import type * as Prisma from "../internal/prismaNamespace.js"
 
 /**
  * Model IngestionJob
- * 
+ * One file to ingest into an item. QUEUED -> RUNNING (leased by one worker) -> DONE, or
+ * back to QUEUED with a later run_after after a failure, or FAILED for good.
  */
 export type IngestionJobModel = runtime.Types.Result.DefaultSelection<Prisma.$IngestionJobPayload>
 
@@ -28,10 +29,12 @@ export type AggregateIngestionJob = {
 
 export type IngestionJobAvgAggregateOutputType = {
   attempts: number | null
+  sizeBytes: number | null
 }
 
 export type IngestionJobSumAggregateOutputType = {
   attempts: number | null
+  sizeBytes: bigint | null
 }
 
 export type IngestionJobMinAggregateOutputType = {
@@ -40,6 +43,13 @@ export type IngestionJobMinAggregateOutputType = {
   status: string | null
   error: string | null
   attempts: number | null
+  fileName: string | null
+  mediaType: string | null
+  sizeBytes: bigint | null
+  contentHash: string | null
+  runAfter: Date | null
+  leaseOwner: string | null
+  leaseUntil: Date | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -50,6 +60,13 @@ export type IngestionJobMaxAggregateOutputType = {
   status: string | null
   error: string | null
   attempts: number | null
+  fileName: string | null
+  mediaType: string | null
+  sizeBytes: bigint | null
+  contentHash: string | null
+  runAfter: Date | null
+  leaseOwner: string | null
+  leaseUntil: Date | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -60,6 +77,13 @@ export type IngestionJobCountAggregateOutputType = {
   status: number
   error: number
   attempts: number
+  fileName: number
+  mediaType: number
+  sizeBytes: number
+  contentHash: number
+  runAfter: number
+  leaseOwner: number
+  leaseUntil: number
   createdAt: number
   updatedAt: number
   _all: number
@@ -68,10 +92,12 @@ export type IngestionJobCountAggregateOutputType = {
 
 export type IngestionJobAvgAggregateInputType = {
   attempts?: true
+  sizeBytes?: true
 }
 
 export type IngestionJobSumAggregateInputType = {
   attempts?: true
+  sizeBytes?: true
 }
 
 export type IngestionJobMinAggregateInputType = {
@@ -80,6 +106,13 @@ export type IngestionJobMinAggregateInputType = {
   status?: true
   error?: true
   attempts?: true
+  fileName?: true
+  mediaType?: true
+  sizeBytes?: true
+  contentHash?: true
+  runAfter?: true
+  leaseOwner?: true
+  leaseUntil?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -90,6 +123,13 @@ export type IngestionJobMaxAggregateInputType = {
   status?: true
   error?: true
   attempts?: true
+  fileName?: true
+  mediaType?: true
+  sizeBytes?: true
+  contentHash?: true
+  runAfter?: true
+  leaseOwner?: true
+  leaseUntil?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -100,6 +140,13 @@ export type IngestionJobCountAggregateInputType = {
   status?: true
   error?: true
   attempts?: true
+  fileName?: true
+  mediaType?: true
+  sizeBytes?: true
+  contentHash?: true
+  runAfter?: true
+  leaseOwner?: true
+  leaseUntil?: true
   createdAt?: true
   updatedAt?: true
   _all?: true
@@ -197,6 +244,13 @@ export type IngestionJobGroupByOutputType = {
   status: string
   error: string | null
   attempts: number
+  fileName: string
+  mediaType: string | null
+  sizeBytes: bigint
+  contentHash: string | null
+  runAfter: Date
+  leaseOwner: string | null
+  leaseUntil: Date | null
   createdAt: Date
   updatedAt: Date
   _count: IngestionJobCountAggregateOutputType | null
@@ -230,9 +284,17 @@ export type IngestionJobWhereInput = {
   status?: Prisma.StringFilter<"IngestionJob"> | string
   error?: Prisma.StringNullableFilter<"IngestionJob"> | string | null
   attempts?: Prisma.IntFilter<"IngestionJob"> | number
+  fileName?: Prisma.StringFilter<"IngestionJob"> | string
+  mediaType?: Prisma.StringNullableFilter<"IngestionJob"> | string | null
+  sizeBytes?: Prisma.BigIntFilter<"IngestionJob"> | bigint | number
+  contentHash?: Prisma.StringNullableFilter<"IngestionJob"> | string | null
+  runAfter?: Prisma.DateTimeFilter<"IngestionJob"> | Date | string
+  leaseOwner?: Prisma.StringNullableFilter<"IngestionJob"> | string | null
+  leaseUntil?: Prisma.DateTimeNullableFilter<"IngestionJob"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"IngestionJob"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"IngestionJob"> | Date | string
   item?: Prisma.XOR<Prisma.ItemScalarRelationFilter, Prisma.ItemWhereInput>
+  parts?: Prisma.IngestionJobPartListRelationFilter
 }
 
 export type IngestionJobOrderByWithRelationInput = {
@@ -241,9 +303,17 @@ export type IngestionJobOrderByWithRelationInput = {
   status?: Prisma.SortOrder
   error?: Prisma.SortOrderInput | Prisma.SortOrder
   attempts?: Prisma.SortOrder
+  fileName?: Prisma.SortOrder
+  mediaType?: Prisma.SortOrderInput | Prisma.SortOrder
+  sizeBytes?: Prisma.SortOrder
+  contentHash?: Prisma.SortOrderInput | Prisma.SortOrder
+  runAfter?: Prisma.SortOrder
+  leaseOwner?: Prisma.SortOrderInput | Prisma.SortOrder
+  leaseUntil?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   item?: Prisma.ItemOrderByWithRelationInput
+  parts?: Prisma.IngestionJobPartOrderByRelationAggregateInput
 }
 
 export type IngestionJobWhereUniqueInput = Prisma.AtLeast<{
@@ -255,9 +325,17 @@ export type IngestionJobWhereUniqueInput = Prisma.AtLeast<{
   status?: Prisma.StringFilter<"IngestionJob"> | string
   error?: Prisma.StringNullableFilter<"IngestionJob"> | string | null
   attempts?: Prisma.IntFilter<"IngestionJob"> | number
+  fileName?: Prisma.StringFilter<"IngestionJob"> | string
+  mediaType?: Prisma.StringNullableFilter<"IngestionJob"> | string | null
+  sizeBytes?: Prisma.BigIntFilter<"IngestionJob"> | bigint | number
+  contentHash?: Prisma.StringNullableFilter<"IngestionJob"> | string | null
+  runAfter?: Prisma.DateTimeFilter<"IngestionJob"> | Date | string
+  leaseOwner?: Prisma.StringNullableFilter<"IngestionJob"> | string | null
+  leaseUntil?: Prisma.DateTimeNullableFilter<"IngestionJob"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"IngestionJob"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"IngestionJob"> | Date | string
   item?: Prisma.XOR<Prisma.ItemScalarRelationFilter, Prisma.ItemWhereInput>
+  parts?: Prisma.IngestionJobPartListRelationFilter
 }, "id">
 
 export type IngestionJobOrderByWithAggregationInput = {
@@ -266,6 +344,13 @@ export type IngestionJobOrderByWithAggregationInput = {
   status?: Prisma.SortOrder
   error?: Prisma.SortOrderInput | Prisma.SortOrder
   attempts?: Prisma.SortOrder
+  fileName?: Prisma.SortOrder
+  mediaType?: Prisma.SortOrderInput | Prisma.SortOrder
+  sizeBytes?: Prisma.SortOrder
+  contentHash?: Prisma.SortOrderInput | Prisma.SortOrder
+  runAfter?: Prisma.SortOrder
+  leaseOwner?: Prisma.SortOrderInput | Prisma.SortOrder
+  leaseUntil?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   _count?: Prisma.IngestionJobCountOrderByAggregateInput
@@ -284,6 +369,13 @@ export type IngestionJobScalarWhereWithAggregatesInput = {
   status?: Prisma.StringWithAggregatesFilter<"IngestionJob"> | string
   error?: Prisma.StringNullableWithAggregatesFilter<"IngestionJob"> | string | null
   attempts?: Prisma.IntWithAggregatesFilter<"IngestionJob"> | number
+  fileName?: Prisma.StringWithAggregatesFilter<"IngestionJob"> | string
+  mediaType?: Prisma.StringNullableWithAggregatesFilter<"IngestionJob"> | string | null
+  sizeBytes?: Prisma.BigIntWithAggregatesFilter<"IngestionJob"> | bigint | number
+  contentHash?: Prisma.StringNullableWithAggregatesFilter<"IngestionJob"> | string | null
+  runAfter?: Prisma.DateTimeWithAggregatesFilter<"IngestionJob"> | Date | string
+  leaseOwner?: Prisma.StringNullableWithAggregatesFilter<"IngestionJob"> | string | null
+  leaseUntil?: Prisma.DateTimeNullableWithAggregatesFilter<"IngestionJob"> | Date | string | null
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"IngestionJob"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"IngestionJob"> | Date | string
 }
@@ -293,9 +385,17 @@ export type IngestionJobCreateInput = {
   status?: string
   error?: string | null
   attempts?: number
+  fileName?: string
+  mediaType?: string | null
+  sizeBytes?: bigint | number
+  contentHash?: string | null
+  runAfter?: Date | string
+  leaseOwner?: string | null
+  leaseUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   item: Prisma.ItemCreateNestedOneWithoutIngestionJobsInput
+  parts?: Prisma.IngestionJobPartCreateNestedManyWithoutJobInput
 }
 
 export type IngestionJobUncheckedCreateInput = {
@@ -304,8 +404,16 @@ export type IngestionJobUncheckedCreateInput = {
   status?: string
   error?: string | null
   attempts?: number
+  fileName?: string
+  mediaType?: string | null
+  sizeBytes?: bigint | number
+  contentHash?: string | null
+  runAfter?: Date | string
+  leaseOwner?: string | null
+  leaseUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
+  parts?: Prisma.IngestionJobPartUncheckedCreateNestedManyWithoutJobInput
 }
 
 export type IngestionJobUpdateInput = {
@@ -313,9 +421,17 @@ export type IngestionJobUpdateInput = {
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
+  fileName?: Prisma.StringFieldUpdateOperationsInput | string
+  mediaType?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sizeBytes?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  runAfter?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   item?: Prisma.ItemUpdateOneRequiredWithoutIngestionJobsNestedInput
+  parts?: Prisma.IngestionJobPartUpdateManyWithoutJobNestedInput
 }
 
 export type IngestionJobUncheckedUpdateInput = {
@@ -324,8 +440,16 @@ export type IngestionJobUncheckedUpdateInput = {
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
+  fileName?: Prisma.StringFieldUpdateOperationsInput | string
+  mediaType?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sizeBytes?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  runAfter?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  parts?: Prisma.IngestionJobPartUncheckedUpdateManyWithoutJobNestedInput
 }
 
 export type IngestionJobCreateManyInput = {
@@ -334,6 +458,13 @@ export type IngestionJobCreateManyInput = {
   status?: string
   error?: string | null
   attempts?: number
+  fileName?: string
+  mediaType?: string | null
+  sizeBytes?: bigint | number
+  contentHash?: string | null
+  runAfter?: Date | string
+  leaseOwner?: string | null
+  leaseUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -343,6 +474,13 @@ export type IngestionJobUpdateManyMutationInput = {
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
+  fileName?: Prisma.StringFieldUpdateOperationsInput | string
+  mediaType?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sizeBytes?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  runAfter?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -353,6 +491,13 @@ export type IngestionJobUncheckedUpdateManyInput = {
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
+  fileName?: Prisma.StringFieldUpdateOperationsInput | string
+  mediaType?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sizeBytes?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  runAfter?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -373,12 +518,20 @@ export type IngestionJobCountOrderByAggregateInput = {
   status?: Prisma.SortOrder
   error?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
+  fileName?: Prisma.SortOrder
+  mediaType?: Prisma.SortOrder
+  sizeBytes?: Prisma.SortOrder
+  contentHash?: Prisma.SortOrder
+  runAfter?: Prisma.SortOrder
+  leaseOwner?: Prisma.SortOrder
+  leaseUntil?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
 
 export type IngestionJobAvgOrderByAggregateInput = {
   attempts?: Prisma.SortOrder
+  sizeBytes?: Prisma.SortOrder
 }
 
 export type IngestionJobMaxOrderByAggregateInput = {
@@ -387,6 +540,13 @@ export type IngestionJobMaxOrderByAggregateInput = {
   status?: Prisma.SortOrder
   error?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
+  fileName?: Prisma.SortOrder
+  mediaType?: Prisma.SortOrder
+  sizeBytes?: Prisma.SortOrder
+  contentHash?: Prisma.SortOrder
+  runAfter?: Prisma.SortOrder
+  leaseOwner?: Prisma.SortOrder
+  leaseUntil?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -397,12 +557,25 @@ export type IngestionJobMinOrderByAggregateInput = {
   status?: Prisma.SortOrder
   error?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
+  fileName?: Prisma.SortOrder
+  mediaType?: Prisma.SortOrder
+  sizeBytes?: Prisma.SortOrder
+  contentHash?: Prisma.SortOrder
+  runAfter?: Prisma.SortOrder
+  leaseOwner?: Prisma.SortOrder
+  leaseUntil?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
 
 export type IngestionJobSumOrderByAggregateInput = {
   attempts?: Prisma.SortOrder
+  sizeBytes?: Prisma.SortOrder
+}
+
+export type IngestionJobScalarRelationFilter = {
+  is?: Prisma.IngestionJobWhereInput
+  isNot?: Prisma.IngestionJobWhereInput
 }
 
 export type IngestionJobCreateNestedManyWithoutItemInput = {
@@ -447,13 +620,43 @@ export type IngestionJobUncheckedUpdateManyWithoutItemNestedInput = {
   deleteMany?: Prisma.IngestionJobScalarWhereInput | Prisma.IngestionJobScalarWhereInput[]
 }
 
+export type BigIntFieldUpdateOperationsInput = {
+  set?: bigint | number
+  increment?: bigint | number
+  decrement?: bigint | number
+  multiply?: bigint | number
+  divide?: bigint | number
+}
+
+export type IngestionJobCreateNestedOneWithoutPartsInput = {
+  create?: Prisma.XOR<Prisma.IngestionJobCreateWithoutPartsInput, Prisma.IngestionJobUncheckedCreateWithoutPartsInput>
+  connectOrCreate?: Prisma.IngestionJobCreateOrConnectWithoutPartsInput
+  connect?: Prisma.IngestionJobWhereUniqueInput
+}
+
+export type IngestionJobUpdateOneRequiredWithoutPartsNestedInput = {
+  create?: Prisma.XOR<Prisma.IngestionJobCreateWithoutPartsInput, Prisma.IngestionJobUncheckedCreateWithoutPartsInput>
+  connectOrCreate?: Prisma.IngestionJobCreateOrConnectWithoutPartsInput
+  upsert?: Prisma.IngestionJobUpsertWithoutPartsInput
+  connect?: Prisma.IngestionJobWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.IngestionJobUpdateToOneWithWhereWithoutPartsInput, Prisma.IngestionJobUpdateWithoutPartsInput>, Prisma.IngestionJobUncheckedUpdateWithoutPartsInput>
+}
+
 export type IngestionJobCreateWithoutItemInput = {
   id?: string
   status?: string
   error?: string | null
   attempts?: number
+  fileName?: string
+  mediaType?: string | null
+  sizeBytes?: bigint | number
+  contentHash?: string | null
+  runAfter?: Date | string
+  leaseOwner?: string | null
+  leaseUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
+  parts?: Prisma.IngestionJobPartCreateNestedManyWithoutJobInput
 }
 
 export type IngestionJobUncheckedCreateWithoutItemInput = {
@@ -461,8 +664,16 @@ export type IngestionJobUncheckedCreateWithoutItemInput = {
   status?: string
   error?: string | null
   attempts?: number
+  fileName?: string
+  mediaType?: string | null
+  sizeBytes?: bigint | number
+  contentHash?: string | null
+  runAfter?: Date | string
+  leaseOwner?: string | null
+  leaseUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
+  parts?: Prisma.IngestionJobPartUncheckedCreateNestedManyWithoutJobInput
 }
 
 export type IngestionJobCreateOrConnectWithoutItemInput = {
@@ -500,8 +711,99 @@ export type IngestionJobScalarWhereInput = {
   status?: Prisma.StringFilter<"IngestionJob"> | string
   error?: Prisma.StringNullableFilter<"IngestionJob"> | string | null
   attempts?: Prisma.IntFilter<"IngestionJob"> | number
+  fileName?: Prisma.StringFilter<"IngestionJob"> | string
+  mediaType?: Prisma.StringNullableFilter<"IngestionJob"> | string | null
+  sizeBytes?: Prisma.BigIntFilter<"IngestionJob"> | bigint | number
+  contentHash?: Prisma.StringNullableFilter<"IngestionJob"> | string | null
+  runAfter?: Prisma.DateTimeFilter<"IngestionJob"> | Date | string
+  leaseOwner?: Prisma.StringNullableFilter<"IngestionJob"> | string | null
+  leaseUntil?: Prisma.DateTimeNullableFilter<"IngestionJob"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"IngestionJob"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"IngestionJob"> | Date | string
+}
+
+export type IngestionJobCreateWithoutPartsInput = {
+  id?: string
+  status?: string
+  error?: string | null
+  attempts?: number
+  fileName?: string
+  mediaType?: string | null
+  sizeBytes?: bigint | number
+  contentHash?: string | null
+  runAfter?: Date | string
+  leaseOwner?: string | null
+  leaseUntil?: Date | string | null
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  item: Prisma.ItemCreateNestedOneWithoutIngestionJobsInput
+}
+
+export type IngestionJobUncheckedCreateWithoutPartsInput = {
+  id?: string
+  itemId: string
+  status?: string
+  error?: string | null
+  attempts?: number
+  fileName?: string
+  mediaType?: string | null
+  sizeBytes?: bigint | number
+  contentHash?: string | null
+  runAfter?: Date | string
+  leaseOwner?: string | null
+  leaseUntil?: Date | string | null
+  createdAt?: Date | string
+  updatedAt?: Date | string
+}
+
+export type IngestionJobCreateOrConnectWithoutPartsInput = {
+  where: Prisma.IngestionJobWhereUniqueInput
+  create: Prisma.XOR<Prisma.IngestionJobCreateWithoutPartsInput, Prisma.IngestionJobUncheckedCreateWithoutPartsInput>
+}
+
+export type IngestionJobUpsertWithoutPartsInput = {
+  update: Prisma.XOR<Prisma.IngestionJobUpdateWithoutPartsInput, Prisma.IngestionJobUncheckedUpdateWithoutPartsInput>
+  create: Prisma.XOR<Prisma.IngestionJobCreateWithoutPartsInput, Prisma.IngestionJobUncheckedCreateWithoutPartsInput>
+  where?: Prisma.IngestionJobWhereInput
+}
+
+export type IngestionJobUpdateToOneWithWhereWithoutPartsInput = {
+  where?: Prisma.IngestionJobWhereInput
+  data: Prisma.XOR<Prisma.IngestionJobUpdateWithoutPartsInput, Prisma.IngestionJobUncheckedUpdateWithoutPartsInput>
+}
+
+export type IngestionJobUpdateWithoutPartsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.StringFieldUpdateOperationsInput | string
+  error?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  attempts?: Prisma.IntFieldUpdateOperationsInput | number
+  fileName?: Prisma.StringFieldUpdateOperationsInput | string
+  mediaType?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sizeBytes?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  runAfter?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  item?: Prisma.ItemUpdateOneRequiredWithoutIngestionJobsNestedInput
+}
+
+export type IngestionJobUncheckedUpdateWithoutPartsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  itemId?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.StringFieldUpdateOperationsInput | string
+  error?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  attempts?: Prisma.IntFieldUpdateOperationsInput | number
+  fileName?: Prisma.StringFieldUpdateOperationsInput | string
+  mediaType?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sizeBytes?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  runAfter?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
 export type IngestionJobCreateManyItemInput = {
@@ -509,6 +811,13 @@ export type IngestionJobCreateManyItemInput = {
   status?: string
   error?: string | null
   attempts?: number
+  fileName?: string
+  mediaType?: string | null
+  sizeBytes?: bigint | number
+  contentHash?: string | null
+  runAfter?: Date | string
+  leaseOwner?: string | null
+  leaseUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -518,8 +827,16 @@ export type IngestionJobUpdateWithoutItemInput = {
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
+  fileName?: Prisma.StringFieldUpdateOperationsInput | string
+  mediaType?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sizeBytes?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  runAfter?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  parts?: Prisma.IngestionJobPartUpdateManyWithoutJobNestedInput
 }
 
 export type IngestionJobUncheckedUpdateWithoutItemInput = {
@@ -527,8 +844,16 @@ export type IngestionJobUncheckedUpdateWithoutItemInput = {
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
+  fileName?: Prisma.StringFieldUpdateOperationsInput | string
+  mediaType?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sizeBytes?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  runAfter?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  parts?: Prisma.IngestionJobPartUncheckedUpdateManyWithoutJobNestedInput
 }
 
 export type IngestionJobUncheckedUpdateManyWithoutItemInput = {
@@ -536,10 +861,46 @@ export type IngestionJobUncheckedUpdateManyWithoutItemInput = {
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
+  fileName?: Prisma.StringFieldUpdateOperationsInput | string
+  mediaType?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sizeBytes?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  runAfter?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
+
+/**
+ * Count Type IngestionJobCountOutputType
+ */
+
+export type IngestionJobCountOutputType = {
+  parts: number
+}
+
+export type IngestionJobCountOutputTypeSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  parts?: boolean | IngestionJobCountOutputTypeCountPartsArgs
+}
+
+/**
+ * IngestionJobCountOutputType without action
+ */
+export type IngestionJobCountOutputTypeDefaultArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the IngestionJobCountOutputType
+   */
+  select?: Prisma.IngestionJobCountOutputTypeSelect<ExtArgs> | null
+}
+
+/**
+ * IngestionJobCountOutputType without action
+ */
+export type IngestionJobCountOutputTypeCountPartsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.IngestionJobPartWhereInput
+}
 
 
 export type IngestionJobSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -548,9 +909,18 @@ export type IngestionJobSelect<ExtArgs extends runtime.Types.Extensions.Internal
   status?: boolean
   error?: boolean
   attempts?: boolean
+  fileName?: boolean
+  mediaType?: boolean
+  sizeBytes?: boolean
+  contentHash?: boolean
+  runAfter?: boolean
+  leaseOwner?: boolean
+  leaseUntil?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   item?: boolean | Prisma.ItemDefaultArgs<ExtArgs>
+  parts?: boolean | Prisma.IngestionJob$partsArgs<ExtArgs>
+  _count?: boolean | Prisma.IngestionJobCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["ingestionJob"]>
 
 export type IngestionJobSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -559,6 +929,13 @@ export type IngestionJobSelectCreateManyAndReturn<ExtArgs extends runtime.Types.
   status?: boolean
   error?: boolean
   attempts?: boolean
+  fileName?: boolean
+  mediaType?: boolean
+  sizeBytes?: boolean
+  contentHash?: boolean
+  runAfter?: boolean
+  leaseOwner?: boolean
+  leaseUntil?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   item?: boolean | Prisma.ItemDefaultArgs<ExtArgs>
@@ -570,6 +947,13 @@ export type IngestionJobSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.
   status?: boolean
   error?: boolean
   attempts?: boolean
+  fileName?: boolean
+  mediaType?: boolean
+  sizeBytes?: boolean
+  contentHash?: boolean
+  runAfter?: boolean
+  leaseOwner?: boolean
+  leaseUntil?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   item?: boolean | Prisma.ItemDefaultArgs<ExtArgs>
@@ -581,13 +965,22 @@ export type IngestionJobSelectScalar = {
   status?: boolean
   error?: boolean
   attempts?: boolean
+  fileName?: boolean
+  mediaType?: boolean
+  sizeBytes?: boolean
+  contentHash?: boolean
+  runAfter?: boolean
+  leaseOwner?: boolean
+  leaseUntil?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }
 
-export type IngestionJobOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "itemId" | "status" | "error" | "attempts" | "createdAt" | "updatedAt", ExtArgs["result"]["ingestionJob"]>
+export type IngestionJobOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "itemId" | "status" | "error" | "attempts" | "fileName" | "mediaType" | "sizeBytes" | "contentHash" | "runAfter" | "leaseOwner" | "leaseUntil" | "createdAt" | "updatedAt", ExtArgs["result"]["ingestionJob"]>
 export type IngestionJobInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   item?: boolean | Prisma.ItemDefaultArgs<ExtArgs>
+  parts?: boolean | Prisma.IngestionJob$partsArgs<ExtArgs>
+  _count?: boolean | Prisma.IngestionJobCountOutputTypeDefaultArgs<ExtArgs>
 }
 export type IngestionJobIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   item?: boolean | Prisma.ItemDefaultArgs<ExtArgs>
@@ -600,6 +993,7 @@ export type $IngestionJobPayload<ExtArgs extends runtime.Types.Extensions.Intern
   name: "IngestionJob"
   objects: {
     item: Prisma.$ItemPayload<ExtArgs>
+    parts: Prisma.$IngestionJobPartPayload<ExtArgs>[]
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     id: string
@@ -607,6 +1001,19 @@ export type $IngestionJobPayload<ExtArgs extends runtime.Types.Extensions.Intern
     status: string
     error: string | null
     attempts: number
+    fileName: string
+    mediaType: string | null
+    sizeBytes: bigint
+    contentHash: string | null
+    /**
+     * not taken before this (backoff after a failed attempt)
+     */
+    runAfter: Date
+    /**
+     * the worker holding the job, and until when; renewed while it works
+     */
+    leaseOwner: string | null
+    leaseUntil: Date | null
     createdAt: Date
     updatedAt: Date
   }, ExtArgs["result"]["ingestionJob"]>
@@ -1004,6 +1411,7 @@ readonly fields: IngestionJobFieldRefs;
 export interface Prisma__IngestionJobClient<T, Null = never, ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs, GlobalOmitOptions = {}> extends Prisma.PrismaPromise<T> {
   readonly [Symbol.toStringTag]: "PrismaPromise"
   item<T extends Prisma.ItemDefaultArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.ItemDefaultArgs<ExtArgs>>): Prisma.Prisma__ItemClient<runtime.Types.Result.GetResult<Prisma.$ItemPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | Null, Null, ExtArgs, GlobalOmitOptions>
+  parts<T extends Prisma.IngestionJob$partsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.IngestionJob$partsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$IngestionJobPartPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -1038,6 +1446,13 @@ export interface IngestionJobFieldRefs {
   readonly status: Prisma.FieldRef<"IngestionJob", 'String'>
   readonly error: Prisma.FieldRef<"IngestionJob", 'String'>
   readonly attempts: Prisma.FieldRef<"IngestionJob", 'Int'>
+  readonly fileName: Prisma.FieldRef<"IngestionJob", 'String'>
+  readonly mediaType: Prisma.FieldRef<"IngestionJob", 'String'>
+  readonly sizeBytes: Prisma.FieldRef<"IngestionJob", 'BigInt'>
+  readonly contentHash: Prisma.FieldRef<"IngestionJob", 'String'>
+  readonly runAfter: Prisma.FieldRef<"IngestionJob", 'DateTime'>
+  readonly leaseOwner: Prisma.FieldRef<"IngestionJob", 'String'>
+  readonly leaseUntil: Prisma.FieldRef<"IngestionJob", 'DateTime'>
   readonly createdAt: Prisma.FieldRef<"IngestionJob", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"IngestionJob", 'DateTime'>
 }
@@ -1438,6 +1853,30 @@ export type IngestionJobDeleteManyArgs<ExtArgs extends runtime.Types.Extensions.
    * Limit how many IngestionJobs to delete.
    */
   limit?: number
+}
+
+/**
+ * IngestionJob.parts
+ */
+export type IngestionJob$partsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the IngestionJobPart
+   */
+  select?: Prisma.IngestionJobPartSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the IngestionJobPart
+   */
+  omit?: Prisma.IngestionJobPartOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.IngestionJobPartInclude<ExtArgs> | null
+  where?: Prisma.IngestionJobPartWhereInput
+  orderBy?: Prisma.IngestionJobPartOrderByWithRelationInput | Prisma.IngestionJobPartOrderByWithRelationInput[]
+  cursor?: Prisma.IngestionJobPartWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.IngestionJobPartScalarFieldEnum | Prisma.IngestionJobPartScalarFieldEnum[]
 }
 
 /**

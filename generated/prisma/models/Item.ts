@@ -58,6 +58,7 @@ export type ItemMinAggregateOutputType = {
   visibleInChat: boolean | null
   evergreen: boolean | null
   itemNumber: string | null
+  failureReason: string | null
   contentHash: string | null
   etag: string | null
   createdAt: Date | null
@@ -87,6 +88,7 @@ export type ItemMaxAggregateOutputType = {
   visibleInChat: boolean | null
   evergreen: boolean | null
   itemNumber: string | null
+  failureReason: string | null
   contentHash: string | null
   etag: string | null
   createdAt: Date | null
@@ -119,6 +121,7 @@ export type ItemCountAggregateOutputType = {
   evergreen: number
   itemNumber: number
   itemExtra: number
+  failureReason: number
   contentHash: number
   etag: number
   createdAt: number
@@ -158,6 +161,7 @@ export type ItemMinAggregateInputType = {
   visibleInChat?: true
   evergreen?: true
   itemNumber?: true
+  failureReason?: true
   contentHash?: true
   etag?: true
   createdAt?: true
@@ -187,6 +191,7 @@ export type ItemMaxAggregateInputType = {
   visibleInChat?: true
   evergreen?: true
   itemNumber?: true
+  failureReason?: true
   contentHash?: true
   etag?: true
   createdAt?: true
@@ -219,6 +224,7 @@ export type ItemCountAggregateInputType = {
   evergreen?: true
   itemNumber?: true
   itemExtra?: true
+  failureReason?: true
   contentHash?: true
   etag?: true
   createdAt?: true
@@ -338,6 +344,7 @@ export type ItemGroupByOutputType = {
   evergreen: boolean
   itemNumber: string | null
   itemExtra: runtime.JsonValue | null
+  failureReason: string | null
   contentHash: string | null
   etag: string
   createdAt: Date
@@ -393,6 +400,7 @@ export type ItemWhereInput = {
   evergreen?: Prisma.BoolFilter<"Item"> | boolean
   itemNumber?: Prisma.StringNullableFilter<"Item"> | string | null
   itemExtra?: Prisma.JsonNullableFilter<"Item">
+  failureReason?: Prisma.StringNullableFilter<"Item"> | string | null
   contentHash?: Prisma.StringNullableFilter<"Item"> | string | null
   etag?: Prisma.StringFilter<"Item"> | string
   createdAt?: Prisma.DateTimeFilter<"Item"> | Date | string
@@ -428,6 +436,7 @@ export type ItemOrderByWithRelationInput = {
   evergreen?: Prisma.SortOrder
   itemNumber?: Prisma.SortOrderInput | Prisma.SortOrder
   itemExtra?: Prisma.SortOrderInput | Prisma.SortOrder
+  failureReason?: Prisma.SortOrderInput | Prisma.SortOrder
   contentHash?: Prisma.SortOrderInput | Prisma.SortOrder
   etag?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
@@ -468,6 +477,7 @@ export type ItemWhereUniqueInput = Prisma.AtLeast<{
   evergreen?: Prisma.BoolFilter<"Item"> | boolean
   itemNumber?: Prisma.StringNullableFilter<"Item"> | string | null
   itemExtra?: Prisma.JsonNullableFilter<"Item">
+  failureReason?: Prisma.StringNullableFilter<"Item"> | string | null
   contentHash?: Prisma.StringNullableFilter<"Item"> | string | null
   etag?: Prisma.StringFilter<"Item"> | string
   createdAt?: Prisma.DateTimeFilter<"Item"> | Date | string
@@ -503,6 +513,7 @@ export type ItemOrderByWithAggregationInput = {
   evergreen?: Prisma.SortOrder
   itemNumber?: Prisma.SortOrderInput | Prisma.SortOrder
   itemExtra?: Prisma.SortOrderInput | Prisma.SortOrder
+  failureReason?: Prisma.SortOrderInput | Prisma.SortOrder
   contentHash?: Prisma.SortOrderInput | Prisma.SortOrder
   etag?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
@@ -543,6 +554,7 @@ export type ItemScalarWhereWithAggregatesInput = {
   evergreen?: Prisma.BoolWithAggregatesFilter<"Item"> | boolean
   itemNumber?: Prisma.StringNullableWithAggregatesFilter<"Item"> | string | null
   itemExtra?: Prisma.JsonNullableWithAggregatesFilter<"Item">
+  failureReason?: Prisma.StringNullableWithAggregatesFilter<"Item"> | string | null
   contentHash?: Prisma.StringNullableWithAggregatesFilter<"Item"> | string | null
   etag?: Prisma.StringWithAggregatesFilter<"Item"> | string
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Item"> | Date | string
@@ -574,6 +586,7 @@ export type ItemCreateInput = {
   evergreen?: boolean
   itemNumber?: string | null
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: string | null
   contentHash?: string | null
   etag?: string
   createdAt?: Date | string
@@ -609,6 +622,7 @@ export type ItemUncheckedCreateInput = {
   evergreen?: boolean
   itemNumber?: string | null
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: string | null
   contentHash?: string | null
   etag?: string
   createdAt?: Date | string
@@ -642,6 +656,7 @@ export type ItemUpdateInput = {
   evergreen?: Prisma.BoolFieldUpdateOperationsInput | boolean
   itemNumber?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -677,6 +692,7 @@ export type ItemUncheckedUpdateInput = {
   evergreen?: Prisma.BoolFieldUpdateOperationsInput | boolean
   itemNumber?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -711,6 +727,7 @@ export type ItemCreateManyInput = {
   evergreen?: boolean
   itemNumber?: string | null
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: string | null
   contentHash?: string | null
   etag?: string
   createdAt?: Date | string
@@ -742,6 +759,7 @@ export type ItemUpdateManyMutationInput = {
   evergreen?: Prisma.BoolFieldUpdateOperationsInput | boolean
   itemNumber?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -774,6 +792,7 @@ export type ItemUncheckedUpdateManyInput = {
   evergreen?: Prisma.BoolFieldUpdateOperationsInput | boolean
   itemNumber?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -826,6 +845,7 @@ export type ItemCountOrderByAggregateInput = {
   evergreen?: Prisma.SortOrder
   itemNumber?: Prisma.SortOrder
   itemExtra?: Prisma.SortOrder
+  failureReason?: Prisma.SortOrder
   contentHash?: Prisma.SortOrder
   etag?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
@@ -859,6 +879,7 @@ export type ItemMaxOrderByAggregateInput = {
   visibleInChat?: Prisma.SortOrder
   evergreen?: Prisma.SortOrder
   itemNumber?: Prisma.SortOrder
+  failureReason?: Prisma.SortOrder
   contentHash?: Prisma.SortOrder
   etag?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
@@ -888,6 +909,7 @@ export type ItemMinOrderByAggregateInput = {
   visibleInChat?: Prisma.SortOrder
   evergreen?: Prisma.SortOrder
   itemNumber?: Prisma.SortOrder
+  failureReason?: Prisma.SortOrder
   contentHash?: Prisma.SortOrder
   etag?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
@@ -1024,6 +1046,7 @@ export type ItemCreateWithoutPublisherInput = {
   evergreen?: boolean
   itemNumber?: string | null
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: string | null
   contentHash?: string | null
   etag?: string
   createdAt?: Date | string
@@ -1057,6 +1080,7 @@ export type ItemUncheckedCreateWithoutPublisherInput = {
   evergreen?: boolean
   itemNumber?: string | null
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: string | null
   contentHash?: string | null
   etag?: string
   createdAt?: Date | string
@@ -1120,6 +1144,7 @@ export type ItemScalarWhereInput = {
   evergreen?: Prisma.BoolFilter<"Item"> | boolean
   itemNumber?: Prisma.StringNullableFilter<"Item"> | string | null
   itemExtra?: Prisma.JsonNullableFilter<"Item">
+  failureReason?: Prisma.StringNullableFilter<"Item"> | string | null
   contentHash?: Prisma.StringNullableFilter<"Item"> | string | null
   etag?: Prisma.StringFilter<"Item"> | string
   createdAt?: Prisma.DateTimeFilter<"Item"> | Date | string
@@ -1151,6 +1176,7 @@ export type ItemCreateWithoutChunksInput = {
   evergreen?: boolean
   itemNumber?: string | null
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: string | null
   contentHash?: string | null
   etag?: string
   createdAt?: Date | string
@@ -1185,6 +1211,7 @@ export type ItemUncheckedCreateWithoutChunksInput = {
   evergreen?: boolean
   itemNumber?: string | null
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: string | null
   contentHash?: string | null
   etag?: string
   createdAt?: Date | string
@@ -1233,6 +1260,7 @@ export type ItemUpdateWithoutChunksInput = {
   evergreen?: Prisma.BoolFieldUpdateOperationsInput | boolean
   itemNumber?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -1267,6 +1295,7 @@ export type ItemUncheckedUpdateWithoutChunksInput = {
   evergreen?: Prisma.BoolFieldUpdateOperationsInput | boolean
   itemNumber?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -1299,6 +1328,7 @@ export type ItemCreateWithoutIngestionJobsInput = {
   evergreen?: boolean
   itemNumber?: string | null
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: string | null
   contentHash?: string | null
   etag?: string
   createdAt?: Date | string
@@ -1333,6 +1363,7 @@ export type ItemUncheckedCreateWithoutIngestionJobsInput = {
   evergreen?: boolean
   itemNumber?: string | null
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: string | null
   contentHash?: string | null
   etag?: string
   createdAt?: Date | string
@@ -1381,6 +1412,7 @@ export type ItemUpdateWithoutIngestionJobsInput = {
   evergreen?: Prisma.BoolFieldUpdateOperationsInput | boolean
   itemNumber?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -1415,6 +1447,7 @@ export type ItemUncheckedUpdateWithoutIngestionJobsInput = {
   evergreen?: Prisma.BoolFieldUpdateOperationsInput | boolean
   itemNumber?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -1447,6 +1480,7 @@ export type ItemCreateManyPublisherInput = {
   evergreen?: boolean
   itemNumber?: string | null
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: string | null
   contentHash?: string | null
   etag?: string
   createdAt?: Date | string
@@ -1478,6 +1512,7 @@ export type ItemUpdateWithoutPublisherInput = {
   evergreen?: Prisma.BoolFieldUpdateOperationsInput | boolean
   itemNumber?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -1511,6 +1546,7 @@ export type ItemUncheckedUpdateWithoutPublisherInput = {
   evergreen?: Prisma.BoolFieldUpdateOperationsInput | boolean
   itemNumber?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -1544,6 +1580,7 @@ export type ItemUncheckedUpdateManyWithoutPublisherInput = {
   evergreen?: Prisma.BoolFieldUpdateOperationsInput | boolean
   itemNumber?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -1616,6 +1653,7 @@ export type ItemSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = r
   evergreen?: boolean
   itemNumber?: boolean
   itemExtra?: boolean
+  failureReason?: boolean
   contentHash?: boolean
   etag?: boolean
   createdAt?: boolean
@@ -1652,6 +1690,7 @@ export type ItemSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensio
   evergreen?: boolean
   itemNumber?: boolean
   itemExtra?: boolean
+  failureReason?: boolean
   contentHash?: boolean
   etag?: boolean
   createdAt?: boolean
@@ -1685,6 +1724,7 @@ export type ItemSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensio
   evergreen?: boolean
   itemNumber?: boolean
   itemExtra?: boolean
+  failureReason?: boolean
   contentHash?: boolean
   etag?: boolean
   createdAt?: boolean
@@ -1718,6 +1758,7 @@ export type ItemSelectScalar = {
   evergreen?: boolean
   itemNumber?: boolean
   itemExtra?: boolean
+  failureReason?: boolean
   contentHash?: boolean
   etag?: boolean
   createdAt?: boolean
@@ -1725,7 +1766,7 @@ export type ItemSelectScalar = {
   deletedAt?: boolean
 }
 
-export type ItemOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "publisherId" | "producerId" | "title" | "subtitle" | "fileName" | "type" | "ingestionSource" | "author" | "status" | "chunkCount" | "uploadDate" | "itemImage" | "itemUrl" | "itemSummary" | "itemTags" | "isbn" | "publicationDate" | "hostedUrl" | "visibleInSearch" | "visibleInChat" | "evergreen" | "itemNumber" | "itemExtra" | "contentHash" | "etag" | "createdAt" | "updatedAt" | "deletedAt", ExtArgs["result"]["item"]>
+export type ItemOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "publisherId" | "producerId" | "title" | "subtitle" | "fileName" | "type" | "ingestionSource" | "author" | "status" | "chunkCount" | "uploadDate" | "itemImage" | "itemUrl" | "itemSummary" | "itemTags" | "isbn" | "publicationDate" | "hostedUrl" | "visibleInSearch" | "visibleInChat" | "evergreen" | "itemNumber" | "itemExtra" | "failureReason" | "contentHash" | "etag" | "createdAt" | "updatedAt" | "deletedAt", ExtArgs["result"]["item"]>
 export type ItemInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   publisher?: boolean | Prisma.PublisherDefaultArgs<ExtArgs>
   chunks?: boolean | Prisma.Item$chunksArgs<ExtArgs>
@@ -1777,6 +1818,10 @@ export type $ItemPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs =
     evergreen: boolean
     itemNumber: string | null
     itemExtra: runtime.JsonValue | null
+    /**
+     * why ingestion failed (status FAILED), null otherwise
+     */
+    failureReason: string | null
     /**
      * sha256 hex of the uploaded bytes: duplicate detection per publisher
      */
@@ -2238,6 +2283,7 @@ export interface ItemFieldRefs {
   readonly evergreen: Prisma.FieldRef<"Item", 'Boolean'>
   readonly itemNumber: Prisma.FieldRef<"Item", 'String'>
   readonly itemExtra: Prisma.FieldRef<"Item", 'Json'>
+  readonly failureReason: Prisma.FieldRef<"Item", 'String'>
   readonly contentHash: Prisma.FieldRef<"Item", 'String'>
   readonly etag: Prisma.FieldRef<"Item", 'String'>
   readonly createdAt: Prisma.FieldRef<"Item", 'DateTime'>

@@ -29,6 +29,7 @@ export type MessageMinAggregateOutputType = {
   chatId: string | null
   role: string | null
   content: string | null
+  queryId: string | null
   createdAt: Date | null
   deletedAt: Date | null
 }
@@ -38,6 +39,7 @@ export type MessageMaxAggregateOutputType = {
   chatId: string | null
   role: string | null
   content: string | null
+  queryId: string | null
   createdAt: Date | null
   deletedAt: Date | null
 }
@@ -48,6 +50,7 @@ export type MessageCountAggregateOutputType = {
   role: number
   content: number
   sources: number
+  queryId: number
   createdAt: number
   deletedAt: number
   _all: number
@@ -59,6 +62,7 @@ export type MessageMinAggregateInputType = {
   chatId?: true
   role?: true
   content?: true
+  queryId?: true
   createdAt?: true
   deletedAt?: true
 }
@@ -68,6 +72,7 @@ export type MessageMaxAggregateInputType = {
   chatId?: true
   role?: true
   content?: true
+  queryId?: true
   createdAt?: true
   deletedAt?: true
 }
@@ -78,6 +83,7 @@ export type MessageCountAggregateInputType = {
   role?: true
   content?: true
   sources?: true
+  queryId?: true
   createdAt?: true
   deletedAt?: true
   _all?: true
@@ -161,6 +167,7 @@ export type MessageGroupByOutputType = {
   role: string
   content: string
   sources: runtime.JsonValue
+  queryId: string | null
   createdAt: Date
   deletedAt: Date | null
   _count: MessageCountAggregateOutputType | null
@@ -192,6 +199,7 @@ export type MessageWhereInput = {
   role?: Prisma.StringFilter<"Message"> | string
   content?: Prisma.StringFilter<"Message"> | string
   sources?: Prisma.JsonFilter<"Message">
+  queryId?: Prisma.UuidNullableFilter<"Message"> | string | null
   createdAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   deletedAt?: Prisma.DateTimeNullableFilter<"Message"> | Date | string | null
   chat?: Prisma.XOR<Prisma.ChatScalarRelationFilter, Prisma.ChatWhereInput>
@@ -203,6 +211,7 @@ export type MessageOrderByWithRelationInput = {
   role?: Prisma.SortOrder
   content?: Prisma.SortOrder
   sources?: Prisma.SortOrder
+  queryId?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   chat?: Prisma.ChatOrderByWithRelationInput
@@ -217,6 +226,7 @@ export type MessageWhereUniqueInput = Prisma.AtLeast<{
   role?: Prisma.StringFilter<"Message"> | string
   content?: Prisma.StringFilter<"Message"> | string
   sources?: Prisma.JsonFilter<"Message">
+  queryId?: Prisma.UuidNullableFilter<"Message"> | string | null
   createdAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   deletedAt?: Prisma.DateTimeNullableFilter<"Message"> | Date | string | null
   chat?: Prisma.XOR<Prisma.ChatScalarRelationFilter, Prisma.ChatWhereInput>
@@ -228,6 +238,7 @@ export type MessageOrderByWithAggregationInput = {
   role?: Prisma.SortOrder
   content?: Prisma.SortOrder
   sources?: Prisma.SortOrder
+  queryId?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.MessageCountOrderByAggregateInput
@@ -244,6 +255,7 @@ export type MessageScalarWhereWithAggregatesInput = {
   role?: Prisma.StringWithAggregatesFilter<"Message"> | string
   content?: Prisma.StringWithAggregatesFilter<"Message"> | string
   sources?: Prisma.JsonWithAggregatesFilter<"Message">
+  queryId?: Prisma.UuidNullableWithAggregatesFilter<"Message"> | string | null
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Message"> | Date | string
   deletedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Message"> | Date | string | null
 }
@@ -253,6 +265,7 @@ export type MessageCreateInput = {
   role: string
   content: string
   sources?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  queryId?: string | null
   createdAt?: Date | string
   deletedAt?: Date | string | null
   chat: Prisma.ChatCreateNestedOneWithoutMessagesInput
@@ -264,6 +277,7 @@ export type MessageUncheckedCreateInput = {
   role: string
   content: string
   sources?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  queryId?: string | null
   createdAt?: Date | string
   deletedAt?: Date | string | null
 }
@@ -273,6 +287,7 @@ export type MessageUpdateInput = {
   role?: Prisma.StringFieldUpdateOperationsInput | string
   content?: Prisma.StringFieldUpdateOperationsInput | string
   sources?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  queryId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   chat?: Prisma.ChatUpdateOneRequiredWithoutMessagesNestedInput
@@ -284,6 +299,7 @@ export type MessageUncheckedUpdateInput = {
   role?: Prisma.StringFieldUpdateOperationsInput | string
   content?: Prisma.StringFieldUpdateOperationsInput | string
   sources?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  queryId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
@@ -294,6 +310,7 @@ export type MessageCreateManyInput = {
   role: string
   content: string
   sources?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  queryId?: string | null
   createdAt?: Date | string
   deletedAt?: Date | string | null
 }
@@ -303,6 +320,7 @@ export type MessageUpdateManyMutationInput = {
   role?: Prisma.StringFieldUpdateOperationsInput | string
   content?: Prisma.StringFieldUpdateOperationsInput | string
   sources?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  queryId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
@@ -313,6 +331,7 @@ export type MessageUncheckedUpdateManyInput = {
   role?: Prisma.StringFieldUpdateOperationsInput | string
   content?: Prisma.StringFieldUpdateOperationsInput | string
   sources?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  queryId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
@@ -333,6 +352,7 @@ export type MessageCountOrderByAggregateInput = {
   role?: Prisma.SortOrder
   content?: Prisma.SortOrder
   sources?: Prisma.SortOrder
+  queryId?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrder
 }
@@ -342,6 +362,7 @@ export type MessageMaxOrderByAggregateInput = {
   chatId?: Prisma.SortOrder
   role?: Prisma.SortOrder
   content?: Prisma.SortOrder
+  queryId?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrder
 }
@@ -351,6 +372,7 @@ export type MessageMinOrderByAggregateInput = {
   chatId?: Prisma.SortOrder
   role?: Prisma.SortOrder
   content?: Prisma.SortOrder
+  queryId?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrder
 }
@@ -402,6 +424,7 @@ export type MessageCreateWithoutChatInput = {
   role: string
   content: string
   sources?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  queryId?: string | null
   createdAt?: Date | string
   deletedAt?: Date | string | null
 }
@@ -411,6 +434,7 @@ export type MessageUncheckedCreateWithoutChatInput = {
   role: string
   content: string
   sources?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  queryId?: string | null
   createdAt?: Date | string
   deletedAt?: Date | string | null
 }
@@ -450,6 +474,7 @@ export type MessageScalarWhereInput = {
   role?: Prisma.StringFilter<"Message"> | string
   content?: Prisma.StringFilter<"Message"> | string
   sources?: Prisma.JsonFilter<"Message">
+  queryId?: Prisma.UuidNullableFilter<"Message"> | string | null
   createdAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   deletedAt?: Prisma.DateTimeNullableFilter<"Message"> | Date | string | null
 }
@@ -459,6 +484,7 @@ export type MessageCreateManyChatInput = {
   role: string
   content: string
   sources?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  queryId?: string | null
   createdAt?: Date | string
   deletedAt?: Date | string | null
 }
@@ -468,6 +494,7 @@ export type MessageUpdateWithoutChatInput = {
   role?: Prisma.StringFieldUpdateOperationsInput | string
   content?: Prisma.StringFieldUpdateOperationsInput | string
   sources?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  queryId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
@@ -477,6 +504,7 @@ export type MessageUncheckedUpdateWithoutChatInput = {
   role?: Prisma.StringFieldUpdateOperationsInput | string
   content?: Prisma.StringFieldUpdateOperationsInput | string
   sources?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  queryId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
@@ -486,6 +514,7 @@ export type MessageUncheckedUpdateManyWithoutChatInput = {
   role?: Prisma.StringFieldUpdateOperationsInput | string
   content?: Prisma.StringFieldUpdateOperationsInput | string
   sources?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  queryId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
@@ -498,6 +527,7 @@ export type MessageSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   role?: boolean
   content?: boolean
   sources?: boolean
+  queryId?: boolean
   createdAt?: boolean
   deletedAt?: boolean
   chat?: boolean | Prisma.ChatDefaultArgs<ExtArgs>
@@ -509,6 +539,7 @@ export type MessageSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Exten
   role?: boolean
   content?: boolean
   sources?: boolean
+  queryId?: boolean
   createdAt?: boolean
   deletedAt?: boolean
   chat?: boolean | Prisma.ChatDefaultArgs<ExtArgs>
@@ -520,6 +551,7 @@ export type MessageSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Exten
   role?: boolean
   content?: boolean
   sources?: boolean
+  queryId?: boolean
   createdAt?: boolean
   deletedAt?: boolean
   chat?: boolean | Prisma.ChatDefaultArgs<ExtArgs>
@@ -531,11 +563,12 @@ export type MessageSelectScalar = {
   role?: boolean
   content?: boolean
   sources?: boolean
+  queryId?: boolean
   createdAt?: boolean
   deletedAt?: boolean
 }
 
-export type MessageOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "chatId" | "role" | "content" | "sources" | "createdAt" | "deletedAt", ExtArgs["result"]["message"]>
+export type MessageOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "chatId" | "role" | "content" | "sources" | "queryId" | "createdAt" | "deletedAt", ExtArgs["result"]["message"]>
 export type MessageInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   chat?: boolean | Prisma.ChatDefaultArgs<ExtArgs>
 }
@@ -560,6 +593,10 @@ export type $MessagePayload<ExtArgs extends runtime.Types.Extensions.InternalArg
     role: string
     content: string
     sources: runtime.JsonValue
+    /**
+     * the question this message belongs to: its own id on a question, the question's on an answer
+     */
+    queryId: string | null
     createdAt: Date
     deletedAt: Date | null
   }, ExtArgs["result"]["message"]>
@@ -991,6 +1028,7 @@ export interface MessageFieldRefs {
   readonly role: Prisma.FieldRef<"Message", 'String'>
   readonly content: Prisma.FieldRef<"Message", 'String'>
   readonly sources: Prisma.FieldRef<"Message", 'Json'>
+  readonly queryId: Prisma.FieldRef<"Message", 'String'>
   readonly createdAt: Prisma.FieldRef<"Message", 'DateTime'>
   readonly deletedAt: Prisma.FieldRef<"Message", 'DateTime'>
 }

@@ -229,6 +229,7 @@ export type OrganizationWhereInput = {
   billingReservations?: Prisma.BillingReservationListRelationFilter
   codingPlans?: Prisma.CodingPlanListRelationFilter
   rateLimits?: Prisma.RateLimitListRelationFilter
+  responses?: Prisma.StoredResponseListRelationFilter
 }
 
 export type OrganizationOrderByWithRelationInput = {
@@ -250,6 +251,7 @@ export type OrganizationOrderByWithRelationInput = {
   billingReservations?: Prisma.BillingReservationOrderByRelationAggregateInput
   codingPlans?: Prisma.CodingPlanOrderByRelationAggregateInput
   rateLimits?: Prisma.RateLimitOrderByRelationAggregateInput
+  responses?: Prisma.StoredResponseOrderByRelationAggregateInput
 }
 
 export type OrganizationWhereUniqueInput = Prisma.AtLeast<{
@@ -274,6 +276,7 @@ export type OrganizationWhereUniqueInput = Prisma.AtLeast<{
   billingReservations?: Prisma.BillingReservationListRelationFilter
   codingPlans?: Prisma.CodingPlanListRelationFilter
   rateLimits?: Prisma.RateLimitListRelationFilter
+  responses?: Prisma.StoredResponseListRelationFilter
 }, "id" | "name">
 
 export type OrganizationOrderByWithAggregationInput = {
@@ -319,6 +322,7 @@ export type OrganizationCreateInput = {
   billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateInput = {
@@ -340,6 +344,7 @@ export type OrganizationUncheckedCreateInput = {
   billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUpdateInput = {
@@ -361,6 +366,7 @@ export type OrganizationUpdateInput = {
   billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateInput = {
@@ -382,6 +388,7 @@ export type OrganizationUncheckedUpdateInput = {
   billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateManyInput = {
@@ -643,6 +650,20 @@ export type OrganizationUpdateOneRequiredWithoutIdempotencyNestedInput = {
   update?: Prisma.XOR<Prisma.XOR<Prisma.OrganizationUpdateToOneWithWhereWithoutIdempotencyInput, Prisma.OrganizationUpdateWithoutIdempotencyInput>, Prisma.OrganizationUncheckedUpdateWithoutIdempotencyInput>
 }
 
+export type OrganizationCreateNestedOneWithoutResponsesInput = {
+  create?: Prisma.XOR<Prisma.OrganizationCreateWithoutResponsesInput, Prisma.OrganizationUncheckedCreateWithoutResponsesInput>
+  connectOrCreate?: Prisma.OrganizationCreateOrConnectWithoutResponsesInput
+  connect?: Prisma.OrganizationWhereUniqueInput
+}
+
+export type OrganizationUpdateOneRequiredWithoutResponsesNestedInput = {
+  create?: Prisma.XOR<Prisma.OrganizationCreateWithoutResponsesInput, Prisma.OrganizationUncheckedCreateWithoutResponsesInput>
+  connectOrCreate?: Prisma.OrganizationCreateOrConnectWithoutResponsesInput
+  upsert?: Prisma.OrganizationUpsertWithoutResponsesInput
+  connect?: Prisma.OrganizationWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.OrganizationUpdateToOneWithWhereWithoutResponsesInput, Prisma.OrganizationUpdateWithoutResponsesInput>, Prisma.OrganizationUncheckedUpdateWithoutResponsesInput>
+}
+
 export type OrganizationCreateWithoutPublishersInput = {
   id?: string
   name: string
@@ -661,6 +682,7 @@ export type OrganizationCreateWithoutPublishersInput = {
   billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutPublishersInput = {
@@ -681,6 +703,7 @@ export type OrganizationUncheckedCreateWithoutPublishersInput = {
   billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutPublishersInput = {
@@ -717,6 +740,7 @@ export type OrganizationUpdateWithoutPublishersInput = {
   billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutPublishersInput = {
@@ -737,6 +761,7 @@ export type OrganizationUncheckedUpdateWithoutPublishersInput = {
   billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutApiKeysInput = {
@@ -757,6 +782,7 @@ export type OrganizationCreateWithoutApiKeysInput = {
   billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutApiKeysInput = {
@@ -777,6 +803,7 @@ export type OrganizationUncheckedCreateWithoutApiKeysInput = {
   billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutApiKeysInput = {
@@ -813,6 +840,7 @@ export type OrganizationUpdateWithoutApiKeysInput = {
   billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutApiKeysInput = {
@@ -833,6 +861,7 @@ export type OrganizationUncheckedUpdateWithoutApiKeysInput = {
   billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutOauthClientsInput = {
@@ -853,6 +882,7 @@ export type OrganizationCreateWithoutOauthClientsInput = {
   billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutOauthClientsInput = {
@@ -873,6 +903,7 @@ export type OrganizationUncheckedCreateWithoutOauthClientsInput = {
   billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutOauthClientsInput = {
@@ -909,6 +940,7 @@ export type OrganizationUpdateWithoutOauthClientsInput = {
   billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutOauthClientsInput = {
@@ -929,6 +961,7 @@ export type OrganizationUncheckedUpdateWithoutOauthClientsInput = {
   billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutCollectionsInput = {
@@ -949,6 +982,7 @@ export type OrganizationCreateWithoutCollectionsInput = {
   billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutCollectionsInput = {
@@ -969,6 +1003,7 @@ export type OrganizationUncheckedCreateWithoutCollectionsInput = {
   billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutCollectionsInput = {
@@ -1005,6 +1040,7 @@ export type OrganizationUpdateWithoutCollectionsInput = {
   billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutCollectionsInput = {
@@ -1025,6 +1061,7 @@ export type OrganizationUncheckedUpdateWithoutCollectionsInput = {
   billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutAgentsInput = {
@@ -1045,6 +1082,7 @@ export type OrganizationCreateWithoutAgentsInput = {
   billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutAgentsInput = {
@@ -1065,6 +1103,7 @@ export type OrganizationUncheckedCreateWithoutAgentsInput = {
   billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutAgentsInput = {
@@ -1101,6 +1140,7 @@ export type OrganizationUpdateWithoutAgentsInput = {
   billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutAgentsInput = {
@@ -1121,6 +1161,7 @@ export type OrganizationUncheckedUpdateWithoutAgentsInput = {
   billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutChatsInput = {
@@ -1141,6 +1182,7 @@ export type OrganizationCreateWithoutChatsInput = {
   billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutChatsInput = {
@@ -1161,6 +1203,7 @@ export type OrganizationUncheckedCreateWithoutChatsInput = {
   billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutChatsInput = {
@@ -1197,6 +1240,7 @@ export type OrganizationUpdateWithoutChatsInput = {
   billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutChatsInput = {
@@ -1217,6 +1261,7 @@ export type OrganizationUncheckedUpdateWithoutChatsInput = {
   billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutUsageRecordsInput = {
@@ -1237,6 +1282,7 @@ export type OrganizationCreateWithoutUsageRecordsInput = {
   billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutUsageRecordsInput = {
@@ -1257,6 +1303,7 @@ export type OrganizationUncheckedCreateWithoutUsageRecordsInput = {
   billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutUsageRecordsInput = {
@@ -1293,6 +1340,7 @@ export type OrganizationUpdateWithoutUsageRecordsInput = {
   billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutUsageRecordsInput = {
@@ -1313,6 +1361,7 @@ export type OrganizationUncheckedUpdateWithoutUsageRecordsInput = {
   billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutCreditLedgerInput = {
@@ -1333,6 +1382,7 @@ export type OrganizationCreateWithoutCreditLedgerInput = {
   billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutCreditLedgerInput = {
@@ -1353,6 +1403,7 @@ export type OrganizationUncheckedCreateWithoutCreditLedgerInput = {
   billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutCreditLedgerInput = {
@@ -1389,6 +1440,7 @@ export type OrganizationUpdateWithoutCreditLedgerInput = {
   billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutCreditLedgerInput = {
@@ -1409,6 +1461,7 @@ export type OrganizationUncheckedUpdateWithoutCreditLedgerInput = {
   billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutBillingAccountInput = {
@@ -1429,6 +1482,7 @@ export type OrganizationCreateWithoutBillingAccountInput = {
   billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutBillingAccountInput = {
@@ -1449,6 +1503,7 @@ export type OrganizationUncheckedCreateWithoutBillingAccountInput = {
   billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutBillingAccountInput = {
@@ -1485,6 +1540,7 @@ export type OrganizationUpdateWithoutBillingAccountInput = {
   billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutBillingAccountInput = {
@@ -1505,6 +1561,7 @@ export type OrganizationUncheckedUpdateWithoutBillingAccountInput = {
   billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutBillingReservationsInput = {
@@ -1525,6 +1582,7 @@ export type OrganizationCreateWithoutBillingReservationsInput = {
   billingAccount?: Prisma.BillingAccountCreateNestedOneWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutBillingReservationsInput = {
@@ -1545,6 +1603,7 @@ export type OrganizationUncheckedCreateWithoutBillingReservationsInput = {
   billingAccount?: Prisma.BillingAccountUncheckedCreateNestedOneWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutBillingReservationsInput = {
@@ -1581,6 +1640,7 @@ export type OrganizationUpdateWithoutBillingReservationsInput = {
   billingAccount?: Prisma.BillingAccountUpdateOneWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutBillingReservationsInput = {
@@ -1601,6 +1661,7 @@ export type OrganizationUncheckedUpdateWithoutBillingReservationsInput = {
   billingAccount?: Prisma.BillingAccountUncheckedUpdateOneWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutCodingPlansInput = {
@@ -1621,6 +1682,7 @@ export type OrganizationCreateWithoutCodingPlansInput = {
   billingAccount?: Prisma.BillingAccountCreateNestedOneWithoutOrganizationInput
   billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutCodingPlansInput = {
@@ -1641,6 +1703,7 @@ export type OrganizationUncheckedCreateWithoutCodingPlansInput = {
   billingAccount?: Prisma.BillingAccountUncheckedCreateNestedOneWithoutOrganizationInput
   billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutCodingPlansInput = {
@@ -1677,6 +1740,7 @@ export type OrganizationUpdateWithoutCodingPlansInput = {
   billingAccount?: Prisma.BillingAccountUpdateOneWithoutOrganizationNestedInput
   billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutCodingPlansInput = {
@@ -1697,6 +1761,7 @@ export type OrganizationUncheckedUpdateWithoutCodingPlansInput = {
   billingAccount?: Prisma.BillingAccountUncheckedUpdateOneWithoutOrganizationNestedInput
   billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutRateLimitsInput = {
@@ -1717,6 +1782,7 @@ export type OrganizationCreateWithoutRateLimitsInput = {
   billingAccount?: Prisma.BillingAccountCreateNestedOneWithoutOrganizationInput
   billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutRateLimitsInput = {
@@ -1737,6 +1803,7 @@ export type OrganizationUncheckedCreateWithoutRateLimitsInput = {
   billingAccount?: Prisma.BillingAccountUncheckedCreateNestedOneWithoutOrganizationInput
   billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutRateLimitsInput = {
@@ -1773,6 +1840,7 @@ export type OrganizationUpdateWithoutRateLimitsInput = {
   billingAccount?: Prisma.BillingAccountUpdateOneWithoutOrganizationNestedInput
   billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutRateLimitsInput = {
@@ -1793,6 +1861,7 @@ export type OrganizationUncheckedUpdateWithoutRateLimitsInput = {
   billingAccount?: Prisma.BillingAccountUncheckedUpdateOneWithoutOrganizationNestedInput
   billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutIdempotencyInput = {
@@ -1813,6 +1882,7 @@ export type OrganizationCreateWithoutIdempotencyInput = {
   billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutIdempotencyInput = {
@@ -1833,6 +1903,7 @@ export type OrganizationUncheckedCreateWithoutIdempotencyInput = {
   billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutIdempotencyInput = {
@@ -1869,6 +1940,7 @@ export type OrganizationUpdateWithoutIdempotencyInput = {
   billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutIdempotencyInput = {
@@ -1885,6 +1957,107 @@ export type OrganizationUncheckedUpdateWithoutIdempotencyInput = {
   chats?: Prisma.ChatUncheckedUpdateManyWithoutOrganizationNestedInput
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
   creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUncheckedUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
+}
+
+export type OrganizationCreateWithoutResponsesInput = {
+  id?: string
+  name: string
+  createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
+  publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
+  apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
+  oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
+  collections?: Prisma.CollectionCreateNestedManyWithoutOrganizationInput
+  agents?: Prisma.AgentCreateNestedManyWithoutOrganizationInput
+  chats?: Prisma.ChatCreateNestedManyWithoutOrganizationInput
+  usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
+  creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
+}
+
+export type OrganizationUncheckedCreateWithoutResponsesInput = {
+  id?: string
+  name: string
+  createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
+  publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
+  apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
+  oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
+  collections?: Prisma.CollectionUncheckedCreateNestedManyWithoutOrganizationInput
+  agents?: Prisma.AgentUncheckedCreateNestedManyWithoutOrganizationInput
+  chats?: Prisma.ChatUncheckedCreateNestedManyWithoutOrganizationInput
+  usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountUncheckedCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
+}
+
+export type OrganizationCreateOrConnectWithoutResponsesInput = {
+  where: Prisma.OrganizationWhereUniqueInput
+  create: Prisma.XOR<Prisma.OrganizationCreateWithoutResponsesInput, Prisma.OrganizationUncheckedCreateWithoutResponsesInput>
+}
+
+export type OrganizationUpsertWithoutResponsesInput = {
+  update: Prisma.XOR<Prisma.OrganizationUpdateWithoutResponsesInput, Prisma.OrganizationUncheckedUpdateWithoutResponsesInput>
+  create: Prisma.XOR<Prisma.OrganizationCreateWithoutResponsesInput, Prisma.OrganizationUncheckedCreateWithoutResponsesInput>
+  where?: Prisma.OrganizationWhereInput
+}
+
+export type OrganizationUpdateToOneWithWhereWithoutResponsesInput = {
+  where?: Prisma.OrganizationWhereInput
+  data: Prisma.XOR<Prisma.OrganizationUpdateWithoutResponsesInput, Prisma.OrganizationUncheckedUpdateWithoutResponsesInput>
+}
+
+export type OrganizationUpdateWithoutResponsesInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
+  apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
+  oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
+  collections?: Prisma.CollectionUpdateManyWithoutOrganizationNestedInput
+  agents?: Prisma.AgentUpdateManyWithoutOrganizationNestedInput
+  chats?: Prisma.ChatUpdateManyWithoutOrganizationNestedInput
+  usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
+  creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
+}
+
+export type OrganizationUncheckedUpdateWithoutResponsesInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
+  apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
+  oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
+  collections?: Prisma.CollectionUncheckedUpdateManyWithoutOrganizationNestedInput
+  agents?: Prisma.AgentUncheckedUpdateManyWithoutOrganizationNestedInput
+  chats?: Prisma.ChatUncheckedUpdateManyWithoutOrganizationNestedInput
+  usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+  creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
   billingAccount?: Prisma.BillingAccountUncheckedUpdateOneWithoutOrganizationNestedInput
   billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -1909,6 +2082,7 @@ export type OrganizationCountOutputType = {
   billingReservations: number
   codingPlans: number
   rateLimits: number
+  responses: number
 }
 
 export type OrganizationCountOutputTypeSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
@@ -1924,6 +2098,7 @@ export type OrganizationCountOutputTypeSelect<ExtArgs extends runtime.Types.Exte
   billingReservations?: boolean | OrganizationCountOutputTypeCountBillingReservationsArgs
   codingPlans?: boolean | OrganizationCountOutputTypeCountCodingPlansArgs
   rateLimits?: boolean | OrganizationCountOutputTypeCountRateLimitsArgs
+  responses?: boolean | OrganizationCountOutputTypeCountResponsesArgs
 }
 
 /**
@@ -2020,6 +2195,13 @@ export type OrganizationCountOutputTypeCountRateLimitsArgs<ExtArgs extends runti
   where?: Prisma.RateLimitWhereInput
 }
 
+/**
+ * OrganizationCountOutputType without action
+ */
+export type OrganizationCountOutputTypeCountResponsesArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.StoredResponseWhereInput
+}
+
 
 export type OrganizationSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   id?: boolean
@@ -2040,6 +2222,7 @@ export type OrganizationSelect<ExtArgs extends runtime.Types.Extensions.Internal
   billingReservations?: boolean | Prisma.Organization$billingReservationsArgs<ExtArgs>
   codingPlans?: boolean | Prisma.Organization$codingPlansArgs<ExtArgs>
   rateLimits?: boolean | Prisma.Organization$rateLimitsArgs<ExtArgs>
+  responses?: boolean | Prisma.Organization$responsesArgs<ExtArgs>
   _count?: boolean | Prisma.OrganizationCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["organization"]>
 
@@ -2082,6 +2265,7 @@ export type OrganizationInclude<ExtArgs extends runtime.Types.Extensions.Interna
   billingReservations?: boolean | Prisma.Organization$billingReservationsArgs<ExtArgs>
   codingPlans?: boolean | Prisma.Organization$codingPlansArgs<ExtArgs>
   rateLimits?: boolean | Prisma.Organization$rateLimitsArgs<ExtArgs>
+  responses?: boolean | Prisma.Organization$responsesArgs<ExtArgs>
   _count?: boolean | Prisma.OrganizationCountOutputTypeDefaultArgs<ExtArgs>
 }
 export type OrganizationIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {}
@@ -2103,6 +2287,7 @@ export type $OrganizationPayload<ExtArgs extends runtime.Types.Extensions.Intern
     billingReservations: Prisma.$BillingReservationPayload<ExtArgs>[]
     codingPlans: Prisma.$CodingPlanPayload<ExtArgs>[]
     rateLimits: Prisma.$RateLimitPayload<ExtArgs>[]
+    responses: Prisma.$StoredResponsePayload<ExtArgs>[]
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     id: string
@@ -2523,6 +2708,7 @@ export interface Prisma__OrganizationClient<T, Null = never, ExtArgs extends run
   billingReservations<T extends Prisma.Organization$billingReservationsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Organization$billingReservationsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$BillingReservationPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   codingPlans<T extends Prisma.Organization$codingPlansArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Organization$codingPlansArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$CodingPlanPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   rateLimits<T extends Prisma.Organization$rateLimitsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Organization$rateLimitsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$RateLimitPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  responses<T extends Prisma.Organization$responsesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Organization$responsesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$StoredResponsePayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -3254,6 +3440,30 @@ export type Organization$rateLimitsArgs<ExtArgs extends runtime.Types.Extensions
   take?: number
   skip?: number
   distinct?: Prisma.RateLimitScalarFieldEnum | Prisma.RateLimitScalarFieldEnum[]
+}
+
+/**
+ * Organization.responses
+ */
+export type Organization$responsesArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the StoredResponse
+   */
+  select?: Prisma.StoredResponseSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the StoredResponse
+   */
+  omit?: Prisma.StoredResponseOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.StoredResponseInclude<ExtArgs> | null
+  where?: Prisma.StoredResponseWhereInput
+  orderBy?: Prisma.StoredResponseOrderByWithRelationInput | Prisma.StoredResponseOrderByWithRelationInput[]
+  cursor?: Prisma.StoredResponseWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.StoredResponseScalarFieldEnum | Prisma.StoredResponseScalarFieldEnum[]
 }
 
 /**

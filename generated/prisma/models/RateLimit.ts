@@ -455,14 +455,6 @@ export type RateLimitUncheckedUpdateManyWithoutApiKeyNestedInput = {
   deleteMany?: Prisma.RateLimitScalarWhereInput | Prisma.RateLimitScalarWhereInput[]
 }
 
-export type NullableIntFieldUpdateOperationsInput = {
-  set?: number | null
-  increment?: number
-  decrement?: number
-  multiply?: number
-  divide?: number
-}
-
 export type RateLimitCreateWithoutOrganizationInput = {
   id?: string
   requestsPerMinute?: number | null

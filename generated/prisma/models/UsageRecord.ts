@@ -663,14 +663,6 @@ export type UsageRecordUncheckedUpdateManyWithoutApiKeyNestedInput = {
   deleteMany?: Prisma.UsageRecordScalarWhereInput | Prisma.UsageRecordScalarWhereInput[]
 }
 
-export type BigIntFieldUpdateOperationsInput = {
-  set?: bigint | number
-  increment?: bigint | number
-  decrement?: bigint | number
-  multiply?: bigint | number
-  divide?: bigint | number
-}
-
 export type UsageRecordCreateWithoutOrganizationInput = {
   id?: string
   operation: string

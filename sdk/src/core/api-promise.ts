@@ -12,8 +12,24 @@ export interface WithResponse<T> {
   rateLimit: RateLimitInfo | undefined;
 }
 
-export function withResponse<T>(data: T, response: Response): WithResponse<T> {
-  return { data, response, traceId: traceIdOf(response.headers), rateLimit: parseRateLimit(response.headers) };
+/**
+ * `response` is made on first use: most calls only want the data, and a copy of the
+ * response with its body unread costs more than the rest of the SDK's work on a call.
+ */
+export function withResponse<T>(data: T, headers: Headers, response: () => Response): WithResponse<T> {
+  let made: Response | undefined;
+  return {
+    data,
+    get response() {
+      return (made ??= response());
+    },
+    get traceId() {
+      return traceIdOf(headers);
+    },
+    get rateLimit() {
+      return parseRateLimit(headers);
+    },
+  };
 }
 
 export class APIPromise<T> extends Promise<T> {

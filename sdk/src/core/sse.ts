@@ -1,4 +1,5 @@
-// Server-sent events decoder (fetch streams only, no Node built-ins).
+// Decoders of event streams (fetch streams only, no Node built-ins): server-sent events,
+// and the newline-delimited JSON a stream is handed on as.
 
 export interface ServerSentEvent {
   event: string | undefined;
@@ -8,22 +9,17 @@ export interface ServerSentEvent {
 
 /** Splits a byte stream into events: `event:`/`data:`/`id:` fields, `:` comments ignored. */
 export async function* readServerSentEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<ServerSentEvent> {
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = '';
   let data: string[] = [];
   let event: string | undefined;
   let id: string | undefined;
-  let finished = false;
-
-  const line = (text: string): ServerSentEvent | undefined => {
+  for await (const text of readLines(body)) {
     if (text === '') {
-      const out = data.length ? { event, data: data.join('\n'), id } : undefined;
+      if (data.length) yield { event, data: data.join('\n'), id };
       data = [];
       event = undefined;
-      return out;
+      continue;
     }
-    if (text.startsWith(':')) return undefined;
+    if (text.startsWith(':')) continue;
     const colon = text.indexOf(':');
     const field = colon === -1 ? text : text.slice(0, colon);
     let value = colon === -1 ? '' : text.slice(colon + 1);
@@ -31,9 +27,22 @@ export async function* readServerSentEvents(body: ReadableStream<Uint8Array>): A
     if (field === 'data') data.push(value);
     else if (field === 'event') event = value;
     else if (field === 'id') id = value;
-    return undefined;
-  };
+  }
+  // An event the stream ended on without its blank line.
+  if (data.length) yield { event, data: data.join('\n'), id };
+}
 
+/** Newline-delimited JSON (what `Stream.toReadableStream()` writes): each non-blank line is one event's data. */
+export async function* readJsonLines(body: ReadableStream<Uint8Array>): AsyncGenerator<ServerSentEvent> {
+  for await (const text of readLines(body)) if (text.trim() !== '') yield { event: undefined, data: text, id: undefined };
+}
+
+/** The lines of a UTF-8 byte stream (`\n`, `\r\n` or `\r`); the last one even without a line end. */
+async function* readLines(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let finished = false;
   try {
     for (;;) {
       const { done, value } = await reader.read();
@@ -44,15 +53,13 @@ export async function* readServerSentEvents(body: ReadableStream<Uint8Array>): A
         // A lone `\r` at the end may be the first half of `\r\n`: wait for more bytes.
         if (buffer[end] === '\r' && end === buffer.length - 1 && !done) break;
         const width = buffer[end] === '\r' && buffer[end + 1] === '\n' ? 2 : 1;
-        const out = line(buffer.slice(0, end));
+        const line = buffer.slice(0, end);
         buffer = buffer.slice(end + width);
-        if (out) yield out;
+        yield line;
       }
       if (done) {
-        const out = line(buffer) ?? line('');
-        buffer = '';
-        if (out) yield out;
         finished = true;
+        if (buffer !== '') yield buffer;
         return;
       }
     }

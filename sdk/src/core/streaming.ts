@@ -16,7 +16,7 @@ import type {
 } from '../../../generated/client/types.gen.js';
 import { APIConnectionError, APIUserAbortError, makeStreamError, PlatformError, type APIError } from './errors.js';
 import { traceIdOf } from './headers.js';
-import { readServerSentEvents, type ServerSentEvent } from './sse.js';
+import { readJsonLines, readServerSentEvents, type ServerSentEvent } from './sse.js';
 
 export interface StreamControl {
   /** Aborts the underlying request. */
@@ -28,6 +28,8 @@ export interface StreamControl {
 }
 
 const DONE = Symbol('done');
+/** The content type of `toReadableStream()`'s output, which `fromReadableStream()` reads. */
+const NDJSON = 'application/x-ndjson';
 type Handled<T> = T | typeof DONE | undefined;
 
 /** Base of the SSE streams: iterate once with `for await`. */
@@ -42,6 +44,16 @@ export abstract class Stream<T> implements AsyncIterable<T> {
   constructor(response: Response, control: StreamControl = {}) {
     this.response = response;
     this.#control = control;
+  }
+
+  /**
+   * The stream back from what `toReadableStream()` wrote (newline-delimited JSON), e.g. in
+   * a browser reading its own backend's answer: `ChatCompletionStream.fromReadableStream(res.body)`.
+   * It has the same helpers (`collect()`, `finalMessage()`, ...); cancelling it cancels the
+   * readable stream.
+   */
+  static fromReadableStream<S extends Stream<unknown>>(this: new (response: Response) => S, stream: ReadableStream<Uint8Array>): S {
+    return new this(new Response(stream, { headers: { 'content-type': NDJSON } }));
   }
 
   /** `X-Trace-Id` of the streaming response. */
@@ -80,7 +92,8 @@ export abstract class Stream<T> implements AsyncIterable<T> {
     try {
       if (!body) throw new APIConnectionError('The streaming response has no body.');
       try {
-        for await (const event of readServerSentEvents(body)) {
+        const events = this.response.headers.get('content-type')?.includes(NDJSON) ? readJsonLines(body) : readServerSentEvents(body);
+        for await (const event of events) {
           const out = this.handle(event);
           if (out === DONE) break;
           if (out !== undefined) yield out;
@@ -104,7 +117,8 @@ export abstract class Stream<T> implements AsyncIterable<T> {
 
   /**
    * The events as a web `ReadableStream` of newline-delimited JSON (one event per line), to
-   * hand to a web framework: `return new Response(stream.toReadableStream())`. Reading it
+   * hand to a web framework: `return new Response(stream.toReadableStream())`;
+   * `fromReadableStream()` turns it back into a stream on the other side. Reading it
    * reads this stream (once); cancelling it aborts the request. A failure after the stream
    * started errors the readable stream with the typed error.
    */

@@ -24,7 +24,8 @@ export interface RetryEvent {
 }
 
 export interface TransportConfig {
-  fetch: Fetch;
+  /** An injected fetch, given a `Request`; undefined: the global `fetch`, given the URL and init (cheaper). */
+  fetch: Fetch | undefined;
   /** Per attempt; for a stream, until the response headers arrive and then for each gap between chunks. */
   timeoutMs: number;
   policy: RetryPolicy;
@@ -49,13 +50,19 @@ export interface TransportConfig {
 /** What the call learns from the transport, read after the generated client returns. */
 export interface CallState {
   response?: Response;
+  /** The body of a non-streaming success, read in full (the `response`'s own body is used up). */
+  body?: ArrayBuffer;
   /** Aborts the streaming request (the caller stopped reading). */
   abort?: (reason?: unknown) => void;
   /** Detaches the stream's signal from the caller's once the stream is over. */
   dispose?: () => void;
 }
 
-const NULL_BODY = new Set([101, 204, 205, 304]);
+/**
+ * The serialized body of a request the generated client built (its request interceptor
+ * records it), so the transport need not read the body back out of the `Request`.
+ */
+export const serializedBodies = new WeakMap<Request, string>();
 
 function parseBody(text: string): unknown {
   if (!text) return undefined;
@@ -174,7 +181,8 @@ export function createTransport(config: TransportConfig, state: CallState): (inp
   return async (input, init) => {
     const original = input instanceof Request && !init ? input : new Request(input, init);
     // Buffered once so that every attempt can send it again.
-    const body = original.body ? await original.arrayBuffer() : undefined;
+    const serialized = serializedBodies.get(original);
+    const body = serialized ?? (original.body ? await original.arrayBuffer() : undefined);
     const headers = new Headers(original.headers);
     if (config.idempotencyKey && !headers.has(IDEMPOTENCY_HEADER)) headers.set(IDEMPOTENCY_HEADER, config.idempotencyKey);
     // A streamed answer is not stored by the server: its key cannot replay it, so a
@@ -197,14 +205,14 @@ export function createTransport(config: TransportConfig, state: CallState): (inp
       let failure: unknown;
       try {
         // No `credentials` (edge runtimes reject it), and `redirect` only when not the default.
-        const request = new Request(original.url, {
+        const attempt: RequestInit = {
           method: original.method,
           headers,
           body: body ?? null,
           ...(original.redirect !== 'follow' ? { redirect: original.redirect } : {}),
           signal: linked.signal,
-        });
-        const response = await config.fetch(request);
+        };
+        const response = await (config.fetch ? config.fetch(new Request(original.url, attempt)) : globalThis.fetch(original.url, attempt));
         if (response.ok && config.stream) {
           clearTimeout(timer);
           const streamed = withIdleTimeout(response, config.timeoutMs, linked, linked.dispose, original.url);
@@ -218,19 +226,11 @@ export function createTransport(config: TransportConfig, state: CallState): (inp
         clearTimeout(timer);
         linked.dispose();
         if (response.ok) {
-          // Two copies of the buffered answer: one the generated client parses, one kept
-          // unread for `withResponse()` / `asResponse()`.
-          const copy = () => {
-            const out = new Response(NULL_BODY.has(response.status) ? null : (content as ArrayBuffer), {
-              status: response.status,
-              statusText: response.statusText,
-              headers: response.headers,
-            });
-            Object.defineProperties(out, { url: { value: response.url }, redirected: { value: response.redirected } });
-            return out;
-          };
-          state.response = copy();
-          return copy();
+          // The call parses `state.body` itself (core/body.ts); the generated client is asked
+          // for no parsing (`parseAs: 'stream'`), so the used-up response is all it needs.
+          state.response = response;
+          state.body = content as ArrayBuffer;
+          return response;
         }
         failure = makeAPIError({ status: response.status, body: parseBody(content as string), headers: response.headers });
       } catch (error) {

@@ -1,5 +1,16 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
-import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { callerOf, type AppHandler, type RequestContext } from '../../http/handler.js';
+import type { GroundedBody } from '../../data/grounding/grounded-completions.js';
 
-export const createGroundedChatCompletion = notImplemented('createGroundedChatCompletion') satisfies AppHandler<'createGroundedChatCompletion'>;
+/** Shared with the deprecated alias (`/ai/v2/chat/completions/grounded`). */
+export async function groundedAnswer(ctx: RequestContext, body: GroundedBody) {
+  const answer = await ctx.services.grounding.create(callerOf(ctx), body, {
+    mode: 'guarded',
+    operation: ctx.route.operationId,
+    traceId: ctx.traceId,
+    signal: ctx.signal,
+    log: ctx.log,
+  });
+  return answer.kind === 'json' ? ({ status: 200, body: answer.body } as const) : ({ status: 200, stream: answer.stream } as const);
+}
+
+export const createGroundedChatCompletion = (async ({ body }, ctx) => groundedAnswer(ctx, body)) satisfies AppHandler<'createGroundedChatCompletion'>;

@@ -1,5 +1,4 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
 import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { groundedAnswer } from '../completions/createGroundedChatCompletion.js';
 
-export const createGroundedChatCompletionAlias = notImplemented('createGroundedChatCompletionAlias') satisfies AppHandler<'createGroundedChatCompletionAlias'>;
+export const createGroundedChatCompletionAlias = (async ({ body }, ctx) => groundedAnswer(ctx, body)) satisfies AppHandler<'createGroundedChatCompletionAlias'>;

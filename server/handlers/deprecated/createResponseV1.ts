@@ -1,5 +1,4 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
 import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { responseAnswer } from '../responses/response-answer.js';
 
-export const createResponseV1 = notImplemented('createResponseV1') satisfies AppHandler<'createResponseV1'>;
+export const createResponseV1 = (async ({ body }, ctx) => responseAnswer(ctx, body, 'direct')) satisfies AppHandler<'createResponseV1'>;

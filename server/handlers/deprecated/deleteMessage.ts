@@ -1,5 +1,6 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
-import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { callerOf, type AppHandler } from '../../http/handler.js';
 
-export const deleteMessage = notImplemented('deleteMessage') satisfies AppHandler<'deleteMessage'>;
+export const deleteMessage = (async ({ query }, ctx) => ({
+  status: 200,
+  body: await ctx.services.chats.deleteMessage(callerOf(ctx), query.message_id),
+})) satisfies AppHandler<'deleteMessage'>;

@@ -1,5 +1,6 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
-import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { callerOf, type AppHandler } from '../../http/handler.js';
 
-export const getChat = notImplemented('getChat') satisfies AppHandler<'getChat'>;
+export const getChat = (async ({ query }, ctx) => ({
+  status: 200,
+  body: await ctx.services.chats.history(callerOf(ctx), query.chat_id),
+})) satisfies AppHandler<'getChat'>;

@@ -1,5 +1,6 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
-import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { callerOf, type AppHandler } from '../../http/handler.js';
 
-export const getPaywallRelated = notImplemented('getPaywallRelated') satisfies AppHandler<'getPaywallRelated'>;
+export const getPaywallRelated = (async ({ body }, ctx) => ({
+  status: 200,
+  body: await ctx.services.paywall.related(callerOf(ctx), body, ctx.signal),
+})) satisfies AppHandler<'getPaywallRelated'>;

@@ -1,5 +1,4 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
 import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { responseAnswer } from './response-answer.js';
 
-export const createResponse = notImplemented('createResponse') satisfies AppHandler<'createResponse'>;
+export const createResponse = (async ({ body }, ctx) => responseAnswer(ctx, body, 'guarded')) satisfies AppHandler<'createResponse'>;

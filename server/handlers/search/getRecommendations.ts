@@ -1,5 +1,5 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
-import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { callerOf, type AppHandler } from '../../http/handler.js';
 
-export const getRecommendations = notImplemented('getRecommendations') satisfies AppHandler<'getRecommendations'>;
+export const getRecommendations = (async ({ body }, ctx) => {
+  return { status: 200, body: await ctx.services.search.recommend(callerOf(ctx), body, { verbose: false }, ctx.signal) };
+}) satisfies AppHandler<'getRecommendations'>;

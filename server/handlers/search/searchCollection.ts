@@ -1,5 +1,5 @@
-// Scaffolded by `npm run generate`: replace the stub with the implementation.
-import type { AppHandler } from '../../http/handler.js';
-import { notImplemented } from '../../http/not-implemented.js';
+import { callerOf, type AppHandler } from '../../http/handler.js';
 
-export const searchCollection = notImplemented('searchCollection') satisfies AppHandler<'searchCollection'>;
+export const searchCollection = (async ({ body }, ctx) => {
+  return { status: 200, body: await ctx.services.search.search(callerOf(ctx), body, ctx.signal) };
+}) satisfies AppHandler<'searchCollection'>;

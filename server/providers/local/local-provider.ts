@@ -15,6 +15,7 @@ import {
   type Provider,
 } from '../types.js';
 import { supportedDimensions, type Embedder } from './embedder.js';
+import { drawPromptPng } from './image.js';
 import { createLocalEmbedder } from './local-embedder.js';
 import { respond } from './responder.js';
 import { estimateMessageTokens, estimateTokens, splitTokens } from './tokens.js';
@@ -67,6 +68,12 @@ export function createLocalProvider(options: LocalProviderOptions = {}): Provide
         throw new ProviderError('unavailable', `local embedder ${embedder.model} failed: ${(error as Error).message}`, { cause: error });
       }
       return { vectors, promptTokens: request.input.reduce((sum, text) => sum + estimateTokens(text), 0) };
+    },
+
+    async generateImage(request, ctx) {
+      ctx.signal.throwIfAborted();
+      // Always a PNG, whatever format was asked for: the local drawing is a PNG.
+      return { base64: drawPromptPng(request.prompt).toString('base64'), mediaType: 'image/png' };
     },
 
     async probe(): Promise<void> {},

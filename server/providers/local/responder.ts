@@ -6,6 +6,7 @@
 // provider on top.
 import { createHash } from 'node:crypto';
 import { ProviderError, type ChatMessage, type ChatRequest, type ToolCall, type ToolDefinition } from '../types.js';
+import { groundedAnswer } from './extractive-answer.js';
 import { instanceOf, type Hint } from './json-instance.js';
 import { contentTerms } from './terms.js';
 
@@ -27,7 +28,10 @@ export function respond(request: ChatRequest): Reply {
     const tool = chooseTool(request, userText);
     if (tool) return { kind: 'tool_calls', calls: [toolCall(tool, userText)] };
   }
-  const answer = messages.at(-1)?.role === 'tool' ? fromToolResults(messages) : fromContext(messages.slice(0, Math.max(userIndex, 0)), userText, userIndex >= 0);
+  const answer =
+    messages.at(-1)?.role === 'tool'
+      ? fromToolResults(messages)
+      : (groundedAnswer(messages, userText) ?? fromContext(messages.slice(0, Math.max(userIndex, 0)), userText, userIndex >= 0));
   return { kind: 'text', text: formatted(request, answer, userText) };
 }
 

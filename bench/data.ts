@@ -1,0 +1,189 @@
+// The data engine's benchmark, side by side in one run:
+//   - ingestion (bench/data-ingest.ts, when present): end to end against the embedder alone,
+//     the pipeline with a constant embedder, memory during a large upload;
+//   - search at 10k and 100k passages: p50/p99 of a retrieval through the platform's retriever
+//     (vector only, and the hybrid ranking search serves) and HNSW recall@10 against exact search.
+//
+//   npm run bench:data                        # BENCH_SEARCH_SIZES=10000,100000 BENCH_SEARCH_QUERIES=200
+//
+// The scale runs use SYNTHETIC vectors (512-d, like the local model): unit vectors drawn around
+// 200 random topic centres, so the space has the clustered structure of real embeddings (uniform
+// random vectors would be a needlessly hard, unrealistic case for HNSW). Passage text is drawn
+// from a small vocabulary per topic, so full text has something to match. Queries are perturbed
+// copies of stored vectors. The database is the embedded PGlite (pgvector 0.8) in memory.
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Collections } from '../server/data/search/collections.js';
+import { PgRetriever, vectorLiteral } from '../server/data/search/pg-chunk-index.js';
+import type { RankingMode } from '../server/data/search/chunk-index.js';
+import { createLogger } from '../server/logging.js';
+import { openDatabase, type Database } from '../server/storage/index.js';
+
+const DIMENSIONS = 512;
+const TOPICS = 200;
+const K = 10;
+
+/** Deterministic PRNG (mulberry32), so runs are comparable. */
+function random(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function gaussian(rand: () => number): number {
+  return Math.sqrt(-2 * Math.log(rand() || 1e-12)) * Math.cos(2 * Math.PI * rand());
+}
+
+function unit(v: number[]): number[] {
+  const n = Math.hypot(...v);
+  return v.map((x) => x / n);
+}
+
+function around(centre: number[], spread: number, rand: () => number): number[] {
+  return unit(centre.map((x) => x + spread * gaussian(rand)));
+}
+
+const WORDS = 'grace rest sabbath mercy justice hope lament prayer scripture covenant community hospitality forgiveness wisdom patience faith courage neighbour table bread water light path shepherd harvest season garden city stranger gift promise exile return song silence morning evening labour calling vocation practice memory story witness church household friendship generosity humility gratitude suffering comfort joy'.split(' ');
+
+interface Corpus {
+  database: Database;
+  organizationId: string;
+  publisherId: string;
+  vectors: number[][];
+  rand: () => number;
+}
+
+async function buildCorpus(size: number): Promise<Corpus> {
+  const rand = random(size);
+  const centres = Array.from({ length: TOPICS }, () => unit(Array.from({ length: DIMENSIONS }, () => gaussian(rand))));
+  const database = await openDatabase({ dataDir: 'memory://', logger: createLogger('silent') });
+  const { prisma } = database;
+  const organization = await prisma.organization.create({ data: { name: 'bench' } });
+  const publisher = await prisma.publisher.create({ data: { name: 'Bench Press', organizationId: organization.id } });
+  // The collection's space is recorded as the chunk index would record it.
+  await prisma.collection.create({ data: { organizationId: organization.id, name: 'GlooProd', multiTenant: true, embeddingModel: 'synthetic', embeddingDimensions: DIMENSIONS } });
+  // Bulk load, then build the index once (as one would for a large import): the migration's
+  // HNSW index is dropped first and created again, with the same definition, after the load.
+  await prisma.$executeRawUnsafe('DROP INDEX chunks_embedding_512_hnsw_idx');
+  const perItem = 10;
+  const items = await prisma.$queryRaw<{ id: string }[]>`
+    INSERT INTO items (publisher_id, file_name, status, chunk_count)
+    SELECT ${publisher.id}::uuid, 'bench-' || n || '.md', 'COMPLETED', ${perItem} FROM generate_series(1, ${Math.ceil(size / perItem)}) AS n
+    RETURNING id`;
+  const vectors: number[][] = [];
+  const batch = 1_000;
+  for (let start = 0; start < size; start += batch) {
+    const rows = Array.from({ length: Math.min(batch, size - start) }, (_, i) => {
+      const n = start + i;
+      const topic = Math.floor(rand() * TOPICS);
+      const vector = around(centres[topic]!, 0.04, rand);
+      vectors.push(vector);
+      const words = Array.from({ length: 40 }, () => WORDS[(topic * 7 + Math.floor(rand() * 12)) % WORDS.length]!);
+      return { item: items[Math.floor(n / perItem)]!.id, ordinal: n % perItem, content: `topic ${topic} ${words.join(' ')}`, vector: vectorLiteral(vector) };
+    });
+    await prisma.$executeRawUnsafe(
+      `INSERT INTO chunks (item_id, publisher_id, ordinal, content, token_count, embedding_model, embedding)
+       SELECT r.item_id, $1::uuid, r.ordinal, r.content, 40, 'synthetic', r.embedding::vector
+         FROM unnest($2::uuid[], $3::int[], $4::text[], $5::text[]) AS r(item_id, ordinal, content, embedding)`,
+      publisher.id,
+      rows.map((r) => r.item),
+      rows.map((r) => r.ordinal),
+      rows.map((r) => r.content),
+      rows.map((r) => r.vector),
+    );
+  }
+  await prisma.$transaction([
+    prisma.$executeRawUnsafe(`SET LOCAL maintenance_work_mem = '1GB'`),
+    prisma.$executeRawUnsafe(
+      `CREATE INDEX chunks_embedding_512_hnsw_idx ON chunks USING hnsw (((embedding)::vector(${DIMENSIONS})) vector_cosine_ops) WHERE vector_dims(embedding) = ${DIMENSIONS}`,
+    ),
+  ]);
+  await prisma.$executeRawUnsafe('ANALYZE chunks');
+  return { database, organizationId: organization.id, publisherId: publisher.id, vectors, rand };
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+interface SearchFigures {
+  size: number;
+  loadSeconds: number;
+  latency: Record<'vector' | 'hybrid', { p50: number; p99: number }>;
+  recallAt10: number;
+}
+
+async function benchSearch(size: number, queryCount: number): Promise<SearchFigures> {
+  const loadStarted = performance.now();
+  const corpus = await buildCorpus(size);
+  const loadSeconds = (performance.now() - loadStarted) / 1000;
+  console.error(`  ${size} passages loaded and indexed in ${loadSeconds.toFixed(0)} s`);
+  const { database, rand } = corpus;
+  const queries = Array.from({ length: queryCount }, () => around(corpus.vectors[Math.floor(rand() * corpus.vectors.length)]!, 0.02, rand));
+  const byText = new Map<string, number[]>();
+  const texts = queries.map((q, i) => {
+    const text = `${WORDS[i % WORDS.length]} ${WORDS[(i * 3) % WORDS.length]} query ${i}`;
+    byText.set(text, q);
+    return text;
+  });
+  const collections = new Collections(database.prisma, 'GlooProd', { model: 'synthetic', dimensions: DIMENSIONS });
+  const retriever = new PgRetriever(database.prisma, database.capabilities, collections, async (_space, text) => byText.get(text)!);
+  const retrieve = (text: string, mode: RankingMode) =>
+    retriever.retrieve({ organizationId: corpus.organizationId, publisherIds: [corpus.publisherId], query: text, limit: K, certainty: 0, purpose: 'search', mode });
+
+  for (const text of texts.slice(0, 20)) await retrieve(text, 'hybrid'); // warm-up
+  const latency = {} as SearchFigures['latency'];
+  let recall = 0;
+  for (const mode of ['vector', 'hybrid'] as const) {
+    const times: number[] = [];
+    for (const [i, text] of texts.entries()) {
+      const started = performance.now();
+      const passages = await retrieve(text, mode);
+      times.push(performance.now() - started);
+      if (mode === 'vector') {
+        // Exact: the same ordering without the cast, so no index applies (a sequential scan).
+        const exact = await database.prisma.$queryRawUnsafe<{ id: string }[]>(
+          `SELECT id FROM chunks ORDER BY embedding <=> $1::vector LIMIT ${K}`,
+          vectorLiteral(queries[i]!),
+        );
+        const truth = new Set(exact.map((r) => r.id));
+        recall += passages.filter((p) => truth.has(p.chunkId)).length / K;
+      }
+    }
+    times.sort((a, b) => a - b);
+    latency[mode] = { p50: percentile(times, 50), p99: percentile(times, 99) };
+  }
+  const plan = await database.prisma.$queryRawUnsafe<{ 'QUERY PLAN': string }[]>(
+    `EXPLAIN SELECT id FROM chunks WHERE vector_dims(embedding) = ${DIMENSIONS} ORDER BY (embedding::vector(${DIMENSIONS})) <=> $1::vector(${DIMENSIONS}) LIMIT 10`,
+    vectorLiteral(queries[0]!),
+  );
+  if (!plan.some((row) => row['QUERY PLAN'].includes('chunks_embedding_512_hnsw_idx'))) throw new Error('the HNSW index is not used');
+  await database.close();
+  return { size, loadSeconds, latency, recallAt10: recall / queryCount };
+}
+
+async function main(): Promise<void> {
+  const sizes = (process.env.BENCH_SEARCH_SIZES ?? '10000,100000').split(',').map(Number);
+  const queryCount = Number(process.env.BENCH_SEARCH_QUERIES ?? 200);
+  const ingest = fileURLToPath(new URL('./data-ingest.ts', import.meta.url));
+  if (existsSync(ingest) && process.env.BENCH_SKIP_INGEST !== '1') {
+    const { benchIngestion, formatIngestionBench } = await import('./data-ingest.js');
+    console.log(formatIngestionBench(await benchIngestion()));
+    console.log();
+  }
+  console.log(`Search (synthetic ${DIMENSIONS}-d vectors around ${TOPICS} topics, ${queryCount} queries, top ${K}, PGlite in memory, HNSW m=16 ef_construction=64, ef_search=100, Node ${process.version})`);
+  console.log('| passages | load + index s | vector p50 ms | vector p99 ms | hybrid p50 ms | hybrid p99 ms | HNSW recall@10 vs exact |');
+  console.log('|---:|---:|---:|---:|---:|---:|---:|');
+  for (const size of sizes) {
+    const r = await benchSearch(size, queryCount);
+    const ms = (x: number) => x.toFixed(1);
+    console.log(`| ${size} | ${r.loadSeconds.toFixed(0)} | ${ms(r.latency.vector.p50)} | ${ms(r.latency.vector.p99)} | ${ms(r.latency.hybrid.p50)} | ${ms(r.latency.hybrid.p99)} | ${r.recallAt10.toFixed(3)} |`);
+  }
+  console.log('Targets at 100k: p99 <= 25 ms, recall@10 >= 0.95.');
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

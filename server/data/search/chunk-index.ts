@@ -1,0 +1,85 @@
+// The seam between ingestion (which writes an item's passages) and retrieval (search,
+// recommendations, grounded answers, which read them). The `chunks` table is the index;
+// this module owns how it is written and read. Implementations live beside this file.
+
+/** Which embedding model (and vector size) a collection's vectors come from: fixed when the collection is first filled, never mixed. */
+export interface EmbeddingSpace {
+  model: string;
+  dimensions: number;
+}
+
+/** One passage of an item, ready to store. */
+export interface IndexedChunk {
+  ordinal: number;
+  content: string;
+  tokenCount: number;
+  embedding: number[];
+}
+
+export interface ChunkIndex {
+  /** The embedding space the given publisher's passages are indexed in. */
+  embeddingSpace(publisherId: string): Promise<EmbeddingSpace>;
+  /**
+   * Replaces all passages of an item in one transaction and marks it searchable: readers see
+   * the old set or the new one, never a mix, and never an item whose indexing is unfinished.
+   */
+  replaceItemChunks(itemId: string, space: EmbeddingSpace, chunks: IndexedChunk[]): Promise<void>;
+}
+
+/** The item a passage belongs to: what search hits and recommendations show of it. */
+export interface PassageItem {
+  subtitle: string | null;
+  type: string | null;
+  authors: string[];
+  publicationDate: string | null;
+  url: string | null;
+  image: string | null;
+  summary: string | null;
+}
+
+/** A passage found for a query. */
+export interface Passage {
+  chunkId: string;
+  itemId: string;
+  publisherId: string;
+  publisherName: string;
+  itemTitle: string | null;
+  ordinal: number;
+  content: string;
+  /** Weaviate's certainty of the vector match: (1 + cosine) / 2. */
+  certainty: number;
+  /** Cosine distance to the query, 1 - cosine (so certainty = 1 - distance / 2). */
+  distance: number;
+  /** The fused hybrid rank score (higher is better). */
+  score: number;
+  item: PassageItem;
+}
+
+/** How candidates are ranked: both lists fused (the default), or one alone (evaluation). */
+export type RankingMode = 'hybrid' | 'vector' | 'text';
+
+export interface RetrievalQuery {
+  organizationId: string;
+  /** Restrict to these publishers (all of them must belong to the organization). */
+  publisherIds: string[];
+  query: string;
+  limit: number;
+  /** Minimum certainty, 0..1. */
+  certainty: number;
+  /** `search` reads items visible in search, `chat` those visible in chat. */
+  purpose: 'search' | 'chat';
+  /** Default `hybrid`. */
+  mode?: RankingMode;
+  /** Only items of these types (case-insensitive), e.g. recommendations' `media_types`. */
+  itemTypes?: string[];
+}
+
+export interface Retriever {
+  /**
+   * Passages best first. Throws ApiError 503 on a database without pgvector (no semantic
+   * search there: see server/storage/capabilities.ts); check `available` to avoid it.
+   */
+  retrieve(query: RetrievalQuery, signal?: AbortSignal): Promise<Passage[]>;
+  /** Whether this database can retrieve at all (it has pgvector). */
+  readonly available: boolean;
+}

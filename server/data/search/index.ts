@@ -1,0 +1,60 @@
+// Composition of the search index, built once at start: collections, the chunk index that
+// ingestion writes and the retriever that search, recommendations and grounding read.
+import { ApiError } from '../../errors.js';
+import type { GatewayService } from '../../gateway/gateway-service.js';
+import type { Database } from '../../storage/database.js';
+import type { ChunkIndex, EmbeddingSpace, Retriever } from './chunk-index.js';
+import { Collections } from './collections.js';
+import { PgChunkIndex, PgRetriever } from './pg-chunk-index.js';
+import { SearchService } from './search-service.js';
+
+export interface SearchIndex {
+  collections: Collections;
+  chunkIndex: ChunkIndex;
+  retriever: Retriever;
+  search: SearchService;
+}
+
+export interface SearchIndexOptions {
+  /** The default collection's name (SEARCH_COLLECTION). */
+  collection: string;
+  /** The catalog embedding model new collections are filled with (SEARCH_EMBEDDING_MODEL); undefined: chosen from the catalog. */
+  embeddingModel: string | undefined;
+}
+
+const BUILT_IN_EMBEDDING_MODEL = 'local-embedding';
+
+/**
+ * The space new collections get. A model named in the configuration must exist (a typo is a
+ * start-up error); otherwise the built-in one, else the catalog's first embedding model. A
+ * catalog without any leaves it null: the data engine then answers 503, the rest still runs.
+ */
+function defaultSpace(gateway: GatewayService, configured: string | undefined): EmbeddingSpace | null {
+  const models = [...gateway.catalog.models.values()].filter((m) => m.type === 'embedding' && m.dimensions);
+  if (configured !== undefined) {
+    const model = models.find((m) => m.id === configured);
+    if (!model) throw new Error(`SEARCH_EMBEDDING_MODEL=${configured} is not an embedding model of the catalog`);
+    return { model: model.id, dimensions: model.dimensions! };
+  }
+  const model = models.find((m) => m.id === BUILT_IN_EMBEDDING_MODEL) ?? models[0];
+  return model ? { model: model.id, dimensions: model.dimensions! } : null;
+}
+
+export function createSearchIndex(database: Database, gateway: GatewayService, options: SearchIndexOptions): SearchIndex {
+  const collections = new Collections(database.prisma, options.collection, defaultSpace(gateway, options.embeddingModel));
+  // Queries are embedded through the gateway like passages, in the collection's recorded space.
+  const embedQuery = async (space: EmbeddingSpace, text: string, signal?: AbortSignal) => {
+    if (gateway.catalog.models.get(space.model)?.type !== 'embedding') {
+      throw new ApiError('SERVICE_UNAVAILABLE', `The collection's embedding model ${space.model} is not in the model catalog.`);
+    }
+    const { result } = await gateway.embed(space.model, [text], space.dimensions, signal ?? AbortSignal.timeout(30_000));
+    return result.vectors[0]!;
+  };
+  const retriever = new PgRetriever(database.prisma, database.capabilities, collections, embedQuery);
+  return {
+    collections,
+    chunkIndex: new PgChunkIndex(database.prisma, database.capabilities, collections),
+    retriever,
+    search: new SearchService(database.prisma, collections, retriever),
+  };
+}

@@ -1,0 +1,45 @@
+// Grounded responses: passages of a publisher's chat-visible content, retrieved for the
+// request's last user message, go before the conversation (the same prompt as grounded
+// chat completions, numbered so `[n]` cites `citations[n-1]`); the answer reports
+// `sources_returned`, the `citations`, and one `file_citation` annotation per source.
+import { GROUNDING_DEFAULTS, lastUserText } from '../data/grounding/grounded-completions.js';
+import { groundingMessage } from '../data/grounding/prompt.js';
+import type { Source, Sources } from '../data/grounding/sources.js';
+import type { Principal } from '../identity/principal.js';
+import { inputItems, toMessages } from './input.js';
+import type { Grounding } from './responses-service.js';
+import type { GroundedResponseBody } from './types.js';
+
+export interface GroundingResult {
+  grounding: Grounding;
+  citations: Source[];
+}
+
+export async function groundResponse(sources: Sources, principal: Principal, body: GroundedResponseBody, signal: AbortSignal): Promise<GroundingResult> {
+  const publisher = await sources.publisherNamed(principal, body.rag_publisher);
+  const question = lastUserText(toMessages(inputItems(body.input)));
+  // Without a user message there is nothing to retrieve for; the response says why (400).
+  const citations = question
+    ? await sources.find(
+        {
+          organizationId: principal.organizationId,
+          publisherIds: [publisher.id],
+          query: question,
+          limit: body.sources_limit ?? GROUNDING_DEFAULTS.sources_limit,
+          certainty: body.certainty_threshold ?? GROUNDING_DEFAULTS.certainty,
+        },
+        signal,
+      )
+    : [];
+  return {
+    citations,
+    grounding: {
+      message: groundingMessage(citations, { publisher: publisher.name, cite: true }),
+      annotations: (text) =>
+        citations.map((source, n) => {
+          const marker = text.indexOf(`[${n + 1}]`);
+          return { type: 'file_citation', file_id: source.item_id, filename: source.title ?? source.item_id, index: marker >= 0 ? marker : text.length };
+        }),
+    },
+  };
+}

@@ -1,0 +1,156 @@
+// The Responses API over the gateway: one translation layer for v2 (guarded: guardrails,
+// output moderation, `tradition`, routing selectors), v1 (direct model access) and grounded
+// responses. Input items (and a stored conversation named by previous_response_id) become
+// chat messages; the gateway routes, fails over, resumes and meters as for chat
+// completions; the answer comes back as typed output items, or as named stream events.
+import type { Logger } from 'pino';
+import type { Source, Sources } from '../data/grounding/sources.js';
+import { ApiError } from '../errors.js';
+import type { GatewayService, Served } from '../gateway/gateway-service.js';
+import type { Guardrails } from '../gateway/guardrails.js';
+import type { Principal } from '../identity/principal.js';
+import { planRoute, requestFeatures } from '../gateway/routing.js';
+import { withTradition } from '../gateway/tradition.js';
+import type { ChatMessage, ToolCall } from '../providers/types.js';
+import { groundResponse } from './grounded.js';
+import { drawImages } from './images.js';
+import { inputItems, toMessages } from './input.js';
+import { functionCallItem, incompleteReason, messageItem, newId, reasoningItem, responseObject, usageOf, type ResponseFrame } from './output.js';
+import { IMAGE_FUNCTION, providerRequest } from './request.js';
+import type { ResponseStore } from './store.js';
+import { responseEvents } from './stream.js';
+import type { AIErrorObject, GroundedResponseBody, InputItem, OutputItem, ResponseBody, ResponseObject, StreamEvent } from './types.js';
+
+export interface ResponseContext {
+  mode: 'guarded' | 'direct';
+  /** The operationId serving the request (per-route gateway settings). */
+  operation: string;
+  organizationId: string;
+  traceId: string;
+  signal: AbortSignal;
+  log: Logger;
+  /** The enriched error object of a failure after the stream started (rendered by the HTTP layer). */
+  describeError(error: unknown): AIErrorObject;
+}
+
+/** Grounded responses: the passages' system message, and the annotations of the answer. */
+export interface Grounding {
+  message: ChatMessage;
+  annotations(text: string): Record<string, unknown>[];
+}
+
+export type ResponseAnswer = { kind: 'json'; body: ResponseObject } | { kind: 'stream'; stream: AsyncIterable<StreamEvent> };
+
+export class ResponsesService {
+  constructor(
+    private readonly gateway: GatewayService,
+    private readonly guardrails: Guardrails,
+    private readonly store: ResponseStore,
+    private readonly sources: Sources,
+  ) {}
+
+  /** A guarded response grounded on a publisher's content; zero sources is an ordinary answer. */
+  async createGrounded(principal: Principal, body: GroundedResponseBody, ctx: ResponseContext): Promise<{ answer: ResponseAnswer; citations: Source[] }> {
+    const { grounding, citations } = await groundResponse(this.sources, principal, body, ctx.signal);
+    return { answer: await this.create(body, ctx, grounding), citations };
+  }
+
+  async create(body: ResponseBody, ctx: ResponseContext, grounding?: Grounding): Promise<ResponseAnswer> {
+    const guarded = ctx.mode === 'guarded';
+    const history = body.previous_response_id ? await this.history(ctx.organizationId, body.previous_response_id) : [];
+    const items = [...history, ...inputItems(body.input)];
+    const conversation = toMessages(items);
+    if (guarded && !conversation.some((m) => m.role === 'user')) {
+      throw new ApiError('NO_USER_MESSAGE', 'input must contain at least one user message.', { param: 'input' });
+    }
+    if (guarded) await this.guardrails.checkInput(conversation, ctx.signal);
+    const system: ChatMessage[] = [
+      ...(body.instructions ? [{ role: 'system' as const, content: body.instructions }] : []),
+      ...(grounding ? [grounding.message] : []),
+    ];
+    const messages = guarded ? withTradition([...system, ...conversation], body.tradition) : [...system, ...conversation];
+    const { request, imageTool } = providerRequest(body, messages);
+    const plan = planRoute(this.gateway.catalog, guarded ? body : { model: body.model }, requestFeatures(request, { imageGeneration: imageTool !== undefined }));
+    if (body.metadata) ctx.log.info({ metadata: body.metadata }, 'response metadata');
+
+    const id = newId('resp');
+    const createdAt = Math.floor(Date.now() / 1000);
+    const frame = (served: Served): ResponseFrame => ({
+      id,
+      object: 'response',
+      created_at: createdAt,
+      model: served.model.id,
+      instructions: body.instructions ?? null,
+      previous_response_id: body.previous_response_id ?? null,
+      metadata: body.metadata ?? {},
+      provider: served.provider,
+      routing_mechanism: plan.mechanism,
+      tradition: guarded ? (body.tradition ?? null) : null,
+    });
+    const call = { plan, request, operation: ctx.operation, signal: ctx.signal, log: ctx.log };
+    const internal = (name: string) => imageTool !== undefined && name === IMAGE_FUNCTION;
+    const annotations = grounding?.annotations ?? (() => []);
+    const finished = async (response: ResponseObject) => {
+      if (body.store === false) return;
+      await this.store.save({
+        id: response.id,
+        organizationId: ctx.organizationId,
+        previousResponseId: response.previous_response_id ?? null,
+        model: response.model,
+        status: response.status,
+        input: items,
+        output: response.output,
+      });
+    };
+
+    if (!body.stream) {
+      const { result, served } = await this.gateway.chat(call);
+      let { content, finishReason } = result;
+      if (guarded && content && (await this.guardrails.blocksOutput(content, ctx.signal))) {
+        content = null;
+        finishReason = 'content_filter';
+      }
+      const incomplete = incompleteReason(finishReason);
+      const calls = result.toolCalls ?? [];
+      const output: OutputItem[] = result.usage.reasoningTokens ? [reasoningItem()] : [];
+      if (content || result.refusal) output.push(messageItem(content, result.refusal, incomplete ? 'incomplete' : 'completed', content ? annotations(content) : []));
+      output.push(...calls.filter((c) => !internal(c.function.name)).map((c) => functionCallItem(c, 'completed')));
+      if (imageTool && incomplete !== 'content_filter') {
+        for await (const run of drawImages(this.gateway, served, imageTool, calls.filter((c) => internal(c.function.name)), ctx.signal)) output.push(await run.done);
+      }
+      const response = responseObject(frame(served), {
+        status: incomplete ? 'incomplete' : 'completed',
+        output,
+        usage: usageOf(result.usage),
+        incomplete,
+      });
+      await finished(response);
+      return { kind: 'json', body: response };
+    }
+
+    // The commit point: until the first upstream event a failure is still an HTTP error.
+    const upstream = await this.gateway.chatStream(call);
+    const stream = responseEvents({
+      frame: frame(upstream.served),
+      upstream,
+      moderation: guarded ? this.guardrails.monitor(ctx.signal) : null,
+      internal,
+      runInternal: (calls: ToolCall[]) => drawImages(this.gateway, upstream.served, imageTool!, calls, ctx.signal),
+      annotations,
+      describeError: (error) => {
+        // The stream reports it in-band (error, response.failed); the log keeps the cause.
+        ctx.log.error({ err: error }, 'response stream failed after it started');
+        return { error: ctx.describeError(error), traceId: ctx.traceId };
+      },
+      finished,
+    });
+    return { kind: 'stream', stream };
+  }
+
+  /** The stored conversation a follow-up continues (404 when it is not the caller's, or expired). */
+  private async history(organizationId: string, previousId: string): Promise<InputItem[]> {
+    const stored = await this.store.conversation(organizationId, previousId);
+    if (!stored) throw new ApiError('NOT_FOUND', `No stored response ${previousId} in this organization.`, { param: 'previous_response_id' });
+    return stored.items;
+  }
+}

@@ -1,0 +1,122 @@
+// Usage rows of unmetered requests are written behind, in batches: nothing is written per
+// request, a full batch or the timer writes one statement, and every in-process read (the
+// usage report, shutdown) flushes first, so nothing settled is missing from what it sees.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Prisma, PrismaClient } from '../../generated/prisma/client.js';
+import { USAGE_FLUSH_ROWS, UsageBuffer } from '../../server/billing/usage-buffer.js';
+import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+import { ask, createOrg, pricedCatalog } from './support.js';
+
+type Row = Prisma.UsageRecordCreateManyInput;
+
+function fakeDatabase(fail = false) {
+  const writes: Row[][] = [];
+  const errors: unknown[] = [];
+  const prisma = {
+    usageRecord: {
+      createMany: async ({ data }: { data: Row[] }) => {
+        if (fail) throw new Error('database down');
+        writes.push(data);
+        return { count: data.length };
+      },
+    },
+  } as unknown as Pick<PrismaClient, 'usageRecord'>;
+  return { prisma, writes, logger: { error: (...args: unknown[]) => void errors.push(args) }, errors };
+}
+
+const row = (n: number): Row => ({ organizationId: 'org', operation: 'op', traceId: `trc_${n}`, createdAt: new Date() });
+// Never fires during a test: only a full batch or an explicit flush writes.
+const NEVER = 3_600_000;
+
+describe('UsageBuffer', () => {
+  it('writes nothing per row, then everything buffered in one statement on flush', async () => {
+    const db = fakeDatabase();
+    const buffer = new UsageBuffer(db.prisma, db.logger, NEVER);
+    buffer.add([row(1)]);
+    buffer.add([row(2), row(3)]);
+    expect(db.writes).toHaveLength(0);
+    await buffer.flush();
+    expect(db.writes.map((w) => w.map((r) => r.traceId))).toEqual([['trc_1', 'trc_2', 'trc_3']]);
+    await buffer.flush();
+    expect(db.writes).toHaveLength(1);
+  });
+
+  it('writes a full batch at once', async () => {
+    const db = fakeDatabase();
+    const buffer = new UsageBuffer(db.prisma, db.logger, NEVER);
+    buffer.add(Array.from({ length: USAGE_FLUSH_ROWS }, (_, i) => row(i)));
+    buffer.add([row(-1)]);
+    await buffer.flush();
+    expect(db.writes.map((w) => w.length)).toEqual([USAGE_FLUSH_ROWS, 1]);
+  });
+
+  it('writes after the interval when nobody flushes', async () => {
+    const db = fakeDatabase();
+    const buffer = new UsageBuffer(db.prisma, db.logger, 1);
+    buffer.add([row(1)]);
+    await new Promise<void>((resolve) => {
+      const poll = setInterval(() => db.writes.length > 0 && (clearInterval(poll), resolve()), 5);
+    });
+    expect(db.writes).toHaveLength(1);
+  });
+
+  it('logs a failed write, and a flush still resolves', async () => {
+    const db = fakeDatabase(true);
+    const buffer = new UsageBuffer(db.prisma, db.logger, NEVER);
+    buffer.add([row(1), row(2)]);
+    await buffer.flush();
+    expect(db.errors).toHaveLength(1);
+    expect(db.errors[0]).toEqual([expect.objectContaining({ rows: 2 }), 'could not record the usage of unmetered requests']);
+  });
+});
+
+describe('buffered usage on a platform', () => {
+  let platform: TestPlatform;
+  beforeAll(async () => {
+    platform = await startTestPlatform({ logLevel: 'silent' }, { catalog: pricedCatalog() });
+  });
+  afterAll(() => platform?.close());
+
+  it('GET /api/v1/usage counts a settled unmetered request still in the buffer', async () => {
+    const org = await createOrg(platform, 'buffered');
+    const { plaintext: reader } = await platform.services.identity.keys.issue(org.id, { scopes: ['billing:read'], label: 'reader', expiresAt: null });
+    const calls = [[{ deploymentId: 'local-chat', modelId: 'priced', outcome: 'ok', usage: { promptTokens: 3, completionTokens: 4 } }]];
+    const settle = { organizationId: org.id, apiKeyId: org.keyId, operation: 'createGuardedChatCompletion', product: null, charge: false, reservation: null, calls };
+    await platform.services.billing.settle({ ...settle, traceId: 'trc_buffered_1' });
+    await platform.services.billing.settle({ ...settle, traceId: 'trc_buffered_2' });
+    const res = await platform.mgmt('/api/v1/usage', { key: reader });
+    expect(res.status).toBe(200);
+    const { data } = await res.json();
+    expect(data.lines).toEqual([{ group: 'priced', calls: 2, inputTokens: 6, outputTokens: 8, costMicros: 2 * (3 * 1000 + 4 * 2000), billedMicros: 2 * (3 * 1000 + 4 * 2000) }]);
+  });
+});
+
+describe('shutdown', () => {
+  let dataDir: string;
+  beforeAll(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'billing-usage-buffer-'));
+  });
+  afterAll(() => rm(dataDir, { recursive: true, force: true }));
+
+  it('writes the buffered usage rows before the database closes', async () => {
+    const first = await startTestPlatform({ dataDir, logLevel: 'silent' }, { catalog: pricedCatalog() });
+    const org = await createOrg(first, 'closing');
+    const answers = await Promise.all(
+      [1, 2, 3].map(() => first.api('/ai/v2/guarded/chat/completions', { method: 'POST', key: org.key, body: JSON.stringify(ask()) })),
+    );
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
+    await Promise.all(answers.map((a) => a.text()));
+    const adminKey = first.adminKey;
+    await first.close();
+
+    const second = await startTestPlatform({ dataDir, logLevel: 'silent' }, { catalog: pricedCatalog() }, { adminKey });
+    try {
+      expect(await second.services.database.prisma.usageRecord.count({ where: { organizationId: org.id } })).toBe(3);
+    } finally {
+      await second.close();
+    }
+  }, 60_000);
+});

@@ -1,0 +1,89 @@
+// Grounded responses end to end on PGlite (pgvector): passages of a publisher's content,
+// indexed through the chunk index with the local embedder, ground a guarded response. The
+// answer reports sources_returned and citations (with a file_citation annotation per
+// source); a stream sets X-Sources-Returned before its first event and announces the
+// annotations; zero sources is an ordinary 200 with sources_returned false.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { estimateTokens } from '../../server/providers/local/tokens.js';
+import { contractProblems, eventProblems } from '../support/contract.js';
+import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+import { readEvents } from './support.js';
+
+const PUBLISHER = `Responses Press ${randomUUID()}`;
+const SABBATH = [
+  'Rest is received before it is achieved. The Sabbath is a gift that invites us to stop our work one day each week.',
+  'Families with small children can keep the Sabbath by sharing one unhurried meal and taking a short walk together.',
+];
+
+let platform: TestPlatform;
+let itemId: string;
+
+beforeAll(async () => {
+  platform = await startTestPlatform({ logLevel: 'silent' });
+  const { identity, database, chunkIndex, inference } = platform.services;
+  const org = await database.prisma.organization.findUniqueOrThrow({ where: { id: platform.bootstrap!.organizationId } });
+  const publisher = await identity.organizations.createPublisher(org.name, PUBLISHER);
+  const item = await database.prisma.item.create({ data: { publisherId: publisher.id, fileName: 'sabbath.md', status: 'EMBEDDING', title: 'Sabbath Rest', itemUrl: 'https://example.org/sabbath' } });
+  const space = await chunkIndex.embeddingSpace(publisher.id);
+  const { result } = await inference.gateway.embed(space.model, SABBATH, space.dimensions, AbortSignal.timeout(120_000));
+  await chunkIndex.replaceItemChunks(item.id, space, SABBATH.map((content, ordinal) => ({ ordinal, content, tokenCount: estimateTokens(content), embedding: result.vectors[ordinal]! })));
+  itemId = item.id;
+}, 180_000);
+afterAll(() => platform?.close());
+
+const ask = (body: Record<string, unknown>) =>
+  platform.api('/ai/v1/grounded/responses', { method: 'POST', body: JSON.stringify({ model: 'local-chat', rag_publisher: PUBLISHER, ...body }) });
+
+describe('grounded responses', () => {
+  it('answers from the retrieved passages, with sources_returned, citations and annotations', async () => {
+    const res = await ask({ input: 'How can families with small children keep the Sabbath?', sources_limit: 2, certainty_threshold: 0.5 });
+    const body = await res.json();
+    expect(res.status, JSON.stringify(body)).toBe(200);
+    expect(contractProblems('createGroundedResponse', 200, body)).toEqual([]);
+    expect(body.sources_returned).toBe(true);
+    expect(body.citations.length).toBeGreaterThanOrEqual(1);
+    expect(body.citations.length).toBeLessThanOrEqual(2);
+    expect(body.citations[0]).toMatchObject({ item_id: itemId, title: 'Sabbath Rest', publisher: PUBLISHER, url: 'https://example.org/sabbath' });
+    expect(body.output_text).toMatch(/unhurried meal/);
+    const annotations = body.output[0].content[0].annotations;
+    expect(annotations).toHaveLength(body.citations.length);
+    expect(annotations[0]).toMatchObject({ type: 'file_citation', file_id: itemId, filename: 'Sabbath Rest' });
+  });
+
+  it('zero sources is 200 with sources_returned false and no citations', async () => {
+    const res = await ask({ input: 'How can families with small children keep the Sabbath?', certainty_threshold: 1 });
+    const body = await res.json();
+    expect(res.status).toBe(200);
+    expect(contractProblems('createGroundedResponse', 200, body)).toEqual([]);
+    expect(body).toMatchObject({ sources_returned: false, citations: [], status: 'completed' });
+  });
+
+  it('streams with X-Sources-Returned set before the first event, and the annotations announced', async () => {
+    const res = await ask({ input: 'How can families with small children keep the Sabbath?', stream: true, certainty_threshold: 0.5 });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-sources-returned')).toBe('true');
+    const events = await readEvents(res);
+    for (const e of events) expect(eventProblems('createGroundedResponse', e.data)).toEqual([]);
+    const added = events.filter((e) => e.event === 'response.output_text.annotation.added');
+    expect(added.length).toBeGreaterThanOrEqual(1);
+    expect(added[0]!.data.annotation).toMatchObject({ type: 'file_citation', file_id: itemId });
+    const textDone = events.findIndex((e) => e.event === 'response.output_text.done');
+    expect(events.indexOf(added.at(-1)!)).toBeLessThan(textDone);
+    expect(events.at(-1)!.event).toBe('response.completed');
+  });
+
+  it('a stream without sources says false in the header', async () => {
+    const res = await ask({ input: 'How can families keep the Sabbath?', stream: true, certainty_threshold: 1 });
+    expect(res.headers.get('x-sources-returned')).toBe('false');
+    expect((await readEvents(res)).at(-1)!.event).toBe('response.completed');
+  });
+
+  it('an unknown publisher is 400 PUBLISHER_NOT_FOUND; sources_limit 11 is refused by the contract', async () => {
+    const unknown = await ask({ input: 'Hello there.', rag_publisher: 'No Such Press' });
+    expect(unknown.status).toBe(400);
+    expect((await unknown.json()).error.name).toBe('PUBLISHER_NOT_FOUND');
+    const tooMany = await ask({ input: 'Hello there.', sources_limit: 11 });
+    expect(tooMany.status).toBe(422);
+  });
+});

@@ -1,0 +1,48 @@
+// Helpers of the Responses API suites: catalogs around given chat models (with the local
+// embedding model search needs at start), and reading a named-event SSE answer.
+import { buildCatalog, type Catalog } from '../../server/gateway/catalog.js';
+
+interface ChatSetup {
+  providers?: unknown[];
+  deployments: unknown[];
+  models: ({ id: string } & Record<string, unknown>)[];
+  failover?: unknown;
+  timeouts?: unknown;
+  /** Circuit settings beside probe_interval_ms: 0 (e.g. a high failure_threshold to keep circuits closed). */
+  circuit?: Record<string, unknown>;
+}
+
+/** A catalog of the given chat models (every tier tries them in order) plus local-embedding. */
+export function catalogOf(setup: ChatSetup): Catalog {
+  const ids = setup.models.map((m) => m.id);
+  return buildCatalog(
+    {
+      providers: [{ id: 'local', type: 'local' }, ...(setup.providers ?? [])],
+      deployments: [{ id: 'local-embedding', provider: 'local', model: 'local-embedding' }, ...setup.deployments],
+      models: [{ id: 'local-embedding', family: 'local', type: 'embedding', context_window: 2_048, dimensions: 512, shortenable: true, deployments: ['local-embedding'] }, ...setup.models],
+      routing: { tiers: { tier_1: ids, tier_2: ids, tier_3: ids } },
+      circuit: { probe_interval_ms: 0, ...setup.circuit },
+      ...(setup.failover ? { failover: setup.failover } : {}),
+      ...(setup.timeouts ? { timeouts: setup.timeouts } : {}),
+    },
+    'responses test',
+    {},
+  );
+}
+
+export interface NamedEvent {
+  event: string;
+  data: any;
+}
+
+/** The events of a named-event SSE answer, in order. */
+export async function readEvents(res: Response): Promise<NamedEvent[]> {
+  return (await res.text())
+    .split('\n\n')
+    .filter((frame) => frame.trim())
+    .map((frame) => {
+      const event = /^event: (.*)$/m.exec(frame)?.[1] ?? '';
+      const data = /^data: (.*)$/m.exec(frame)?.[1] ?? 'null';
+      return { event, data: JSON.parse(data) };
+    });
+}

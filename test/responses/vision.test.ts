@@ -1,0 +1,149 @@
+// Vision and image generation against fake upstreams: image parts (base64 data URL and
+// https URL) reach an OpenAI-compatible upstream as image_url parts and an Anthropic one as
+// image blocks; a model without vision is refused before any upstream call; the
+// image_generation tool on an OpenAI-compatible deployment draws with its image_model.
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeAnthropic } from '../../mocks/upstreams/fake-anthropic.js';
+import { startFakeOpenAI } from '../../mocks/upstreams/fake-openai.js';
+import type { FakeUpstream } from '../../mocks/upstreams/faults.js';
+import { createOpenAICompatibleProvider } from '../../server/providers/openai-compatible.js';
+import { ctx } from '../providers/support.js';
+import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+import { catalogOf } from './support.js';
+
+const DATA_URL = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC';
+const HTTPS_URL = 'https://example.org/cat.png';
+
+let openai: FakeUpstream;
+let claude: FakeUpstream;
+let platform: TestPlatform;
+/** A reasoning model's upstream: reports reasoning tokens in its usage, records what it got. */
+let reasoner: http.Server;
+const reasonerBodies: any[] = [];
+
+beforeAll(async () => {
+  reasoner = http.createServer(async (req, res) => {
+    reasonerBodies.push(JSON.parse(Buffer.concat(await req.toArray()).toString()));
+    const answer = {
+      choices: [{ message: { role: 'assistant', content: 'Forty-two.' }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 10, completion_tokens: 30, completion_tokens_details: { reasoning_tokens: 26 } },
+    };
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+  });
+  reasoner.listen(0, '127.0.0.1');
+  await once(reasoner, 'listening');
+  openai = await startFakeOpenAI({ answer: 'A cat.' });
+  claude = await startFakeAnthropic({ answer: 'A cat.' });
+  const catalog = catalogOf({
+    providers: [
+      { id: 'oa', type: 'openai', base_url: `${openai.url}/v1` },
+      { id: 'an', type: 'anthropic', base_url: claude.url },
+      { id: 'rs', type: 'openai', base_url: `http://127.0.0.1:${(reasoner.address() as AddressInfo).port}/v1` },
+    ],
+    deployments: [
+      { id: 'd-gpt', provider: 'oa', model: 'gpt-vision' },
+      { id: 'd-claude', provider: 'an', model: 'claude-vision' },
+      { id: 'd-blind', provider: 'oa', model: 'gpt-blind' },
+      { id: 'd-reasoner', provider: 'rs', model: 'o-reasoner' },
+    ],
+    models: [
+      { id: 'gpt', family: 'openai', context_window: 32_000, max_output_tokens: 1_000, capabilities: { vision: true }, deployments: ['d-gpt'] },
+      { id: 'claude', family: 'anthropic', context_window: 32_000, max_output_tokens: 1_000, capabilities: { vision: true }, deployments: ['d-claude'] },
+      { id: 'blind', family: 'openai', context_window: 32_000, max_output_tokens: 1_000, deployments: ['d-blind'] },
+      { id: 'reasoner', family: 'openai', context_window: 32_000, max_output_tokens: 1_000, capabilities: { reasoning: true }, deployments: ['d-reasoner'] },
+    ],
+  });
+  platform = await startTestPlatform({ logLevel: 'silent' }, { catalog });
+}, 120_000);
+afterAll(async () => {
+  await platform?.close();
+  await Promise.all([openai?.close(), claude?.close()]);
+  reasoner?.close();
+});
+
+const ask = (model: string) =>
+  platform.api('/ai/v2/guarded/responses', {
+    method: 'POST',
+    body: JSON.stringify({
+      model,
+      input: [{ role: 'user', content: [{ type: 'input_text', text: 'What are these?' }, { type: 'input_image', image_url: DATA_URL }, { type: 'input_image', image_url: HTTPS_URL, detail: 'high' }] }],
+    }),
+  });
+
+describe('vision', () => {
+  it('an OpenAI-compatible upstream gets image_url parts, data URL and https URL as given', async () => {
+    const res = await ask('gpt');
+    expect(res.status).toBe(200);
+    expect((await res.json()).output_text).toBe('A cat.');
+    expect(openai.requests.at(-1)!.body.messages.at(-1).content).toEqual([
+      { type: 'text', text: 'What are these?' },
+      { type: 'image_url', image_url: { url: DATA_URL } },
+      { type: 'image_url', image_url: { url: HTTPS_URL, detail: 'high' } },
+    ]);
+  });
+
+  it('an Anthropic upstream gets a base64 image block and a url image block', async () => {
+    const res = await ask('claude');
+    expect(res.status).toBe(200);
+    expect(claude.requests.at(-1)!.body.messages.at(-1).content).toEqual([
+      { type: 'text', text: 'What are these?' },
+      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: DATA_URL.split(',')[1] } },
+      { type: 'image', source: { type: 'url', url: HTTPS_URL } },
+    ]);
+  });
+
+  it('a model without vision is 400 before any upstream call', async () => {
+    const before = openai.requests.length;
+    const res = await ask('blind');
+    expect(res.status).toBe(400);
+    expect((await res.json()).error).toMatchObject({ name: 'UNSUPPORTED_MODEL', message: 'blind does not accept image input.' });
+    expect(openai.requests.length).toBe(before);
+  });
+});
+
+describe('image generation on an OpenAI-compatible upstream', () => {
+  it('POSTs images/generations with the image model, size, quality and format, and returns the base64', async () => {
+    const seen: unknown[] = [];
+    const server = http.createServer(async (req, res) => {
+      seen.push({ path: req.url, body: JSON.parse(Buffer.concat(await req.toArray()).toString()) });
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: [{ b64_json: 'aW1hZ2U=' }] }));
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const provider = createOpenAICompatibleProvider({ id: 'img', baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` });
+    try {
+      const image = await provider.generateImage!({ model: 'gpt-image-1', prompt: 'A lighthouse', size: '1024x1024', quality: 'low', outputFormat: 'webp' }, ctx());
+      expect(image).toEqual({ base64: 'aW1hZ2U=', mediaType: 'image/webp' });
+      expect(seen).toEqual([{ path: '/v1/images/generations', body: { model: 'gpt-image-1', prompt: 'A lighthouse', n: 1, size: '1024x1024', quality: 'low', output_format: 'webp' } }]);
+    } finally {
+      await provider.close();
+      server.close();
+    }
+  });
+});
+
+describe('reasoning', () => {
+  const think = (model: string) =>
+    platform.api('/ai/v2/guarded/responses', { method: 'POST', body: JSON.stringify({ model, input: 'What is six times seven?', reasoning: { effort: 'low' } }) });
+
+  it('a reasoning model gets reasoning_effort; its reasoning tokens give a reasoning item and the usage detail', async () => {
+    const res = await think('reasoner');
+    const body = await res.json();
+    expect(res.status).toBe(200);
+    expect(reasonerBodies.at(-1).reasoning_effort).toBe('low');
+    expect(body.output.map((item: { type: string }) => item.type)).toEqual(['reasoning', 'message']);
+    expect(body.output[0]).toMatchObject({ summary: [], status: 'completed' });
+    expect(body.output[0].id).toMatch(/^rs_/);
+    expect(body.usage).toMatchObject({ input_tokens: 10, output_tokens: 30, output_tokens_details: { reasoning_tokens: 26 } });
+  });
+
+  it('a model without reasoning is not sent reasoning_effort (it would refuse it)', async () => {
+    const res = await think('gpt');
+    expect(res.status).toBe(200);
+    expect(openai.requests.at(-1)!.body).not.toHaveProperty('reasoning_effort');
+    expect((await res.json()).output.map((item: { type: string }) => item.type)).toEqual(['message']);
+  });
+});
