@@ -6,9 +6,15 @@ import { GROUNDING_DEFAULTS, lastUserText } from '../data/grounding/grounded-com
 import { groundingMessage } from '../data/grounding/prompt.js';
 import type { Source, Sources } from '../data/grounding/sources.js';
 import type { Principal } from '../identity/principal.js';
+import type { ChatMessage } from '../providers/types.js';
 import { inputItems, toMessages } from './input.js';
-import type { Grounding } from './responses-service.js';
 import type { GroundedResponseBody } from './types.js';
+
+/** The passages' system message, and the annotations of the answer. */
+export interface Grounding {
+  message: ChatMessage;
+  annotations(text: string): Record<string, unknown>[];
+}
 
 export interface GroundingResult {
   grounding: Grounding;

@@ -12,7 +12,7 @@ import type { Principal } from '../identity/principal.js';
 import { planRoute, requestFeatures } from '../gateway/routing.js';
 import { withTradition } from '../gateway/tradition.js';
 import type { ChatMessage, ToolCall } from '../providers/types.js';
-import { groundResponse } from './grounded.js';
+import { type Grounding, groundResponse } from './grounded.js';
 import { drawImages } from './images.js';
 import { inputItems, toMessages } from './input.js';
 import { functionCallItem, incompleteReason, messageItem, newId, reasoningItem, responseObject, usageOf, type ResponseFrame } from './output.js';
@@ -31,12 +31,6 @@ export interface ResponseContext {
   log: Logger;
   /** The enriched error object of a failure after the stream started (rendered by the HTTP layer). */
   describeError(error: unknown): AIErrorObject;
-}
-
-/** Grounded responses: the passages' system message, and the annotations of the answer. */
-export interface Grounding {
-  message: ChatMessage;
-  annotations(text: string): Record<string, unknown>[];
 }
 
 export type ResponseAnswer = { kind: 'json'; body: ResponseObject } | { kind: 'stream'; stream: AsyncIterable<StreamEvent> };
