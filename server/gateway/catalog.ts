@@ -112,7 +112,7 @@ const configSchema = z.object({
       cooldown_ms: z.number().int().min(100).default(30_000),
       /** Answers slower than this count as failures. */
       slow_ms: z.number().int().min(1).default(60_000),
-      /** Background probe of open circuits (0: off). */
+      /** Background probe of every provider (0: off): health shows a failing one, an open circuit gets its trial when it answers. */
       probe_interval_ms: z.number().int().min(0).default(15_000),
     })
     .default({ failure_threshold: 3, failure_rate: 0.5, cooldown_ms: 30_000, slow_ms: 60_000, probe_interval_ms: 15_000 }),

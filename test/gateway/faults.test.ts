@@ -398,4 +398,24 @@ describe('active probes', () => {
     expect(body.provider).toBe('primary');
     expect(health.circuit('d-primary')).toBe('closed');
   });
+
+  it('probe every provider, so a misconfigured one shows offline before traffic finds it, checked when its probe ran', async () => {
+    up.claude.faults.always({ type: 'bad_key' });
+    const { health } = platform.services.inference.gateway;
+    const since = Date.now();
+    const until = Date.now() + 2_000;
+    while (!(health.snapshot('d-claude').lastProbe?.error && health.snapshot('d-claude').lastProbe!.at >= since) && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const report = await (await platform.mgmt('/api/v1/health')).json();
+    const status = (id: string) => report.data.gateways.find((g: { id: string }) => g.id === `provider:${id}`);
+    expect(status('claude').status).toBe('offline');
+    expect(status('primary').status).toBe('healthy');
+    // Its circuit never saw traffic: the probe alone tells.
+    expect(health.circuit('d-claude')).toBe('closed');
+    expect(up.claude.requests.every((r) => r.method === 'GET')).toBe(true);
+    expect(status('claude').lastHealthCheck).toBeGreaterThanOrEqual(since);
+    expect(status('claude').lastHealthCheck).toBeLessThanOrEqual(health.snapshot('d-claude').lastProbe!.at);
+    up.claude.faults.clear();
+  });
 });

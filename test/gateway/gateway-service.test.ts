@@ -330,6 +330,38 @@ describe('deployment health', () => {
     expect(states).toEqual(['closed', 'closed', 'closed', 'closed', 'closed', 'closed', 'open', 'open']);
   });
 
+  it('sends a half-open trial that ends neither way (the client left, a 429) back to open, not closed', () => {
+    let now = 1_000_000;
+    const health = new DeploymentHealth(catalogOf(['a'], { circuit: { failure_threshold: 1, cooldown_ms: 5_000 } }), () => now);
+    health.begin('a')({ ok: false, error: '503', countsAsFailure: true });
+    expect(health.circuit('a')).toBe('open');
+    now += 5_001;
+    health.begin('a')({ ok: false, error: 'client went away', countsAsFailure: false });
+    expect(health.circuit('a')).toBe('half_open');
+    // Still on trial: the next failure opens it at once, whatever failure_threshold says.
+    health.begin('a')({ ok: false, error: '503', countsAsFailure: true });
+    expect(health.circuit('a')).toBe('open');
+    now += 10_001;
+    health.begin('a')({ ok: false, error: '429', countsAsFailure: false, retryAfterMs: 100 });
+    expect(health.circuit('a')).not.toBe('closed');
+    now += 101;
+    health.begin('a')({ ok: true, latencyMs: 5 });
+    expect(health.circuit('a')).toBe('closed');
+  });
+
+  it('caps an upstream Retry-After at cooldown_ms, and a peer closing the circuit does not end it', () => {
+    let now = 1_000_000;
+    const health = new DeploymentHealth(catalogOf(['a'], { circuit: { cooldown_ms: 5_000 } }), () => now);
+    health.begin('a')({ ok: false, error: '429', countsAsFailure: false, retryAfterMs: 3_600_000 });
+    expect(health.available('a')).toBe(false);
+    health.applyPeerEvent({ deploymentId: 'a', circuit: 'closed', blockedUntil: 0 });
+    now += 4_999;
+    expect(health.available('a')).toBe(false);
+    expect(health.pauseLeft('a')).toBe(1);
+    now += 2;
+    expect(health.available('a')).toBe(true);
+  });
+
   it('keeps a mostly healthy deployment closed', () => {
     const health = new DeploymentHealth(catalogOf(['a']));
     for (let i = 0; i < 30; i++) health.begin('a')(i % 4 === 0 ? { ok: false, error: '503', countsAsFailure: true } : { ok: true, latencyMs: 5 });
