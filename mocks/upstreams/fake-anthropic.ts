@@ -4,7 +4,8 @@
 //   POST /v1/messages   plain or streamed (message_start … message_stop, text word by word)
 //   GET  /v1/models
 // tool_choice {type:'any'} or {type:'tool'} produces a tool_use block with input
-// {"input": <last user text>}. A trailing assistant message is continued (prefill).
+// {"input": <last user text>}. A trailing assistant message is continued (prefill), unless it
+// ends in whitespace: the real API answers that with 400.
 // Faults and recording: see faults.ts.
 import {
   answerText,
@@ -15,7 +16,7 @@ import {
   promptText,
   sendJson,
   startUpstream,
-  words,
+  streamPieces,
   writeSse,
   type Call,
   type Dialect,
@@ -32,10 +33,11 @@ const ERRORS: Record<ErrorKind, { type: string; message: string }> = {
   auth: { type: 'authentication_error', message: 'invalid x-api-key' },
   context_length: { type: 'invalid_request_error', message: 'prompt is too long: 210000 tokens > 200000 maximum' },
   content_filter: { type: 'invalid_request_error', message: 'Output blocked by content filtering policy' },
+  bad_request: { type: 'invalid_request_error', message: 'temperature: Input should be less than or equal to 1' },
   prefix: { type: 'invalid_request_error', message: 'This model does not support assistant message prefill.' },
 };
 
-const STREAM_ERRORS: Record<StreamErrorKind, ErrorKind> = { rate_limit: 'rate_limit', overloaded: 'unavailable', server: 'server' };
+const STREAM_ERRORS: Record<StreamErrorKind, ErrorKind> = { rate_limit: 'rate_limit', overloaded: 'unavailable', server: 'server', auth: 'auth', bad_request: 'bad_request' };
 
 const frame = (data: { type: string } & Record<string, unknown>) => `event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`;
 
@@ -43,6 +45,8 @@ const dialect: Dialect = {
   errorBody: (kind, message) => ({ type: 'error', error: { type: ERRORS[kind].type, message: message || ERRORS[kind].message } }),
   errorFrame: (kind) => frame({ type: 'error', error: ERRORS[STREAM_ERRORS[kind]] }),
   malformedFrame: 'event: content_block_delta\ndata: {not json\n\n',
+  pingFrame: frame({ type: 'ping' }),
+  openingFrames: 2,
   apiKey: (headers) => headers['x-api-key'] as string | undefined,
 };
 
@@ -74,14 +78,18 @@ async function messages(call: Call): Promise<void> {
   const model = body.model ?? 'unknown';
   const history = body.messages ?? [];
   const last = history.at(-1);
-  const text = continuation(answerText(call.config, model), last?.role === 'assistant' ? promptText(last.content).trimEnd() : undefined);
+  const prefill = last?.role === 'assistant' ? blockText(last.content) : undefined;
+  if (prefill !== undefined && /\s$/.test(prefill)) {
+    return sendJson(call.res, 400, dialect.errorBody('prefix', 'messages: final assistant content cannot end with trailing whitespace'));
+  }
+  const text = continuation(answerText(call.config, model), prefill);
   const tool = body.tool_choice?.type === 'tool' ? body.tool_choice.name : body.tool_choice?.type === 'any' ? body.tools?.[0]?.name : undefined;
   // Only the user's own words: tool results ride in user turns too.
   const lastUser = history.filter((m) => m.role === 'user').at(-1)?.content;
   const userText = promptText(Array.isArray(lastUser) ? lastUser.filter((b: { type?: string }) => b.type === 'text') : lastUser).trim();
   const input = { input: userText };
   const stopReason = tool ? 'tool_use' : call.fault?.type === 'content_filter_finish' ? 'refusal' : 'end_turn';
-  const pieces = tool ? [] : words(text);
+  const pieces = tool ? [] : streamPieces(call.config, text);
   const usage = {
     input_tokens: countTokens(promptText(body.system) + promptText(history)),
     output_tokens: tool ? countTokens(JSON.stringify(input)) : pieces.length,
@@ -109,4 +117,10 @@ async function messages(call: Call): Promise<void> {
     frame({ type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: usage.output_tokens } }),
   );
   await writeSse(call, dialect, frames, [frame({ type: 'message_stop' })]);
+}
+
+/** The text of a message's content: a string, or its text blocks. */
+function blockText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  return Array.isArray(content) ? content.map((b: { type?: string; text?: string }) => (b.type === 'text' ? (b.text ?? '') : '')).join('') : '';
 }

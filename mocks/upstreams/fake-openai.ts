@@ -2,6 +2,10 @@
 //
 //   const up = await startFakeOpenAI({ answer: 'Hello there.' });   // up.url + '/v1' is the base URL
 //   POST /v1/chat/completions   plain or streamed (word by word, usage chunk, [DONE])
+//     A trailing assistant message is continued only when asked the way vLLM
+//     (`continue_final_message: true`, `add_generation_prompt: false`; the first alone is
+//     vLLM's 400) or Mistral/DeepSeek (`prefix: true` on it) are; otherwise it gets a fresh
+//     reply, as from OpenAI itself.
 //   POST /v1/embeddings         a deterministic unit vector per input, `dimensions` honoured (default 8)
 //   GET  /v1/models
 //   Azure shape: /openai/deployments/{model}/chat/completions|embeddings?api-version=…
@@ -17,13 +21,14 @@ import {
   promptText,
   sendJson,
   startUpstream,
-  words,
+  streamPieces,
   writeSse,
   type Call,
   type Dialect,
   type ErrorKind,
   type FakeConfig,
   type FakeUpstream,
+  type StreamErrorKind,
 } from './faults.js';
 
 const ERRORS: Record<ErrorKind, { type: string; code: string | null; message: string }> = {
@@ -41,23 +46,27 @@ const ERRORS: Record<ErrorKind, { type: string; code: string | null; message: st
     code: 'content_filter',
     message: "The response was filtered due to the prompt triggering the content management policy.",
   },
+  bad_request: { type: 'invalid_request_error', code: 'invalid_value', message: "Invalid value for 'temperature': expected a number." },
   prefix: { type: 'invalid_request_error', code: null, message: 'The last message must be a user or tool message.' },
 };
 
+const STREAM_ERRORS: Record<StreamErrorKind, ErrorKind> = { rate_limit: 'rate_limit', overloaded: 'unavailable', server: 'server', auth: 'auth', bad_request: 'bad_request' };
+
 const dialect: Dialect = {
   errorBody: (kind, message) => ({ error: { ...ERRORS[kind], message: message || ERRORS[kind].message, param: null } }),
-  errorFrame: (kind) => {
-    const error = kind === 'rate_limit' ? ERRORS.rate_limit : kind === 'overloaded' ? ERRORS.unavailable : ERRORS.server;
-    return `data: ${JSON.stringify({ error })}\n\n`;
-  },
+  errorFrame: (kind) => `data: ${JSON.stringify({ error: ERRORS[STREAM_ERRORS[kind]] })}\n\n`,
   malformedFrame: 'data: {not json\n\n',
+  pingFrame: ': keep-alive\n\n',
+  openingFrames: 1,
   apiKey: (headers: IncomingHttpHeaders) =>
     (headers['api-key'] as string | undefined) ?? headers.authorization?.replace(/^Bearer /, ''),
 };
 
 interface ChatBody {
   model?: string;
-  messages?: { role: string; content: unknown }[];
+  messages?: { role: string; content: unknown; prefix?: boolean }[];
+  continue_final_message?: boolean;
+  add_generation_prompt?: boolean;
   tools?: { function: { name: string } }[];
   tool_choice?: unknown;
   stream?: boolean;
@@ -86,12 +95,16 @@ async function chat(call: Call, deployment: string | undefined): Promise<void> {
   const model = deployment ?? body.model ?? 'unknown';
   const messages = body.messages ?? [];
   const last = messages.at(-1);
-  const prefix = last?.role === 'assistant' && typeof last.content === 'string' ? last.content : undefined;
+  const trailing = last?.role === 'assistant' && typeof last.content === 'string' ? last.content : undefined;
+  if (body.continue_final_message && body.add_generation_prompt !== false) {
+    return sendJson(call.res, 400, dialect.errorBody('bad_request', 'Cannot set both `continue_final_message` and `add_generation_prompt` to True.'));
+  }
+  const prefix = body.continue_final_message || last?.prefix === true ? trailing : undefined;
   const text = continuation(answerText(call.config, model), prefix);
   const tool = forcedTool(body);
   const toolArgs = JSON.stringify({ input: promptText(messages.filter((m) => m.role === 'user').at(-1)?.content).trim() });
   const finish = tool ? 'tool_calls' : call.fault?.type === 'content_filter_finish' ? 'content_filter' : 'stop';
-  const pieces = tool ? [] : words(text);
+  const pieces = tool ? [] : streamPieces(call.config, text);
   const usage = tokenUsage(countTokens(promptText(messages)), tool ? countTokens(toolArgs) : pieces.length);
   const id = 'chatcmpl-fake';
   const created = Math.floor(Date.now() / 1000);
@@ -111,7 +124,7 @@ async function chat(call: Call, deployment: string | undefined): Promise<void> {
           finish_reason: finish,
         },
       ],
-      usage,
+      ...(call.config.omitUsage ? {} : { usage }),
     });
   }
 
@@ -124,7 +137,7 @@ async function chat(call: Call, deployment: string | undefined): Promise<void> {
   }
   for (const piece of pieces) frames.push(chunk({ content: piece }));
   frames.push(chunk({}, finish));
-  if (body.stream_options?.include_usage) {
+  if (body.stream_options?.include_usage && !call.config.omitUsage) {
     frames.push(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage })}\n\n`);
   }
   await writeSse(call, dialect, frames, ['data: [DONE]\n\n']);
@@ -148,7 +161,7 @@ function embeddings(call: Call, deployment: string | undefined): void {
     object: 'list',
     model: deployment ?? body.model,
     data: inputs.map((input, index) => ({ object: 'embedding', index, embedding: fakeVector(input, body.dimensions ?? 8) })),
-    usage: { prompt_tokens: countTokens(inputs.join(' ')), total_tokens: countTokens(inputs.join(' ')) },
+    ...(call.config.omitUsage ? {} : { usage: { prompt_tokens: countTokens(inputs.join(' ')), total_tokens: countTokens(inputs.join(' ')) } }),
   });
 }
 

@@ -25,6 +25,8 @@ export type Fault =
   | { type: 'context_length' }
   /** 400 with the upstream's content-filter error body. */
   | { type: 'content_filter' }
+  /** 400 with the upstream's invalid-request error body (a parameter it rejects). */
+  | { type: 'bad_request' }
   /** A normal answer that ends with finish_reason content_filter (Anthropic: stop_reason refusal). */
   | { type: 'content_filter_finish' }
   /** 400 when the last message is an assistant message (an upstream that cannot continue a prefix). */
@@ -37,8 +39,14 @@ export type Fault =
   | { type: 'slow_first_token'; ms: number }
   /** Destroy the socket after `afterChunks` stream frames. */
   | { type: 'cut'; afterChunks: number }
-  /** Stop sending after `afterChunks` frames, keeping the socket open. */
-  | { type: 'stall'; afterChunks: number }
+  /** Stop sending after `afterChunks` frames, keeping the socket open (and pinging every `pingEveryMs` when set). */
+  | { type: 'stall'; afterChunks: number; pingEveryMs?: number }
+  /**
+   * The stream's opening events (OpenAI-compatible: a role-only chunk, as vLLM sends at
+   * once; Anthropic: message_start and content_block_start), then only pings every
+   * `pingEveryMs` (a keep-alive comment; Anthropic's ping event), never a token.
+   */
+  | { type: 'no_tokens'; pingEveryMs: number }
   /** Send a frame that is not JSON after `afterChunks` frames. */
   | { type: 'malformed'; afterChunks: number }
   /** End the stream cleanly but without its terminator ([DONE] / message_stop). */
@@ -46,8 +54,8 @@ export type Fault =
   /** An in-stream error event after `afterChunks` frames (default 1), then end. */
   | { type: 'stream_error'; error: StreamErrorKind; afterChunks?: number };
 
-export type StreamErrorKind = 'rate_limit' | 'overloaded' | 'server';
-export type ErrorKind = 'rate_limit' | 'server' | 'unavailable' | 'auth' | 'context_length' | 'content_filter' | 'prefix';
+export type StreamErrorKind = 'rate_limit' | 'overloaded' | 'server' | 'auth' | 'bad_request';
+export type ErrorKind = 'rate_limit' | 'server' | 'unavailable' | 'auth' | 'context_length' | 'content_filter' | 'bad_request' | 'prefix';
 
 /** Faults pushed apply to one call each, in order; an `always` fault applies once the queue is empty. */
 export class FaultQueue {
@@ -94,6 +102,10 @@ export interface FakeConfig {
   chunkIntervalMs: number;
   /** When set, requests without this key are refused with 401. */
   apiKey?: string;
+  /** Answers without `usage` (chat, streams, embeddings), as some compatible upstreams do. */
+  omitUsage?: boolean;
+  /** Stream pieces keep the space after each word ("The ", "quick ") instead of before it. */
+  spaceAfterWords?: boolean;
 }
 
 export interface FakeUpstream {
@@ -112,6 +124,10 @@ export interface Dialect {
   /** A complete SSE frame carrying an in-stream error. */
   errorFrame(kind: StreamErrorKind): string;
   malformedFrame: string;
+  /** A keep-alive: a comment, or the dialect's ping event. */
+  pingFrame: string;
+  /** How many of a stream's first frames open it without carrying a token. */
+  openingFrames: number;
   /** The key the request presented, from the dialect's auth header. */
   apiKey(headers: IncomingHttpHeaders): string | undefined;
 }
@@ -210,6 +226,9 @@ function playHttpFault({ fault, res, recorded }: Call, dialect: Dialect): boolea
     case 'content_filter':
       sendError(res, dialect, 'content_filter', 400, '');
       return true;
+    case 'bad_request':
+      sendError(res, dialect, 'bad_request', 400, '');
+      return true;
     case 'refuse_prefix': {
       const messages = (recorded.body as { messages?: { role?: string }[] } | undefined)?.messages;
       if (messages?.at(-1)?.role !== 'assistant') return false;
@@ -239,14 +258,26 @@ export async function writeSse(call: Call, dialect: Dialect, frames: string[], t
   const { res, fault, config } = call;
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
   res.flushHeaders();
+  let gone = false;
+  res.once('close', () => (gone = true));
+  const pings = async (everyMs: number) => {
+    while (!gone) {
+      await sleep(everyMs);
+      if (!gone) res.write(dialect.pingFrame);
+    }
+  };
+  if (fault?.type === 'no_tokens') {
+    res.write(frames.slice(0, dialect.openingFrames).join(''));
+    return pings(fault.pingEveryMs);
+  }
   await firstTokenDelay(fault);
   const all = fault?.type === 'no_done' ? frames : [...frames, ...terminator];
   const midStream = fault?.type === 'cut' || fault?.type === 'stall' || fault?.type === 'malformed' || fault?.type === 'stream_error' ? fault : undefined;
   for (let i = 0; i <= all.length; i++) {
-    if (res.destroyed) return;
+    if (gone) return;
     if (midStream && i === (midStream.afterChunks ?? 1)) {
       if (midStream.type === 'cut') return void res.destroy();
-      if (midStream.type === 'stall') return;
+      if (midStream.type === 'stall') return midStream.pingEveryMs ? pings(midStream.pingEveryMs) : undefined;
       if (midStream.type === 'malformed') res.write(dialect.malformedFrame);
       if (midStream.type === 'stream_error') return void res.end(dialect.errorFrame(midStream.error));
     }
@@ -272,6 +303,11 @@ export function continuation(answer: string, prefix: string | undefined): string
 /** Word-by-word pieces that concatenate back to the text ("Hello", " world", "."). */
 export function words(text: string): string[] {
   return text.match(/\s*\S+/g) ?? [];
+}
+
+/** The pieces a stream sends: words(), or with `spaceAfterWords` each word with the space after it. */
+export function streamPieces(config: FakeConfig, text: string): string[] {
+  return config.spaceAfterWords ? (text.match(/^\s+|\S+\s*/g) ?? []) : words(text);
 }
 
 /** Tool-call arguments are streamed in two pieces, like real upstreams split JSON anywhere. */

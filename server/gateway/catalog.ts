@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { z } from 'zod';
-import type { ProviderKind } from '../providers/types.js';
+import { PREFIX_MODES, type PrefixMode, type ProviderKind } from '../providers/types.js';
 
 export const MODEL_FAMILIES = ['openai', 'anthropic', 'google', 'open source', 'local'] as const;
 export type ModelFamily = (typeof MODEL_FAMILIES)[number];
@@ -27,6 +27,12 @@ const providerSchema = z.object({
   headers: z.record(z.string(), z.string()).default({}),
   /** Azure-style deployments: `{base_url}/openai/deployments/{model}/…?api-version=`. */
   azure_api_version: z.string().optional(),
+  /**
+   * How its deployments continue an assistant prefix (stream resume), see PrefixMode.
+   * Default: `none` for type openai (OpenAI answers a trailing assistant message afresh),
+   * `native` for anthropic and local.
+   */
+  prefix: z.enum(PREFIX_MODES).optional(),
 });
 
 const deploymentSchema = z.object({
@@ -34,11 +40,14 @@ const deploymentSchema = z.object({
   provider: id,
   /** The upstream's own model name (Azure: the deployment name). */
   model: z.string().min(1),
+  /** Share of its model's traffic among deployments of the same `order`. */
   weight: z.number().positive().default(1),
+  /** Preference: a deployment takes traffic only while none of a lower order is available. */
+  order: z.number().int().min(1).default(1),
   /** Requests in flight on this deployment at most; more go to its peers, else wait for none: 503. */
   max_concurrent: z.number().int().positive().default(256),
-  /** Whether the upstream continues an assistant prefix (stream resume). */
-  accepts_prefix: z.boolean().default(true),
+  /** The provider's `prefix` mode, for this deployment (a vLLM model behind a router, say). */
+  prefix: z.enum(PREFIX_MODES).optional(),
   /** The upstream's image model for the Responses `image_generation` tool (default: `model`). */
   image_model: z.string().min(1).optional(),
 });
@@ -103,7 +112,7 @@ const configSchema = z.object({
       cooldown_ms: z.number().int().min(100).default(30_000),
       /** Answers slower than this count as failures. */
       slow_ms: z.number().int().min(1).default(60_000),
-      /** Background probe of open circuits (0: off). */
+      /** Background probe of every provider (0: off): health shows a failing one, an open circuit gets its trial when it answers. */
       probe_interval_ms: z.number().int().min(0).default(15_000),
     })
     .default({ failure_threshold: 3, failure_rate: 0.5, cooldown_ms: 30_000, slow_ms: 60_000, probe_interval_ms: 15_000 }),
@@ -129,7 +138,8 @@ const configSchema = z.object({
 
 export type GatewayFileConfig = z.infer<typeof configSchema>;
 export type ProviderConfig = z.infer<typeof providerSchema> & { apiKey?: string };
-export type DeploymentConfig = z.infer<typeof deploymentSchema>;
+/** A deployment as the gateway uses it: its prefix mode resolved. */
+export type DeploymentConfig = z.infer<typeof deploymentSchema> & { prefix: PrefixMode };
 export type ModelConfig = z.infer<typeof modelSchema>;
 
 export interface Catalog {
@@ -197,7 +207,12 @@ export function buildCatalog(raw: unknown, source: string, env: NodeJS.ProcessEn
   for (const deployment of unique('deployment', config.deployments).values()) {
     const provider = providers.get(deployment.provider);
     if (!provider) problems.push(`deployment "${deployment.id}": unknown provider "${deployment.provider}"`);
-    deployments.set(deployment.id, { ...deployment, kind: provider?.type ?? 'local' });
+    const kind = provider?.type ?? 'local';
+    const prefix = deployment.prefix ?? provider?.prefix ?? (kind === 'openai' ? 'none' : 'native');
+    if (kind !== 'openai' && (prefix === 'vllm' || prefix === 'mistral')) {
+      problems.push(`deployment "${deployment.id}": prefix ${prefix} is for OpenAI-compatible upstreams (${kind} continues a prefix natively, or use none)`);
+    }
+    deployments.set(deployment.id, { ...deployment, prefix, kind });
   }
   const models = unique('model', config.models);
   for (const model of models.values()) {

@@ -9,6 +9,7 @@ import type { Metrics } from '../observability/metrics.js';
 import {
   ProviderError,
   type CallContext,
+  type ChatMessage,
   type ChatRequest,
   type ChatResult,
   type ChatStreamEvent,
@@ -16,6 +17,7 @@ import {
   type ImageRequest,
   type ImageResult,
   type Provider,
+  type ToolCall,
   type Usage,
 } from '../providers/types.js';
 import { estimateMessageTokens, estimateTokens } from '../providers/local/tokens.js';
@@ -23,6 +25,7 @@ import type { Catalog, DeploymentConfig, ModelConfig } from './catalog.js';
 import { kindFacts, toCallerError } from './errors.js';
 import type { DeploymentHealth } from './health.js';
 import type { RoutePlan } from './routing.js';
+import { UpstreamCall, type Attempt } from './upstream-call.js';
 import { trackUsage } from './usage-scope.js';
 
 /** Who answered (or is answering) a call. */
@@ -33,13 +36,7 @@ export interface Served {
   provider: string;
 }
 
-/** One upstream call of a request, for logs and billing. */
-export interface Attempt {
-  deploymentId: string;
-  modelId: string;
-  outcome: 'ok' | ProviderError['kind'] | 'aborted' | 'error';
-  usage?: Usage;
-}
+export type { Attempt } from './upstream-call.js';
 
 export interface ChatCall {
   plan: RoutePlan;
@@ -51,7 +48,8 @@ export interface ChatCall {
 }
 
 export interface ChatOutcome {
-  result: ChatResult;
+  /** `usage` is the upstream's, or estimated when it reported none. */
+  result: ChatResult & { usage: Usage };
   served: Served;
   attempts: Attempt[];
 }
@@ -66,46 +64,82 @@ export interface GatewayStream extends AsyncIterable<ChatStreamEvent> {
 interface Candidate {
   model: ModelConfig;
   deployment: DeploymentConfig;
+  served: Served;
 }
 
 export class GatewayService {
+  /** Each model's deployments as routing candidates, built once. */
+  private readonly candidates = new Map<string, Candidate[]>();
+
   constructor(
     readonly catalog: Catalog,
     private readonly providers: ReadonlyMap<string, Provider>,
     readonly health: DeploymentHealth,
     private readonly metrics?: Metrics,
-  ) {}
+  ) {
+    for (const model of catalog.models.values()) {
+      this.candidates.set(
+        model.id,
+        model.deployments.map((id) => {
+          const deployment = catalog.deployments.get(id)!;
+          return { model, deployment, served: { model, deployment, provider: deployment.provider } };
+        }),
+      );
+    }
+  }
 
   private callContext(signal: AbortSignal): CallContext {
     const t = this.catalog.timeouts;
     return { signal, timeouts: { connectMs: t.connect_ms, firstTokenMs: t.first_token_ms, idleMs: t.idle_ms } };
   }
 
-  private served(c: Candidate): Served {
-    return { model: c.model, deployment: c.deployment, provider: c.deployment.provider };
+  private eligible(c: Candidate, tried: ReadonlySet<string>, filter: ((c: Candidate) => boolean) | undefined): boolean {
+    return !tried.has(c.deployment.id) && this.health.available(c.deployment.id) && (filter === undefined || filter(c));
   }
 
   /**
    * The next deployment to try: healthy and not tried yet. Auto-routing and direct
    * selection keep the plan's model order; model_family weighs all of the family's
-   * deployments together (weight / load).
+   * deployments together. Among those of the lowest `order`, the least loaded (in flight
+   * per unit of weight) compete: one is drawn at random by weight, so that sequential
+   * traffic spreads by weight too.
    */
-  private next(plan: RoutePlan, tried: ReadonlySet<string>, filter: (c: Candidate) => boolean = () => true): Candidate | null {
-    const pool: Candidate[] = [];
-    for (const model of plan.models) {
-      for (const id of model.deployments) {
-        const deployment = this.catalog.deployments.get(id)!;
-        const candidate = { model, deployment };
-        if (!tried.has(id) && this.health.available(id) && filter(candidate)) pool.push(candidate);
+  private next(plan: RoutePlan, tried: ReadonlySet<string>, filter?: (c: Candidate) => boolean): Candidate | null {
+    const { models } = plan;
+    let order = Infinity;
+    let least = Infinity;
+    let total = 0;
+    let scope = models.length;
+    for (let m = 0; m < models.length; m++) {
+      for (const c of this.candidates.get(models[m].id)!) {
+        if (c.deployment.order > order || !this.eligible(c, tried, filter)) continue;
+        const load = this.health.load(c.deployment.id);
+        if (c.deployment.order < order || load < least) {
+          order = c.deployment.order;
+          least = load;
+          total = c.deployment.weight;
+        } else if (load === least) total += c.deployment.weight;
       }
-      if (plan.mechanism !== 'model_family' && pool.length > 0) break;
+      if (plan.mechanism !== 'model_family' && total > 0) {
+        scope = m + 1;
+        break;
+      }
     }
-    let best: Candidate | null = null;
-    for (const c of pool) if (!best || this.health.score(c.deployment.id) > this.health.score(best.deployment.id)) best = c;
-    return best;
+    if (total === 0) return null;
+    let pick = Math.random() * total;
+    let last: Candidate | null = null;
+    for (let m = 0; m < scope; m++) {
+      for (const c of this.candidates.get(models[m].id)!) {
+        if (c.deployment.order !== order || !this.eligible(c, tried, filter) || this.health.load(c.deployment.id) !== least) continue;
+        last = c;
+        pick -= c.deployment.weight;
+        if (pick < 0) return c;
+      }
+    }
+    return last;
   }
 
-  /** When nothing is available: how long until a deployment of the plan may be tried again. */
+  /** When nothing is available: the last upstream failure, else 503. */
   private noCandidate(plan: RoutePlan, last: unknown): ApiError {
     if (last) return toCallerError(last);
     return new ApiError('PROVIDER_UNAVAILABLE', `No healthy deployment can serve ${plan.models.map((m) => m.id).join(', ')} right now.`);
@@ -114,73 +148,47 @@ export class GatewayService {
   /**
    * Runs one upstream call per attempt until one succeeds, failing over on what another
    * deployment may survive and honouring a short upstream Retry-After when no peer is left.
+   * The returned call is still open: the caller settles it.
    */
   private async withFailover<T>(
     call: { plan: RoutePlan; signal: AbortSignal; log: Logger },
     attempts: Attempt[],
     run: (candidate: Candidate, signal: AbortSignal) => Promise<T>,
     filter?: (c: Candidate) => boolean,
-  ): Promise<{ value: T; candidate: Candidate; settle: Settle }> {
+  ): Promise<{ value: T; candidate: Candidate; upstream: UpstreamCall }> {
     const tried = new Set<string>();
     let last: unknown = null;
+    let lastDeployment = '';
     const { max_attempts: maxAttempts, retry_after_cap_ms: retryCap } = this.catalog.failover;
     while (attempts.length < maxAttempts) {
       if (call.signal.aborted) throw new ApiError('INTERNAL_ERROR', 'The client went away.');
       let candidate = this.next(call.plan, tried, filter);
       const retryAfter = last instanceof ProviderError && last.kind === 'rate_limit' ? last.details.retryAfterMs : undefined;
       if (!candidate && retryAfter !== undefined && retryAfter <= retryCap && tried.size > 0) {
-        // Every peer is spent and the upstream asked for a short pause: wait once and retry it.
-        await sleep(retryAfter, undefined, { signal: call.signal }).catch(() => undefined);
+        // Every peer is spent and the upstream asked for a short pause: wait it out (by the
+        // health clock, which a timer may beat by a millisecond) and retry once.
+        for (let wait = retryAfter; wait > 0 && !call.signal.aborted; wait = this.health.pauseLeft(lastDeployment)) {
+          await sleep(wait, undefined, { signal: call.signal }).catch(() => undefined);
+        }
         tried.clear();
         candidate = this.next(call.plan, tried, filter);
       }
       if (!candidate) break;
       tried.add(candidate.deployment.id);
-      const started = performance.now();
-      const finish = this.health.begin(candidate.deployment.id);
-      const attempt: Attempt = { deploymentId: candidate.deployment.id, modelId: candidate.model.id, outcome: 'ok' };
-      attempts.push(attempt);
+      const upstream = new UpstreamCall(candidate.deployment.id, candidate.model.id, this.health, this.metrics);
+      attempts.push(upstream.attempt);
       try {
         const value = await run(candidate, call.signal);
-        const deployment = candidate.deployment.id;
-        const model = candidate.model.id;
-        this.metrics?.upstreamLatency.observe({ deployment }, (performance.now() - started) / 1000);
-        // Later failures of the same call (a stream that breaks) settle it too.
-        const settle: Settle = (outcome) => {
-          if (outcome.ok) {
-            attempt.usage = outcome.usage;
-            this.metrics?.upstreamCalls.inc({ deployment, outcome: 'ok' });
-            if (outcome.usage) {
-              this.metrics?.tokens.inc({ model, kind: 'prompt' }, outcome.usage.promptTokens);
-              this.metrics?.tokens.inc({ model, kind: 'completion' }, outcome.usage.completionTokens);
-            }
-            return finish({ ok: true, latencyMs: performance.now() - started });
-          }
-          const facts = kindFacts(outcome.error);
-          attempt.usage = outcome.usage;
-          attempt.outcome = outcome.aborted ? 'aborted' : (facts.kind ?? 'error');
-          this.metrics?.upstreamCalls.inc({ deployment, outcome: attempt.outcome });
-          finish({ ok: false, error: (outcome.error as Error).message, countsAsFailure: !outcome.aborted && facts.unhealthy });
-        };
-        return { value, candidate, settle };
+        upstream.answered();
+        return { value, candidate, upstream };
       } catch (error) {
-        if (call.signal.aborted) {
-          attempt.outcome = 'aborted';
-          finish({ ok: false, error: 'client went away', countsAsFailure: false });
-          throw error;
-        }
+        upstream.fail(error, call.signal.aborted);
+        if (call.signal.aborted) throw error;
         const facts = kindFacts(error);
-        attempt.outcome = facts.kind ?? 'error';
-        this.metrics?.upstreamCalls.inc({ deployment: candidate.deployment.id, outcome: attempt.outcome });
-        finish({
-          ok: false,
-          error: (error as Error).message,
-          countsAsFailure: facts.unhealthy,
-          retryAfterMs: error instanceof ProviderError ? error.details.retryAfterMs : undefined,
-        });
         call.log.warn({ deployment: candidate.deployment.id, kind: facts.kind, err: error }, 'upstream call failed');
         if (!facts.failover) throw toCallerError(error);
         last = error;
+        lastDeployment = candidate.deployment.id;
       }
     }
     throw this.noCandidate(call.plan, last);
@@ -191,11 +199,13 @@ export class GatewayService {
     // Metering hook (usage-scope.ts): the request's attempts are billed once final.
     const metered = trackUsage(attempts);
     try {
-      const { value, candidate, settle } = await this.withFailover(call, attempts, (c, signal) =>
+      const { value, candidate, upstream } = await this.withFailover(call, attempts, (c, signal) =>
         this.provider(c).chat(forCandidate(call.request, c), this.callContext(signal)),
       );
-      settle({ ok: true, usage: value.usage });
-      return { result: value, served: this.served(candidate), attempts };
+      // Some compatible upstreams report no usage: count it as a stream's is counted.
+      const usage = value.usage ?? estimateUsage(call.request.messages, '', value.content ?? '', value.toolCalls);
+      upstream.succeed(usage);
+      return { result: { ...value, usage }, served: candidate.served, attempts };
     } finally {
       metered();
     }
@@ -212,27 +222,38 @@ export class GatewayService {
     const tried = new Set<string>();
     // Metering hook (usage-scope.ts): final when the stream ends, breaks or is left.
     const metered = trackUsage(attempts);
-    const opened = await this.openStream(call, attempts, undefined, tried).catch((error: unknown) => {
+    let current = await this.openStream(call, attempts, undefined, tried).catch((error: unknown) => {
       metered();
       throw error;
     });
     const gateway = this;
-    const state = { served: this.served(opened.candidate) };
-    const promptTokens = estimateMessageTokens(call.request.messages);
+    let text = '';
+    // Text of earlier attempts: a resumed attempt is billed for its own part only.
+    let before = '';
+    // What an attempt produced, when the upstream never reported it (it broke, or was left).
+    const estimate = (): Usage => estimateUsage(call.request.messages, before, text.slice(before.length));
+    // Ends the call for a consumer that stopped early (output moderation, the client left):
+    // cancels the upstream call and settles the attempt with what it produced.
+    const release = async (): Promise<void> => {
+      call.signal.removeEventListener('abort', onAbort);
+      if (!current.upstream.settled) {
+        await current.close();
+        current.upstream.fail(new Error('stream left by its consumer'), true, estimate());
+      }
+      metered();
+    };
+    // A client may leave before the first pull (right after the headers): the generator
+    // below then never starts, so its finally would never run.
+    const onAbort = () => void release();
+    call.signal.addEventListener('abort', onAbort, { once: true });
     async function* events(): AsyncGenerator<ChatStreamEvent> {
-      let current = opened;
-      let text = '';
       let toolCallsSent = false;
-      // Text of earlier attempts: a resumed attempt is billed for its own part only.
-      let before = '';
-      // What an attempt produced, when the upstream never reported it (it broke, or was left).
-      const estimate = (): Usage => ({ promptTokens: promptTokens + estimateTokens(before), completionTokens: estimateTokens(text.slice(before.length)) });
       try {
         while (true) {
           try {
             for (let event = await current.next(); event; event = await current.next()) {
               if (event.type === 'finish') {
-                current.settle({ ok: true, usage: event.usage ?? estimate() });
+                current.upstream.succeed(event.usage ?? estimate());
                 yield event;
                 return;
               }
@@ -243,7 +264,7 @@ export class GatewayService {
             throw new ProviderError('connection_dropped', 'The upstream stream ended without finishing.');
           } catch (error) {
             await current.close();
-            current.settle({ ok: false, error, aborted: call.signal.aborted, usage: estimate() });
+            current.upstream.fail(error, call.signal.aborted, estimate());
             if (call.signal.aborted) return;
             const facts = kindFacts(error);
             call.log.warn({ deployment: current.candidate.deployment.id, kind: facts.kind, err: error, sentChars: text.length }, 'upstream stream broke after it started');
@@ -252,21 +273,16 @@ export class GatewayService {
             current = await gateway.openStream(call, attempts, text, tried).catch(() => {
               throw toCallerError(error);
             });
-            state.served = gateway.served(current.candidate);
           }
         }
       } finally {
-        // The consumer stopped early (output moderation, the client left): cancel the upstream call.
-        if (!current.settled) {
-          await current.close();
-          current.settle({ ok: false, error: new Error('stream left by its consumer'), aborted: true, usage: estimate() });
-        }
-        metered();
+        await release();
       }
     }
+    if (call.signal.aborted) await release();
     return {
       get served() {
-        return state.served;
+        return current.candidate.served;
       },
       attempts,
       [Symbol.asyncIterator]: events,
@@ -275,12 +291,13 @@ export class GatewayService {
 
   /** Tries deployments until one yields a first event that continues `prefix` (when resuming). */
   private async openStream(call: ChatCall, attempts: Attempt[], prefix: string | undefined, tried: Set<string>): Promise<OpenStream> {
-    const { value, candidate, settle } = await this.withFailover(
+    const { value, candidate, upstream } = await this.withFailover(
       call,
       attempts,
       async (c, signal) => {
         const controller = new AbortController();
-        const request: ChatRequest = { ...forCandidate(call.request, c), ...(prefix ? { assistantPrefix: prefix } : {}) };
+        const request = forCandidate(call.request, c);
+        if (prefix) request.assistantPrefix = { text: prefix, mode: c.deployment.prefix };
         const iterator = this.provider(c).chatStream(request, this.callContext(AbortSignal.any([signal, controller.signal])))[Symbol.asyncIterator]();
         try {
           return { iterator, controller, buffered: await firstEvents(iterator, prefix) };
@@ -290,19 +307,15 @@ export class GatewayService {
           throw error;
         }
       },
-      // A deployment whose stream broke earlier in this request is not asked to resume it.
-      (c) => !tried.has(c.deployment.id) && (prefix === undefined || c.deployment.accepts_prefix),
+      // A deployment whose stream broke earlier in this request is not asked to resume it,
+      // nor one whose upstream cannot continue a prefix.
+      (c) => !tried.has(c.deployment.id) && (prefix === undefined || c.deployment.prefix !== 'none'),
     );
     tried.add(candidate.deployment.id);
     const { iterator, controller, buffered } = value;
-    const stream: OpenStream = {
+    return {
       candidate,
-      settled: false,
-      settle: (outcome) => {
-        if (stream.settled) return;
-        stream.settled = true;
-        settle(outcome);
-      },
+      upstream,
       next: async () => {
         if (buffered.length > 0) return buffered.shift();
         const r = await iterator.next();
@@ -313,7 +326,6 @@ export class GatewayService {
         await iterator.return?.().catch(() => undefined);
       },
     };
-    return stream;
   }
 
   /** Whether a broken stream of this operation is resumed elsewhere. */
@@ -322,24 +334,23 @@ export class GatewayService {
     return (operation !== undefined ? routes[operation]?.resume_streams : undefined) ?? fallback;
   }
 
-  async embed(modelId: string, input: string[], dimensions: number | undefined, signal: AbortSignal): Promise<{ result: EmbedResult; served: Served }> {
-    const model = this.catalog.models.get(modelId)!;
+  async embed(modelId: string, input: string[], dimensions: number | undefined, signal: AbortSignal): Promise<{ result: Required<EmbedResult>; served: Served }> {
     // Spec 7.1: no failover to another embedding provider; the model's first healthy deployment answers.
-    const deploymentId = model.deployments.find((id) => this.health.available(id));
-    if (!deploymentId) throw new ApiError('EMBEDDING_PROVIDER_UNAVAILABLE', `The embedding provider of ${model.id} is unavailable.`);
-    const deployment = this.catalog.deployments.get(deploymentId)!;
-    const candidate = { model, deployment };
-    const finish = this.health.begin(deploymentId);
-    const started = performance.now();
+    const candidate = this.candidates.get(modelId)!.find((c) => this.health.available(c.deployment.id));
+    if (!candidate) throw new ApiError('EMBEDDING_PROVIDER_UNAVAILABLE', `The embedding provider of ${modelId} is unavailable.`);
+    const upstream = new UpstreamCall(candidate.deployment.id, modelId, this.health, this.metrics);
     try {
-      const result = await this.provider(candidate).embed({ model: deployment.model, input, dimensions }, this.callContext(signal));
-      finish({ ok: true, latencyMs: performance.now() - started });
+      const result = await this.provider(candidate).embed({ model: candidate.deployment.model, input, dimensions }, this.callContext(signal));
+      upstream.answered();
+      // Some compatible upstreams report no usage: estimate it rather than bill nothing.
+      const promptTokens = result.promptTokens ?? input.reduce((sum, text) => sum + estimateTokens(text), 0);
+      upstream.succeed({ promptTokens, completionTokens: 0 });
       // Metering hook (usage-scope.ts): one upstream call, input tokens only.
-      trackUsage([{ deploymentId, modelId: model.id, outcome: 'ok', usage: { promptTokens: result.promptTokens, completionTokens: 0 } }])();
-      return { result, served: this.served(candidate) };
+      trackUsage([upstream.attempt])();
+      return { result: { ...result, promptTokens }, served: candidate.served };
     } catch (error) {
+      upstream.fail(error, signal.aborted);
       const facts = kindFacts(error);
-      finish({ ok: false, error: (error as Error).message, countsAsFailure: facts.unhealthy });
       if (facts.failover || facts.kind === 'auth') throw new ApiError('EMBEDDING_PROVIDER_UNAVAILABLE', 'The embedding provider is temporarily unavailable.', { cause: error });
       throw toCallerError(error);
     }
@@ -352,23 +363,22 @@ export class GatewayService {
   async generateImage(served: Served, request: Omit<ImageRequest, 'model'>, signal: AbortSignal): Promise<ImageResult> {
     const provider = this.provider(served);
     if (!provider.generateImage) throw new ApiError('UNSUPPORTED_MODEL', `${served.model.id} cannot generate images on provider ${served.provider}.`, { param: 'tools' });
-    const deploymentId = served.deployment.id;
-    const finish = this.health.begin(deploymentId);
-    const started = performance.now();
+    const upstream = new UpstreamCall(served.deployment.id, served.model.id, this.health, this.metrics);
     try {
       const result = await provider.generateImage({ ...request, model: served.deployment.image_model ?? served.deployment.model }, this.callContext(signal));
-      finish({ ok: true, latencyMs: performance.now() - started });
-      // Metering hook (usage-scope.ts): the prompt is what an image call is measured by here.
-      trackUsage([{ deploymentId, modelId: served.model.id, outcome: 'ok', usage: { promptTokens: estimateTokens(request.prompt), completionTokens: 0 } }])();
+      upstream.answered();
+      // The prompt is what an image call is measured by here.
+      upstream.succeed({ promptTokens: estimateTokens(request.prompt), completionTokens: 0 });
+      // Metering hook (usage-scope.ts).
+      trackUsage([upstream.attempt])();
       return result;
     } catch (error) {
-      const facts = kindFacts(error);
-      finish({ ok: false, error: (error as Error).message, countsAsFailure: facts.unhealthy });
+      upstream.fail(error, signal.aborted);
       throw toCallerError(error);
     }
   }
 
-  private provider(c: Candidate): Provider {
+  private provider(c: { deployment: DeploymentConfig }): Provider {
     return this.providers.get(c.deployment.provider)!;
   }
 
@@ -394,16 +404,22 @@ function forCandidate(request: Omit<ChatRequest, 'model'>, c: Candidate): ChatRe
   return { ...rest, model: c.deployment.model, ...(reasoningEffort && c.model.capabilities.reasoning ? { reasoningEffort } : {}) };
 }
 
-/** Ends an attempt: its outcome, and what it used (an estimate when a stream broke or was left). */
-type Settle = (outcome: { ok: true; usage?: Usage } | { ok: false; error: unknown; aborted?: boolean; usage?: Usage }) => void;
+/**
+ * What a call used when the upstream did not say: the prompt (with any earlier attempts'
+ * text, which a resumed attempt reads as its prefix) and the output.
+ */
+function estimateUsage(messages: ChatMessage[], before: string, output: string, toolCalls?: ToolCall[]): Usage {
+  let completionTokens = estimateTokens(output);
+  for (const call of toolCalls ?? []) completionTokens += estimateTokens(call.function.name) + estimateTokens(call.function.arguments);
+  return { promptTokens: estimateMessageTokens(messages) + estimateTokens(before), completionTokens };
+}
 
 interface OpenStream {
   candidate: Candidate;
+  /** The attempt's bookkeeping; settled once. */
+  upstream: UpstreamCall;
   /** The stream's events; the first is already buffered (the commit point has passed). */
   next(): Promise<ChatStreamEvent | undefined>;
-  /** Settles the attempt once; later calls do nothing. */
-  settle: Settle;
-  settled: boolean;
   close(): Promise<void>;
 }
 

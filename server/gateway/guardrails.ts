@@ -15,12 +15,51 @@ export interface GuardrailCheck {
   check(text: string, signal: AbortSignal): Promise<Verdict>;
 }
 
-/** Local rules: categories of requests the platform refuses outright, matched on the text. */
+// The local rules block a request for (or an answer giving) the means of grave harm: an
+// intent (how do I…, how to…, instructions for…, a recipe for…, an imperative) and the
+// harmful object in one phrase. A harmful word alone is not enough: history, policy,
+// safety and education questions about the same subjects pass (test/gateway/guardrails.test.ts
+// holds the sentences that must pass and those that must block).
+
+/** Producing something. */
+const MAKE = String.raw`(?:make|making|build|building|synthesi[sz]e|synthesi[sz]ing|produce|producing|manufactur(?:e|ing)|assembl(?:e|ing)|cook|cooking|brew|brewing|weaponi[sz]e|weaponi[sz]ing|create|creating|prepare|preparing|extract|extracting|culture|culturing)`;
+/** Only these words may stand between the verb and the object ("make a working pipe bomb"). */
+const FILLER = String.raw`(?:(?:a|an|the|some|my|your|our|own|homemade|home-made|simple|small|large|working|functional|crude|real|deadly|lethal|powerful|improvised|batch(?:es)? of|quantit(?:y|ies) of|(?:kilo)?grams? of|lit(?:er|re)s? of)\s+)*`;
+const WEAPON = String.raw`(?:nerve agents?|sarin|soman|tabun|vx(?: gas| nerve agent)?|novichok|ricin|mustard gas|bio-?weapons?|biological weapons?|chemical weapons?|anthrax(?: spores)?|pipe bombs?|dirty bombs?|nail bombs?|improvised explosive devices?|ieds?|(?:nuclear|atomic) (?:bombs?|weapons?|warheads?|devices?))\b`;
+const ASKER = String.raw`(?:i|we|you|one|someone|somebody|anyone|a person)`;
+const WANTS = String.raw`(?:please|help me|teach me(?: how)?(?: to)?|show me how to|walk me through|tell me how to|i want to|i need to|i'd like to|i plan to|i'm going to|let's|lets)`;
+/** The first step of an instruction, after "To make X, …". */
+const STEP = String.raw`(?:first\s+)?(?:you\s+(?:need|must|should|will|can)\b|mix|combine|take|add|heat|dissolve|get|obtain|buy|start|begin|place|pour|react|distil+|fill|attach|connect|pack)`;
+
+const weapons = new RegExp(
+  [
+    String.raw`\bhow (?:do|can|could|would|should|might|will) ${ASKER} (?:\w+ly |go about |start )?${MAKE}\s+${FILLER}${WEAPON}`,
+    String.raw`\bhow to (?:\w+ly )?${MAKE}\s+${FILLER}${WEAPON}`,
+    String.raw`\b(?:recipes?|formulas?|blueprints?|schematics?) (?:for|of|to make)\s+${FILLER}${WEAPON}`,
+    String.raw`\b(?:instructions?|steps?|guide|tutorial|directions|procedure|walkthrough) (?:for|to|on|about) (?:how to )?${MAKE}\s+${FILLER}${WEAPON}`,
+    String.raw`(?:^|[.!?:]\s+|\b${WANTS}\s+)${MAKE}\s+${FILLER}${WEAPON}`,
+    String.raw`(?:^|[.!?:]\s+)to ${MAKE}\s+${FILLER}${WEAPON}[^.?!;\n]{0,40},\s*${STEP}`,
+  ].join('|'),
+  'im',
+);
+
+const MINOR = String.raw`(?:child(?:ren)?|kids?|minors?|under-?aged?|pre-?teens?|toddlers?|\d{1,2}[- ]?(?:years?[- ]old|yo)s?|(?:young|little) (?:girls?|boys?)|school ?(?:girls?|boys?))\b`;
+const SEXUAL = String.raw`(?:sexual(?:ly explicit)?|erotic|nude|naked|porn(?:ographic)?|lewd|explicit sex(?:ual)?|sex) (?:stor(?:y|ies)|scenes?|role-?play|images?|pictures?|photos?|videos?|content|fantas(?:y|ies)|descriptions?|chat|fiction|material)`;
+const PRODUCE = String.raw`(?:write|generate|create|make|draw|produce|describe|show|send|give|find|share|role-?play|imagine|continue|tell|do|have|start|here's|here is)`;
+
+const childSexual = new RegExp(
+  [
+    String.raw`\b${PRODUCE}(?: me| us)?(?: an?| some| the| more| another)?(?: \w+)? ${SEXUAL}(?: \w+){0,3}? (?:about|of|with|involving|featuring|depicting|starring)(?: \w+){0,2}? ${MINOR}`,
+    String.raw`\b(?:find|download|send|share|show|give|get|buy)(?: me)?(?: some)? (?:child|kiddie|under-?age|minor) porn`,
+  ].join('|'),
+  'i',
+);
+
+/** Local rules: categories of requests (and answers) the platform refuses outright. */
 export const DEFAULT_RULES: Readonly<Record<string, RegExp>> = {
-  // Making one, in a question or in an answer ("to make a nerve agent, mix …").
-  weapons_of_mass_harm: /\b(make|making|build|building|synthesi[sz]e|synthesi[sz]ing|produce|producing|manufactur\w*|recipe for|instructions for)\b.{0,40}\b(nerve agents?|sarin|vx gas|bioweapons?|anthrax spores|pipe bombs?|dirty bombs?|nuclear (bombs?|weapons?))\b/i,
+  weapons_of_mass_harm: weapons,
   self_harm_instructions: /\b(best|easiest|painless|quickest) (way|method)s? to (kill myself|end my life|commit suicide)\b/i,
-  child_sexual_content: /\b(sexual|explicit|nude)\b.{0,30}\b(child|minor|under-?age|kid)s?\b|\b(child|minor|under-?age)s?\b.{0,30}\b(sexual|explicit|nude)\b/i,
+  child_sexual_content: childSexual,
 };
 
 export class RuleCheck implements GuardrailCheck {

@@ -1,13 +1,15 @@
 // Passive health per deployment: a circuit breaker fed by every upstream call (errors,
-// timeouts, slow answers), plus in-flight counts for least-loaded choice and the cooldown
-// an upstream asks for with Retry-After.
+// timeouts, slow answers), plus in-flight counts for least-loaded choice, the pause an
+// upstream asks for with Retry-After, and what the background probes found.
 //
 //   closed ──(failure_threshold failures in a row, or half of the last 10 calls)──▶ open
 //   open ──(cooldown)──▶ half-open
-//   half-open: one trial call; success ▶ closed, failure ▶ open again (cooldown doubles, ≤ 8×)
+//   half-open: one trial call; success ▶ closed, failure ▶ open again (cooldown doubles,
+//   ≤ 8×); a trial that says nothing (the client left, a 429) ▶ open, ready for another
 //
 // State changes are published to peers (Redis, see shared-health.ts) so every instance
-// sees an outage; a peer's report opens the circuit here too.
+// sees an outage; a peer's report opens (or closes) the circuit here too. A Retry-After
+// pause is the deployment's own business and is not shared.
 import type { Catalog } from './catalog.js';
 
 export type CircuitState = 'closed' | 'open' | 'half_open';
@@ -17,8 +19,10 @@ interface DeploymentState {
   consecutiveFailures: number;
   /** Outcomes of the last WINDOW calls (true: failed), oldest first: catches a flapping upstream. */
   recent: boolean[];
-  /** Open until then (ms since epoch); also a Retry-After cooldown on a closed circuit. */
-  blockedUntil: number;
+  /** An open circuit refuses traffic until then (ms since epoch), then admits one trial. */
+  openUntil: number;
+  /** An upstream Retry-After: no traffic until then, whatever the circuit. */
+  pausedUntil: number;
   /** How many cooldowns in a row: the next one lasts cooldown × 2^(n-1), at most 8×. */
   trips: number;
   /** A half-open trial is running: no second one. */
@@ -27,6 +31,8 @@ interface DeploymentState {
   lastChange: number;
   lastError: string | null;
   latencyEwmaMs: number | null;
+  /** The last background probe of the deployment's provider: when, and what it found. */
+  lastProbe: { at: number; error: string | null } | null;
 }
 
 /** Calls the failure rate (config `circuit.failure_rate`) looks at, and the fewest it judges. */
@@ -38,6 +44,9 @@ export interface CircuitEvent {
   circuit: CircuitState;
   blockedUntil: number;
 }
+
+/** How one call ended, as health judges it. */
+export type HealthOutcome = { ok: true; latencyMs: number } | { ok: false; error: string; countsAsFailure: boolean; retryAfterMs?: number };
 
 export class DeploymentHealth {
   private readonly states = new Map<string, DeploymentState>();
@@ -52,13 +61,15 @@ export class DeploymentHealth {
         circuit: 'closed',
         consecutiveFailures: 0,
         recent: [],
-        blockedUntil: 0,
+        openUntil: 0,
+        pausedUntil: 0,
         trips: 0,
         trialInFlight: false,
         inFlight: 0,
         lastChange: now(),
         lastError: null,
         latencyEwmaMs: null,
+        lastProbe: null,
       });
     }
   }
@@ -77,25 +88,30 @@ export class DeploymentHealth {
   /** Whether a call may go to this deployment now (an open circuit past its cooldown admits one trial). */
   available(deploymentId: string): boolean {
     const s = this.state(deploymentId);
-    const deployment = this.catalog.deployments.get(deploymentId)!;
-    if (s.inFlight >= deployment.max_concurrent) return false;
-    if (this.now() < s.blockedUntil) return false;
+    if (s.inFlight >= this.catalog.deployments.get(deploymentId)!.max_concurrent) return false;
+    const now = this.now();
+    if (now < s.pausedUntil) return false;
     if (s.circuit === 'closed') return true;
-    return !s.trialInFlight;
+    return now >= s.openUntil && !s.trialInFlight;
   }
 
   circuit(deploymentId: string): CircuitState {
     const s = this.state(deploymentId);
-    return s.circuit === 'open' && this.now() >= s.blockedUntil ? 'half_open' : s.circuit;
+    return s.circuit === 'open' && this.now() >= s.openUntil ? 'half_open' : s.circuit;
   }
 
-  /** weight / (1 + in flight): higher is better. */
-  score(deploymentId: string): number {
-    return this.catalog.deployments.get(deploymentId)!.weight / (1 + this.state(deploymentId).inFlight);
+  /** Calls in flight per unit of weight: lower is less loaded. */
+  load(deploymentId: string): number {
+    return this.state(deploymentId).inFlight / this.catalog.deployments.get(deploymentId)!.weight;
   }
 
-  /** Marks a call as started; the returned function ends it with its outcome. */
-  begin(deploymentId: string): (outcome: { ok: true; latencyMs: number } | { ok: false; error: string; countsAsFailure: boolean; retryAfterMs?: number }) => void {
+  /** How long the deployment's Retry-After pause still lasts (0: none). */
+  pauseLeft(deploymentId: string): number {
+    return Math.max(0, this.state(deploymentId).pausedUntil - this.now());
+  }
+
+  /** Marks a call as started; the returned function ends it with its outcome (once). */
+  begin(deploymentId: string): (outcome: HealthOutcome) => void {
     const s = this.state(deploymentId);
     s.inFlight++;
     const trial = s.circuit !== 'closed';
@@ -119,9 +135,14 @@ export class DeploymentHealth {
         return;
       }
       s.lastError = outcome.error;
-      if (outcome.retryAfterMs) s.blockedUntil = Math.max(s.blockedUntil, this.now() + outcome.retryAfterMs);
+      if (outcome.retryAfterMs) {
+        // A Retry-After of hours would take the deployment out for hours: a cooldown at most.
+        s.pausedUntil = Math.max(s.pausedUntil, this.now() + Math.min(outcome.retryAfterMs, this.catalog.circuit.cooldown_ms));
+      }
       if (outcome.countsAsFailure) this.failure(deploymentId, s, outcome.error);
-      else if (trial) this.transition(deploymentId, s, 'closed', s.blockedUntil);
+      // Neither success nor failure proves the deployment well: the circuit stays open
+      // (its cooldown already over, so the next call is another trial).
+      else if (trial && s.circuit === 'half_open') s.circuit = 'open';
     };
   }
 
@@ -136,15 +157,15 @@ export class DeploymentHealth {
       s.trips++;
       s.recent = [];
       const cooldown = this.catalog.circuit.cooldown_ms * Math.min(8, 2 ** (s.trips - 1));
-      this.transition(deploymentId, s, 'open', Math.max(s.blockedUntil, this.now() + cooldown));
+      this.transition(deploymentId, s, 'open', this.now() + cooldown);
     }
   }
 
-  private transition(deploymentId: string, s: DeploymentState, circuit: CircuitState, blockedUntil: number): void {
+  private transition(deploymentId: string, s: DeploymentState, circuit: CircuitState, openUntil: number): void {
     s.circuit = circuit;
-    s.blockedUntil = blockedUntil;
+    s.openUntil = openUntil;
     s.lastChange = this.now();
-    for (const listener of this.listeners) listener({ deploymentId, circuit, blockedUntil });
+    for (const listener of this.listeners) listener({ deploymentId, circuit, blockedUntil: openUntil });
   }
 
   /** A peer instance saw this deployment change: take its view without re-publishing it. */
@@ -152,24 +173,32 @@ export class DeploymentHealth {
     const s = this.states.get(event.deploymentId);
     if (!s) return;
     s.circuit = event.circuit === 'half_open' ? 'open' : event.circuit;
-    s.blockedUntil = event.circuit === 'closed' ? 0 : Math.max(s.blockedUntil, event.blockedUntil);
+    s.openUntil = event.circuit === 'closed' ? 0 : Math.max(s.openUntil, event.blockedUntil);
     if (event.circuit === 'closed') s.consecutiveFailures = 0;
     s.lastChange = this.now();
   }
 
-  /** An active probe answered: an open circuit gets its half-open trial now. */
-  probeSucceeded(deploymentId: string): void {
+  /**
+   * A background probe of the deployment's provider ended. `error`: what failed, for an
+   * upstream that is down or refuses the platform's key (null: it answered). A probe that
+   * answers gives an open circuit its half-open trial at once.
+   */
+  probed(deploymentId: string, error: string | null): void {
     const s = this.state(deploymentId);
-    if (s.circuit === 'open') s.blockedUntil = Math.min(s.blockedUntil, this.now());
-  }
-
-  openDeployments(): string[] {
-    return [...this.states].filter(([, s]) => s.circuit !== 'closed').map(([id]) => id);
+    s.lastProbe = { at: this.now(), error };
+    if (error === null && s.circuit === 'open') s.openUntil = Math.min(s.openUntil, this.now());
   }
 
   snapshot(deploymentId: string) {
     const s = this.state(deploymentId);
-    return { circuit: this.circuit(deploymentId), inFlight: s.inFlight, lastChange: s.lastChange, lastError: s.lastError, latencyEwmaMs: s.latencyEwmaMs };
+    return {
+      circuit: this.circuit(deploymentId),
+      inFlight: s.inFlight,
+      lastChange: s.lastChange,
+      lastError: s.lastError,
+      latencyEwmaMs: s.latencyEwmaMs,
+      lastProbe: s.lastProbe,
+    };
   }
 }
 

@@ -8,6 +8,7 @@ import type { Provider } from '../providers/types.js';
 import type { RedisConnections } from '../storage/redis.js';
 import type { Catalog } from './catalog.js';
 import { ChatCompletions } from './chat-completions.js';
+import { kindFacts } from './errors.js';
 import { GatewayService } from './gateway-service.js';
 import { Guardrails, RuleCheck, type GuardrailCheck } from './guardrails.js';
 import { DeploymentHealth } from './health.js';
@@ -42,16 +43,19 @@ export async function createInference(
   const { guardrails, moderation } = guardrailChecks(catalog, options.logger);
   const completions = new ChatCompletions(gateway, guardrails);
 
-  // The management health lists each provider with the state of its deployments' circuits.
+  // The management health lists each provider: offline when its probe fails (down, or its
+  // key refused) or every circuit is open, degraded while some are; last checked by its probe.
   for (const provider of catalog.providers.values()) {
     const deployments = [...catalog.deployments.values()].filter((d) => d.provider === provider.id).map((d) => d.id);
     options.health.register({
       id: `provider:${provider.id}`,
       name: `Model provider ${provider.id} (${provider.type})`,
       critical: false,
-      probe: async (): Promise<HealthStatus> => {
+      probe: async () => {
         const open = deployments.filter((d) => deploymentHealth.circuit(d) !== 'closed').length;
-        return open === 0 ? 'healthy' : open < deployments.length ? 'degraded' : 'offline';
+        const probe = deployments.length > 0 ? deploymentHealth.snapshot(deployments[0]).lastProbe : null;
+        const status: HealthStatus = probe?.error || (open > 0 && open === deployments.length) ? 'offline' : open > 0 ? 'degraded' : 'healthy';
+        return probe ? { status, checkedAt: probe.at } : status;
       },
     });
   }
@@ -70,21 +74,39 @@ export async function createInference(
   };
 }
 
-/** Active probes: an open circuit whose upstream answers its probe gets its half-open trial at once. */
+/**
+ * Active probes: every provider with deployments is probed every `probe_interval_ms`, so one
+ * that is down or misconfigured shows in the health report before traffic finds it, and an
+ * open circuit whose upstream answers gets its half-open trial at once. A probe answered
+ * with an error of the request's own (a 404 for an upstream without GET /models) still
+ * shows the upstream is up.
+ */
 function startProbes(catalog: Catalog, providers: ReadonlyMap<string, Provider>, health: DeploymentHealth, logger: Logger): NodeJS.Timeout | undefined {
   const interval = catalog.circuit.probe_interval_ms;
   if (interval === 0) return undefined;
-  const timer = setInterval(() => {
-    for (const id of health.openDeployments()) {
-      const provider = providers.get(catalog.deployments.get(id)!.provider)!;
-      const signal = AbortSignal.timeout(catalog.timeouts.connect_ms);
-      const timeouts = { connectMs: catalog.timeouts.connect_ms, firstTokenMs: catalog.timeouts.connect_ms, idleMs: catalog.timeouts.connect_ms };
-      provider.probe({ signal, timeouts }).then(
-        () => health.probeSucceeded(id),
-        (error) => logger.debug({ deployment: id, err: (error as Error).message }, 'probe failed: circuit stays open'),
-      );
+  const ms = catalog.timeouts.connect_ms;
+  const timeouts = { connectMs: ms, firstTokenMs: ms, idleMs: ms };
+  const byProvider = new Map<string, string[]>();
+  for (const d of catalog.deployments.values()) byProvider.set(d.provider, [...(byProvider.get(d.provider) ?? []), d.id]);
+  const probeAll = () => {
+    for (const [providerId, deployments] of byProvider) {
+      providers
+        .get(providerId)!
+        .probe({ signal: AbortSignal.timeout(ms), timeouts })
+        .then(
+          () => null,
+          (error: unknown) => {
+            if (!kindFacts(error).unhealthy) return null;
+            logger.warn({ provider: providerId, err: (error as Error).message }, 'provider probe failed');
+            return (error as Error).message;
+          },
+        )
+        .then((error) => {
+          for (const id of deployments) health.probed(id, error);
+        });
     }
-  }, interval);
+  };
+  const timer = setInterval(probeAll, interval);
   timer.unref();
   return timer;
 }

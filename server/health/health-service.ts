@@ -7,8 +7,11 @@ export interface HealthCheck {
   name: string;
   /** A failing critical dependency takes the platform offline; any other only degrades it. */
   critical: boolean;
-  /** Resolves when the dependency answers; rejects or times out when it does not. */
-  probe(): Promise<HealthStatus>;
+  /**
+   * Resolves when the dependency answers; rejects or times out when it does not. A check
+   * fed by background probes says when it last checked (`checkedAt`, ms since the epoch).
+   */
+  probe(): Promise<HealthStatus | { status: HealthStatus; checkedAt: number }>;
 }
 
 export interface GatewayHealth {
@@ -61,15 +64,11 @@ export class HealthService {
 
   private async check(): Promise<HealthReport> {
     const gateways = await Promise.all(
-      this.checks.map(async (check) => ({
-        check,
-        result: {
-          id: check.id,
-          name: check.name,
-          status: await this.probe(check),
-          lastHealthCheck: Date.now(),
-        } satisfies GatewayHealth,
-      })),
+      this.checks.map(async (check) => {
+        const probed = await this.probe(check);
+        const { status, checkedAt } = typeof probed === 'string' ? { status: probed, checkedAt: Date.now() } : probed;
+        return { check, result: { id: check.id, name: check.name, status, lastHealthCheck: checkedAt } satisfies GatewayHealth };
+      }),
     );
     const failing = gateways.filter((g) => g.result.status !== 'healthy');
     const status: HealthStatus = failing.some((g) => g.check.critical && g.result.status === 'offline')
@@ -80,7 +79,7 @@ export class HealthService {
     return { status, gateways: gateways.map((g) => g.result) };
   }
 
-  private async probe(check: HealthCheck): Promise<HealthStatus> {
+  private async probe(check: HealthCheck): ReturnType<HealthCheck['probe']> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<HealthStatus>((resolve) => {
       timer = setTimeout(() => resolve('offline'), this.timeoutMs);

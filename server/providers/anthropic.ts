@@ -1,6 +1,7 @@
 // Adapter for Anthropic's Messages API: translates the gateway's OpenAI-shaped chat to
 // `POST /v1/messages` and the answer (plain or streamed) back.
 import { createHttpClient, streamError, type JsonCall } from './http-client.js';
+import { cannotContinue, prefixRefused, TrimmedPrefix } from './prefix.js';
 import { readSse, type SseEvent } from './sse-reader.js';
 import {
   ProviderError,
@@ -54,11 +55,11 @@ export function createAnthropicProvider(options: AnthropicOptions): Provider {
   const http = createHttpClient(options.baseUrl);
   const headers: Record<string, string> = { 'anthropic-version': options.version ?? '2023-06-01' };
   if (options.apiKey) headers['x-api-key'] = options.apiKey;
-  const messagesCall = (request: ChatRequest, stream: boolean): JsonCall => ({
+  const messagesCall = (request: ChatRequest, prefill: TrimmedPrefix | undefined, stream: boolean): JsonCall => ({
     method: 'POST',
     path: '/v1/messages',
     headers,
-    body: messagesBody(request, stream),
+    body: messagesBody(request, prefill, stream),
   });
 
   return {
@@ -66,13 +67,19 @@ export function createAnthropicProvider(options: AnthropicOptions): Provider {
     kind: 'anthropic',
 
     async chat(request, ctx) {
-      const answer = await http.json<WireAnswer>(messagesCall(request, false), ctx, { ms: ctx.timeouts.firstTokenMs, kind: 'first_token' });
-      return chatResult(answer);
+      const prefill = prefillOf(request);
+      const answer = await http.json<WireAnswer>(messagesCall(request, prefill, false), ctx, { ms: ctx.timeouts.firstTokenMs, kind: 'first_token' }).catch((err: unknown) => {
+        throw prefixRefused(err, request);
+      });
+      return chatResult(answer, prefill);
     },
 
     async *chatStream(request, ctx) {
-      const upstream = await http.stream(messagesCall(request, true), ctx);
-      yield* streamEvents(readSse(upstream, (event) => event.event === 'message_stop'));
+      const prefill = prefillOf(request);
+      const upstream = await http.stream(messagesCall(request, prefill, true), ctx).catch((err: unknown) => {
+        throw prefixRefused(err, request);
+      });
+      yield* streamEvents(readSse(upstream, (event) => event.event === 'message_stop'), prefill);
     },
 
     async embed() {
@@ -89,15 +96,23 @@ export function createAnthropicProvider(options: AnthropicOptions): Provider {
 
 // --- request translation -------------------------------------------------------------
 
-function messagesBody(request: ChatRequest, stream: boolean): Record<string, unknown> {
+/** Anthropic continues a trailing assistant turn natively, but not one ending in whitespace. */
+function prefillOf(request: ChatRequest): TrimmedPrefix | undefined {
+  const prefix = request.assistantPrefix;
+  if (!prefix) return undefined;
+  if (prefix.mode === 'none') throw cannotContinue();
+  return new TrimmedPrefix(prefix.text);
+}
+
+function messagesBody(request: ChatRequest, prefill: TrimmedPrefix | undefined, stream: boolean): Record<string, unknown> {
   const system: string[] = [];
   const messages: WireMessage[] = [];
   for (const message of request.messages) {
     if (message.role === 'system') system.push(textOf(message.content));
     else append(messages, toWire(message));
   }
-  // Anthropic continues a prefilled assistant turn natively.
-  if (request.assistantPrefix !== undefined) append(messages, { role: 'assistant', content: [{ type: 'text', text: request.assistantPrefix }] });
+  // An all-whitespace prefix is no prefill at all (Anthropic rejects empty text blocks).
+  if (prefill?.sent) append(messages, { role: 'assistant', content: [{ type: 'text', text: prefill.sent }] });
   const formatInstruction = jsonInstruction(request.responseFormat);
   if (formatInstruction) system.push(formatInstruction);
 
@@ -201,9 +216,9 @@ function promptTokens(usage: WireUsage | undefined): number {
   return (usage?.input_tokens ?? 0) + (usage?.cache_creation_input_tokens ?? 0) + (usage?.cache_read_input_tokens ?? 0);
 }
 
-function chatResult(answer: WireAnswer): ChatResult {
+function chatResult(answer: WireAnswer, prefill: TrimmedPrefix | undefined): ChatResult {
   if (!Array.isArray(answer.content)) throw new ProviderError('server', 'upstream answer has no content');
-  const text = answer.content.filter((b) => b.type === 'text').map((b) => b.text ?? '');
+  const text = answer.content.filter((b) => b.type === 'text').map((b) => (prefill ? prefill.take(b.text ?? '') : (b.text ?? '')));
   const toolCalls: ToolCall[] = answer.content
     .filter((b) => b.type === 'tool_use')
     .map((b) => ({ id: b.id ?? '', type: 'function', function: { name: b.name ?? '', arguments: JSON.stringify(b.input ?? {}) } }));
@@ -211,7 +226,7 @@ function chatResult(answer: WireAnswer): ChatResult {
     content: text.length ? text.join('') : null,
     ...(toolCalls.length ? { toolCalls } : {}),
     finishReason: finishReason(answer.stop_reason),
-    usage: { promptTokens: promptTokens(answer.usage), completionTokens: answer.usage?.output_tokens ?? 0 },
+    ...(answer.usage ? { usage: { promptTokens: promptTokens(answer.usage), completionTokens: answer.usage.output_tokens ?? 0 } } : {}),
   };
 }
 
@@ -225,7 +240,7 @@ interface WireStreamEvent {
   error?: unknown;
 }
 
-async function* streamEvents(events: AsyncIterable<SseEvent>): AsyncGenerator<ChatStreamEvent> {
+async function* streamEvents(events: AsyncIterable<SseEvent>, prefill: TrimmedPrefix | undefined): AsyncGenerator<ChatStreamEvent> {
   // Content block index → OpenAI tool-call index (tool_use blocks counted from 0).
   const toolIndex = new Map<number, number>();
   let promptUsage = 0;
@@ -251,8 +266,10 @@ async function* streamEvents(events: AsyncIterable<SseEvent>): AsyncGenerator<Ch
       case 'content_block_delta': {
         const delta = event.delta;
         if (delta?.type === 'text_delta' && delta.text) {
+          const text = prefill ? prefill.take(delta.text) : delta.text;
+          if (!text) break;
           sawOutput = true;
-          yield { type: 'delta', content: delta.text };
+          yield { type: 'delta', content: text };
         } else if (delta?.type === 'input_json_delta' && delta.partial_json) {
           const index = toolIndex.get(event.index ?? 0);
           if (index === undefined) throw new ProviderError('malformed_stream', 'tool input delta outside a tool_use block');

@@ -2,6 +2,7 @@
 // Together, Groq, Gemini's compatible endpoint, OpenRouter. They differ only by base URL,
 // auth header and whether `usage` is reported, so one adapter serves them all.
 import { createHttpClient, streamError, type JsonCall } from './http-client.js';
+import { cannotContinue, prefixRefused } from './prefix.js';
 import { readSse } from './sse-reader.js';
 import {
   ProviderError,
@@ -102,7 +103,7 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
         throw new ProviderError('server', 'upstream embeddings answer does not match the input');
       }
       const vectors = [...answer.data].sort((a, b) => a.index - b.index).map((d) => d.embedding);
-      return { vectors, promptTokens: answer.usage?.prompt_tokens ?? 0 };
+      return { vectors, ...(answer.usage?.prompt_tokens !== undefined ? { promptTokens: answer.usage.prompt_tokens } : {}) };
     },
 
     async generateImage(request, ctx) {
@@ -126,8 +127,14 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
 }
 
 function chatBody(request: ChatRequest, stream: boolean): Record<string, unknown> {
-  const messages =
-    request.assistantPrefix === undefined ? request.messages : [...request.messages, { role: 'assistant', content: request.assistantPrefix }];
+  const prefix = request.assistantPrefix;
+  let messages: unknown[] = request.messages;
+  if (prefix) {
+    // A plain trailing assistant message gets a fresh reply from OpenAI: each upstream has its own flag.
+    if (prefix.mode === 'none') throw cannotContinue();
+    messages = [...messages, { role: 'assistant', content: prefix.text, ...(prefix.mode === 'mistral' ? { prefix: true } : {}) }];
+  }
+  const vllm = prefix?.mode === 'vllm';
   // Undefined fields vanish in JSON.stringify, so optional parameters are only sent when set.
   return {
     model: request.model,
@@ -143,15 +150,8 @@ function chatBody(request: ChatRequest, stream: boolean): Record<string, unknown
     reasoning_effort: request.reasoningEffort,
     user: request.user,
     ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+    ...(vllm ? { continue_final_message: true, add_generation_prompt: false } : {}),
   };
-}
-
-/** An upstream that cannot continue an assistant prefix answers 400 to it. */
-function prefixRefused(err: unknown, request: ChatRequest): unknown {
-  if (request.assistantPrefix !== undefined && err instanceof ProviderError && err.kind === 'bad_request') {
-    return new ProviderError('prefix_refused', `upstream refused the assistant prefix: ${err.message}`, { ...err.details, cause: err });
-  }
-  return err;
 }
 
 function chatResult(answer: WireCompletion): ChatResult {
@@ -163,8 +163,8 @@ function chatResult(answer: WireCompletion): ChatResult {
     ...(refusal ? { refusal } : {}),
     ...(tool_calls?.length ? { toolCalls: tool_calls } : {}),
     finishReason: finishReason(choice.finish_reason),
-    // Some compatible upstreams omit usage; zero tells the gateway to count itself.
-    usage: usage(answer.usage) ?? { promptTokens: 0, completionTokens: 0 },
+    // Some compatible upstreams omit usage: the gateway then estimates it.
+    ...(answer.usage ? { usage: usage(answer.usage) } : {}),
   };
 }
 

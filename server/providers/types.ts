@@ -58,12 +58,23 @@ export interface ChatRequest {
   reasoningEffort?: 'minimal' | 'low' | 'medium' | 'high';
   user?: string;
   /**
-   * Resume a broken stream: the answer so far. The upstream must continue it (sent as a
-   * trailing assistant message); the text it returns is only the continuation. An adapter
-   * whose upstream cannot continue a prefix throws ProviderError('prefix_refused').
+   * Resume a broken stream: the answer so far, and how this upstream is asked to continue
+   * it. The text the adapter returns is only the continuation. An adapter whose upstream
+   * cannot continue a prefix (mode `none`) or refuses it throws ProviderError('prefix_refused').
    */
-  assistantPrefix?: string;
+  assistantPrefix?: { text: string; mode: PrefixMode };
 }
+
+/**
+ * How an upstream continues a trailing assistant message:
+ * - `none`: it cannot (OpenAI answers such a conversation with a fresh reply), so it is
+ *   never asked to;
+ * - `native`: a plain trailing assistant message is continued (Anthropic, `local`);
+ * - `vllm`: with `continue_final_message: true` and `add_generation_prompt: false`;
+ * - `mistral`: with `prefix: true` on the message (Mistral, DeepSeek).
+ */
+export const PREFIX_MODES = ['none', 'native', 'vllm', 'mistral'] as const;
+export type PrefixMode = (typeof PREFIX_MODES)[number];
 
 export interface Usage {
   promptTokens: number;
@@ -79,7 +90,8 @@ export interface ChatResult {
   refusal?: string | null;
   toolCalls?: ToolCall[];
   finishReason: FinishReason;
-  usage: Usage;
+  /** Absent when the upstream did not report it. */
+  usage?: Usage;
 }
 
 export interface ToolCallDelta {
@@ -106,7 +118,8 @@ export interface EmbedRequest {
 
 export interface EmbedResult {
   vectors: number[][];
-  promptTokens: number;
+  /** Absent when the upstream did not report it. */
+  promptTokens?: number;
 }
 
 /** Image generation (the Responses API's `image_generation` tool). */

@@ -18,11 +18,11 @@ beforeAll(async () => {
   const catalog = pricedCatalog({
     providers: [
       { id: 'primary', type: 'openai', base_url: `${primary.url}/v1` },
-      { id: 'fallback', type: 'openai', base_url: `${fallback.url}/v1` },
+      { id: 'fallback', type: 'openai', base_url: `${fallback.url}/v1`, prefix: 'vllm' },
     ],
     deployments: [
-      { id: 'd-primary', provider: 'primary', model: 'primary-model', weight: 100 },
-      { id: 'd-fallback', provider: 'fallback', model: 'fallback-model', weight: 1 },
+      { id: 'd-primary', provider: 'primary', model: 'primary-model', order: 1 },
+      { id: 'd-fallback', provider: 'fallback', model: 'fallback-model', order: 2 },
     ],
     models: [
       { id: 'remote', family: 'openai', context_window: 10_000, max_output_tokens: 1_000, pricing: { input_per_1m: 1000, output_per_1m: 2000 }, deployments: ['d-primary', 'd-fallback'] },

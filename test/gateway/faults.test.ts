@@ -6,6 +6,7 @@ import { startFakeAnthropic } from '../../mocks/upstreams/fake-anthropic.js';
 import { startFakeOpenAI } from '../../mocks/upstreams/fake-openai.js';
 import type { FakeUpstream } from '../../mocks/upstreams/faults.js';
 import { buildCatalog } from '../../server/gateway/catalog.js';
+import { estimateTokens } from '../../server/providers/local/tokens.js';
 import { contractProblems, eventProblems } from '../support/contract.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
 
@@ -23,13 +24,14 @@ function catalogFor(up: Upstreams, circuit: Record<string, number | null>) {
     {
       providers: [
         { id: 'primary', type: 'openai', base_url: `${up.primary.url}/v1` },
-        { id: 'fallback', type: 'openai', base_url: `${up.fallback.url}/v1` },
+        // A vLLM-style upstream: it continues a prefix when asked with its flags.
+        { id: 'fallback', type: 'openai', base_url: `${up.fallback.url}/v1`, prefix: 'vllm' },
         { id: 'claude', type: 'anthropic', base_url: up.claude.url },
       ],
       deployments: [
-        { id: 'd-primary', provider: 'primary', model: 'primary-model', weight: 100 },
-        { id: 'd-fallback', provider: 'fallback', model: 'fallback-model', weight: 10 },
-        { id: 'd-claude', provider: 'claude', model: 'claude-model', weight: 1 },
+        { id: 'd-primary', provider: 'primary', model: 'primary-model', order: 1 },
+        { id: 'd-fallback', provider: 'fallback', model: 'fallback-model', order: 2 },
+        { id: 'd-claude', provider: 'claude', model: 'claude-model', order: 3 },
         { id: 'd-solo', provider: 'primary', model: 'solo-model' },
         { id: 'd-lonely', provider: 'primary', model: 'lonely-model' },
         { id: 'd-embed', provider: 'fallback', model: 'embed-model' },
@@ -91,13 +93,15 @@ describe('upstream faults (circuits kept closed, so every request meets its faul
       u.faults.clear();
       u.requests.length = 0;
       u.config.chunkIntervalMs = 0;
+      u.config.omitUsage = false;
+      u.config.spaceAfterWords = false;
     }
     // A Retry-After keeps its deployment out of rotation for a while: let it pass.
     const { health, catalog } = platform.services.inference.gateway;
     const until = Date.now() + 3_000;
     const used = [...catalog.deployments.keys()].filter((id) => id !== 'd-lonely');
     while (!used.every((id) => health.available(id))) {
-      if (Date.now() > until) throw new Error(`a deployment stays unavailable: ${health.openDeployments().join(', ')}`);
+      if (Date.now() > until) throw new Error(`a deployment stays unavailable: ${used.filter((id) => !health.available(id)).join(', ')}`);
       await new Promise((r) => setTimeout(r, 20));
     }
   });
@@ -221,6 +225,12 @@ describe('upstream faults (circuits kept closed, so every request meets its faul
       expect(sent.at(-1).role).toBe('assistant');
       expect(ANSWER.startsWith(sent.at(-1).content)).toBe(true);
       expect(sent.at(-1).content.length).toBeGreaterThan(0);
+      // The stream started on the primary; its finish and usage chunks name who finished it.
+      expect(chunks[0].provider).toBe('primary');
+      const finished = chunks.find((c) => c.choices?.[0]?.finish_reason);
+      const usage = chunks.at(-1);
+      expect(usage.usage.completion_tokens).toBeGreaterThan(0);
+      expect([finished.provider, finished.model, usage.provider, usage.model]).toEqual(['fallback', 'm', 'fallback', 'm']);
     });
 
     it('skips a fallback that refuses the prefix and continues on the next one (Anthropic)', async () => {
@@ -290,6 +300,21 @@ describe('upstream faults (circuits kept closed, so every request meets its faul
     });
   });
 
+  describe('usage an upstream does not report', () => {
+    it('is estimated for a plain answer and for embeddings, never billed as nothing', async () => {
+      up.primary.config.omitUsage = true;
+      up.fallback.config.omitUsage = true;
+      const body = await (await chat(ask('m'))).json();
+      expect(body.choices[0].message.content).toBe(ANSWER);
+      expect(body.usage.completion_tokens).toBe(estimateTokens(ANSWER));
+      expect(body.usage.prompt_tokens).toBeGreaterThan(estimateTokens('Tell me about the fox.'));
+      const res = await platform.api('/ai/v2/embeddings', { method: 'POST', body: JSON.stringify({ model: 'emb', input: ['grace and peace', 'hope'] }) });
+      const embedded = await res.json();
+      expect(up.fallback.requests.at(-1)!.body).toMatchObject({ model: 'embed-model' });
+      expect(embedded.usage).toEqual({ prompt_tokens: 4, total_tokens: 4 });
+    });
+  });
+
   describe('embeddings', () => {
     it('are served by the embedding provider, base64 as little-endian float32', async () => {
       const post = (body: unknown) => platform.api('/ai/v2/embeddings', { method: 'POST', body: JSON.stringify(body) });
@@ -300,6 +325,11 @@ describe('upstream faults (circuits kept closed, so every request meets its faul
       const decoded = Array.from({ length: 4 }, (_, i) => bytes.readFloatLE(i * 4));
       decoded.forEach((value, i) => expect(value).toBeCloseTo(floats.data[0].embedding[i], 6));
       expect(up.fallback.requests.at(-1)!.body).toMatchObject({ model: 'embed-model', dimensions: 4 });
+      // Both calls are in the metrics: upstream calls, their latency and the tokens.
+      const metrics = await (await platform.mgmt('/api/v1/metrics')).text();
+      expect(metrics).toMatch(/gateway_upstream_calls_total\{deployment="d-embed",outcome="ok"\} [2-9]/);
+      expect(metrics).toMatch(/gateway_upstream_duration_seconds_count\{deployment="d-embed"\} [2-9]/);
+      expect(metrics).toMatch(/gateway_tokens_total\{model="emb",kind="prompt"\} [1-9]/);
     });
 
     it('are 503 when their provider is down, with no failover', async () => {
@@ -367,5 +397,25 @@ describe('active probes', () => {
     const body = await (await chat()).json();
     expect(body.provider).toBe('primary');
     expect(health.circuit('d-primary')).toBe('closed');
+  });
+
+  it('probe every provider, so a misconfigured one shows offline before traffic finds it, checked when its probe ran', async () => {
+    up.claude.faults.always({ type: 'bad_key' });
+    const { health } = platform.services.inference.gateway;
+    const since = Date.now();
+    const until = Date.now() + 2_000;
+    while (!(health.snapshot('d-claude').lastProbe?.error && health.snapshot('d-claude').lastProbe!.at >= since) && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const report = await (await platform.mgmt('/api/v1/health')).json();
+    const status = (id: string) => report.data.gateways.find((g: { id: string }) => g.id === `provider:${id}`);
+    expect(status('claude').status).toBe('offline');
+    expect(status('primary').status).toBe('healthy');
+    // Its circuit never saw traffic: the probe alone tells.
+    expect(health.circuit('d-claude')).toBe('closed');
+    expect(up.claude.requests.every((r) => r.method === 'GET')).toBe(true);
+    expect(status('claude').lastHealthCheck).toBeGreaterThanOrEqual(since);
+    expect(status('claude').lastHealthCheck).toBeLessThanOrEqual(health.snapshot('d-claude').lastProbe!.at);
+    up.claude.faults.clear();
   });
 });

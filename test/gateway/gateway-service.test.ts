@@ -1,6 +1,7 @@
 // The gateway's failover, Retry-After, circuit and stream-resume rules, against scripted
-// in-process providers (the HTTP adapters and their faults are tested in test/providers
-// and end to end in test/gateway/chat-completions.test.ts).
+// in-process providers (the HTTP adapters and their faults are tested in test/providers,
+// and end to end over HTTP in test/gateway/faults.test.ts and stream-faults.test.ts).
+import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../server/errors.js';
@@ -8,6 +9,7 @@ import { buildCatalog, type Catalog } from '../../server/gateway/catalog.js';
 import { GatewayService } from '../../server/gateway/gateway-service.js';
 import { DeploymentHealth } from '../../server/gateway/health.js';
 import { planRoute } from '../../server/gateway/routing.js';
+import { runInUsageScope, UsageScope } from '../../server/gateway/usage-scope.js';
 import { ProviderError, type ChatRequest, type ChatStreamEvent, type Provider } from '../../server/providers/types.js';
 
 type Step =
@@ -57,8 +59,10 @@ const finish: ChatStreamEvent = { type: 'finish', finishReason: 'stop', usage: {
 function catalogOf(deployments: string[], extra: Record<string, unknown> = {}): Catalog {
   return buildCatalog(
     {
-      providers: deployments.map((id) => ({ id, type: 'openai', base_url: 'http://127.0.0.1:9/v1' })),
-      deployments: deployments.map((id) => ({ id, provider: id, model: `upstream-${id}` })),
+      // Scripted upstreams continue whatever prefix they are given.
+      providers: deployments.map((id) => ({ id, type: 'openai', base_url: 'http://127.0.0.1:9/v1', prefix: 'native' })),
+      // Tried in the order given.
+      deployments: deployments.map((id, i) => ({ id, provider: id, model: `upstream-${id}`, order: i + 1 })),
       models: [{ id: 'm', family: 'openai', context_window: 1000, max_output_tokens: 100, capabilities: { tools: true }, deployments }],
       routing: { tiers: { tier_1: ['m'], tier_2: ['m'], tier_3: ['m'] } },
       ...extra,
@@ -165,13 +169,22 @@ describe('gateway failover before the first byte', () => {
     expect([error.errorName, error.status]).toEqual(['PROVIDER_UNAVAILABLE', 503]);
   });
 
-  it('spreads model_family traffic by weight over least-loaded deployments', () => {
+  it('spreads sequential model_family traffic by weight, and prefers the least loaded', async () => {
+    const always = (id: string): Provider => ({
+      ...scripted(id, []),
+      async chat() {
+        return { content: id, finishReason: 'stop', usage: { promptTokens: 1, completionTokens: 1 } };
+      },
+    });
     const catalog = buildCatalog(
       {
-        providers: [{ id: 'p', type: 'local' }],
+        providers: [
+          { id: 'heavy', type: 'openai', base_url: 'http://127.0.0.1:9/v1' },
+          { id: 'light', type: 'openai', base_url: 'http://127.0.0.1:9/v1' },
+        ],
         deployments: [
-          { id: 'heavy', provider: 'p', model: 'x', weight: 3 },
-          { id: 'light', provider: 'p', model: 'x', weight: 1 },
+          { id: 'heavy', provider: 'heavy', model: 'x', weight: 3 },
+          { id: 'light', provider: 'light', model: 'x', weight: 1 },
         ],
         models: [
           { id: 'm1', family: 'openai', context_window: 1000, max_output_tokens: 100, deployments: ['heavy'] },
@@ -183,12 +196,17 @@ describe('gateway failover before the first byte', () => {
       {},
     );
     const health = new DeploymentHealth(catalog);
-    expect(health.score('heavy')).toBe(3);
+    const gateway = new GatewayService(catalog, new Map([always('heavy'), always('light')].map((p) => [p.id, p])), health);
+    const call = { plan: planRoute(catalog, { model_family: 'openai' }, features), request: { messages: [{ role: 'user' as const, content: 'hi' }] }, signal: new AbortController().signal, log };
+    const served = { heavy: 0, light: 0 };
+    for (let i = 0; i < 1_000; i++) served[(await gateway.chat(call)).served.deployment.id as 'heavy' | 'light']++;
+    // 3 : 1 by weight; the binomial spread is ±14, the bounds ±5 of it.
+    expect(served.light).toBeGreaterThan(180);
+    expect(served.light).toBeLessThan(320);
+    // Three calls in flight on the heavy one (one per unit of weight): the light one is now the least loaded.
     const ends = [health.begin('heavy'), health.begin('heavy'), health.begin('heavy')];
-    // 3 / (1 + 3) < 1 / (1 + 0): the lighter deployment now wins.
-    expect(health.score('heavy')).toBeLessThan(health.score('light'));
+    for (let i = 0; i < 20; i++) expect((await gateway.chat(call)).served.deployment.id).toBe('light');
     for (const end of ends) end({ ok: true, latencyMs: 1 });
-    expect(health.score('heavy')).toBe(3);
   });
 });
 
@@ -208,7 +226,7 @@ describe('gateway streams', () => {
     const { gateway, catalog } = gatewayOf([a, b]);
     const stream = await gateway.chatStream(callOf(catalog));
     expect(await collect(stream)).toBe('The quick brown fox jumps over.');
-    expect(b.requests[0].assistantPrefix).toBe('The quick brown');
+    expect(b.requests[0].assistantPrefix).toEqual({ text: 'The quick brown', mode: 'native' });
     expect(stream.served.deployment.id).toBe('b');
     expect(stream.attempts.map((x) => x.outcome)).toEqual(['connection_dropped', 'ok']);
   });
@@ -277,6 +295,28 @@ describe('gateway streams', () => {
 });
 
 describe('deployment health', () => {
+  it('judges a stream by its first event: a long healthy stream is not a slow answer', async () => {
+    const streaming: Provider = {
+      ...scripted('a', []),
+      async *chatStream() {
+        yield delta('at once');
+        await sleep(120);
+        yield finish;
+      },
+      async chat() {
+        await sleep(120);
+        return { content: 'slow', finishReason: 'stop', usage: { promptTokens: 1, completionTokens: 1 } };
+      },
+    };
+    const { gateway, catalog, health } = gatewayOf([streaming], { circuit: { failure_threshold: 1, slow_ms: 60 } });
+    expect(await collect(await gateway.chatStream(callOf(catalog)))).toBe('at once');
+    expect(health.circuit('a')).toBe('closed');
+    expect(health.snapshot('a').latencyEwmaMs).toBeLessThan(60);
+    // A whole answer that slow is a slow answer.
+    await gateway.chat(callOf(catalog));
+    expect(health.circuit('a')).toBe('open');
+  });
+
   it('opens the circuit of a flapping deployment (half of its recent calls fail) though failures never come in a row', () => {
     const catalog = catalogOf(['a'], { circuit: { failure_threshold: 3 } });
     const health = new DeploymentHealth(catalog);
@@ -290,6 +330,38 @@ describe('deployment health', () => {
     expect(states).toEqual(['closed', 'closed', 'closed', 'closed', 'closed', 'closed', 'open', 'open']);
   });
 
+  it('sends a half-open trial that ends neither way (the client left, a 429) back to open, not closed', () => {
+    let now = 1_000_000;
+    const health = new DeploymentHealth(catalogOf(['a'], { circuit: { failure_threshold: 1, cooldown_ms: 5_000 } }), () => now);
+    health.begin('a')({ ok: false, error: '503', countsAsFailure: true });
+    expect(health.circuit('a')).toBe('open');
+    now += 5_001;
+    health.begin('a')({ ok: false, error: 'client went away', countsAsFailure: false });
+    expect(health.circuit('a')).toBe('half_open');
+    // Still on trial: the next failure opens it at once, whatever failure_threshold says.
+    health.begin('a')({ ok: false, error: '503', countsAsFailure: true });
+    expect(health.circuit('a')).toBe('open');
+    now += 10_001;
+    health.begin('a')({ ok: false, error: '429', countsAsFailure: false, retryAfterMs: 100 });
+    expect(health.circuit('a')).not.toBe('closed');
+    now += 101;
+    health.begin('a')({ ok: true, latencyMs: 5 });
+    expect(health.circuit('a')).toBe('closed');
+  });
+
+  it('caps an upstream Retry-After at cooldown_ms, and a peer closing the circuit does not end it', () => {
+    let now = 1_000_000;
+    const health = new DeploymentHealth(catalogOf(['a'], { circuit: { cooldown_ms: 5_000 } }), () => now);
+    health.begin('a')({ ok: false, error: '429', countsAsFailure: false, retryAfterMs: 3_600_000 });
+    expect(health.available('a')).toBe(false);
+    health.applyPeerEvent({ deploymentId: 'a', circuit: 'closed', blockedUntil: 0 });
+    now += 4_999;
+    expect(health.available('a')).toBe(false);
+    expect(health.pauseLeft('a')).toBe(1);
+    now += 2;
+    expect(health.available('a')).toBe(true);
+  });
+
   it('keeps a mostly healthy deployment closed', () => {
     const health = new DeploymentHealth(catalogOf(['a']));
     for (let i = 0; i < 30; i++) health.begin('a')(i % 4 === 0 ? { ok: false, error: '503', countsAsFailure: true } : { ok: true, latencyMs: 5 });
@@ -298,6 +370,36 @@ describe('deployment health', () => {
 });
 
 describe('stream accounting', () => {
+  it('ends the call when the client leaves before the stream is ever read (right after the headers)', async () => {
+    let returned = false;
+    const provider: Provider = {
+      ...scripted('a', []),
+      async *chatStream(_request, ctx) {
+        try {
+          yield delta('first');
+          await sleep(60_000, undefined, { signal: ctx.signal });
+        } finally {
+          returned = true;
+        }
+      },
+    };
+    const { gateway, catalog, health } = gatewayOf([provider]);
+    const client = new AbortController();
+    const scope = new UsageScope();
+    const stream = await runInUsageScope(scope, () => gateway.chatStream(callOf(catalog, client.signal)));
+    expect(health.snapshot('a').inFlight).toBe(1);
+    client.abort();
+    const started = Date.now();
+    const [calls] = await scope.settled(5_000);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(health.snapshot('a').inFlight).toBe(0);
+    expect(returned).toBe(true);
+    expect(calls.map((a) => a.outcome)).toEqual(['aborted']);
+    expect(stream.attempts[0].usage!.completionTokens).toBe(0);
+    // max_concurrent counts in-flight calls: a leak would refuse the next request.
+    expect(health.available('a')).toBe(true);
+  });
+
   it('cancels the upstream and settles the attempt with what it produced when the consumer stops early', async () => {
     let returned = false;
     const provider: Provider = {

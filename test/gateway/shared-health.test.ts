@@ -63,7 +63,7 @@ describeRedis('circuit state shared through Redis', () => {
     const c = await instance();
     expect(c.circuit(deployment)).toBe('open');
 
-    a.probeSucceeded(deployment);
+    a.probed(deployment, null);
     a.begin(deployment)({ ok: true, latencyMs: 5 });
     expect(a.circuit(deployment)).toBe('closed');
     await eventually(() => b.circuit(deployment) === 'closed' && c.circuit(deployment) === 'closed');

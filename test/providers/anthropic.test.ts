@@ -25,6 +25,7 @@ afterEach(() => {
   up.faults.clear();
   up.requests.length = 0;
   up.config.chunkIntervalMs = 0;
+  up.config.spaceAfterWords = false;
 });
 
 describe('request translation', () => {
@@ -91,9 +92,40 @@ describe('request translation', () => {
   });
 
   it('sends an assistant prefix as the final assistant turn and returns the continuation', async () => {
-    const result = await provider.chat({ ...hello, assistantPrefix: 'Claude says' }, ctx());
+    const result = await provider.chat({ ...hello, assistantPrefix: { text: 'Claude says', mode: 'native' } }, ctx());
     expect(up.requests[0].body.messages.at(-1)).toEqual({ role: 'assistant', content: [{ type: 'text', text: 'Claude says' }] });
     expect(result.content).toBe(' hello there.');
+  });
+
+  it('sends a prefix ending in whitespace without it (the API answers 400 to it) and drops it from the continuation', async () => {
+    const assistantPrefix = { text: 'Claude says \n', mode: 'native' } as const;
+    const result = await provider.chat({ ...hello, assistantPrefix }, ctx());
+    expect(up.requests[0].body.messages.at(-1)).toEqual({ role: 'assistant', content: [{ type: 'text', text: 'Claude says' }] });
+    expect(result.content).toBe('hello there.');
+    const events = await collect(provider.chatStream({ ...hello, assistantPrefix: { text: 'Claude says ', mode: 'native' } }, ctx()));
+    expect(events.map((e) => (e.type === 'delta' ? e.content : '')).join('')).toBe('hello there.');
+    // Pieces that are only whitespace go entirely.
+    up.config.spaceAfterWords = true;
+    const spaced = await collect(provider.chatStream({ ...hello, assistantPrefix: { text: 'Claude ', mode: 'native' } }, ctx()));
+    expect(spaced.map((e) => (e.type === 'delta' ? e.content : '')).join('')).toBe('says hello there.');
+  });
+
+  it('the fake refuses a prefill ending in whitespace, as the real API does', async () => {
+    const res = await fetch(`${up.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': 'ak-test', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', max_tokens: 10, messages: [...hello.messages, { role: 'assistant', content: 'Claude says ' }] }),
+    });
+    expect(res.status).toBe(400);
+    expect((await res.json()).error.message).toMatch(/trailing whitespace/);
+  });
+
+  it('a 400 to a prefixed request is prefix_refused (the gateway tries the next deployment); mode none is never sent', async () => {
+    up.faults.push({ type: 'refuse_prefix' });
+    const assistantPrefix = { text: 'Claude says', mode: 'native' } as const;
+    expect((await failure(collect(provider.chatStream({ ...hello, assistantPrefix }, ctx())))).kind).toBe('prefix_refused');
+    expect((await failure(provider.chat({ ...hello, assistantPrefix: { text: 'Claude', mode: 'none' } }, ctx()))).kind).toBe('prefix_refused');
+    expect(up.requests).toHaveLength(1);
   });
 });
 

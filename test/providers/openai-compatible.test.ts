@@ -62,9 +62,32 @@ describe('chat', () => {
     expect(new Set(up.requests.map((r) => r.remotePort)).size).toBeLessThanOrEqual(2);
   });
 
-  it('sends an assistant prefix as the last message and returns the continuation', async () => {
-    const result = await provider.chat({ ...hello, assistantPrefix: 'The quick' }, ctx());
+  it('asks vLLM to continue a prefix with continue_final_message and add_generation_prompt false', async () => {
+    const result = await provider.chat({ ...hello, assistantPrefix: { text: 'The quick', mode: 'vllm' } }, ctx());
     expect(result.content).toBe(' brown fox jumps.');
+    const { body } = up.requests[0];
+    expect(body.messages.at(-1)).toEqual({ role: 'assistant', content: 'The quick' });
+    expect([body.continue_final_message, body.add_generation_prompt]).toEqual([true, false]);
+  });
+
+  it('asks Mistral and DeepSeek to continue a prefix with prefix: true on the message', async () => {
+    const result = await provider.chat({ ...hello, assistantPrefix: { text: 'The quick', mode: 'mistral' } }, ctx());
+    expect(result.content).toBe(' brown fox jumps.');
+    const { body } = up.requests[0];
+    expect(body.messages.at(-1)).toEqual({ role: 'assistant', content: 'The quick', prefix: true });
+    expect(body).not.toHaveProperty('continue_final_message');
+  });
+
+  it('never sends a prefix to an upstream that cannot continue one (mode none)', async () => {
+    const error = await failure(provider.chat({ ...hello, assistantPrefix: { text: 'The quick', mode: 'none' } }, ctx()));
+    expect(error.kind).toBe('prefix_refused');
+    expect((await failure(collect(provider.chatStream({ ...hello, assistantPrefix: { text: 'The quick', mode: 'none' } }, ctx())))).kind).toBe('prefix_refused');
+    expect(up.requests).toHaveLength(0);
+  });
+
+  it('the fake answers a plain trailing assistant message afresh, as OpenAI does', async () => {
+    const result = await provider.chat({ ...hello, assistantPrefix: { text: 'The quick', mode: 'native' } }, ctx());
+    expect(result.content).toBe(ANSWER);
     expect(up.requests[0].body.messages.at(-1)).toEqual({ role: 'assistant', content: 'The quick' });
   });
 });
@@ -154,8 +177,9 @@ describe('faults', () => {
 
   it('a refused assistant prefix is prefix_refused, without a prefix the call succeeds', async () => {
     up.faults.always({ type: 'refuse_prefix' });
-    expect((await failure(collect(provider.chatStream({ ...hello, assistantPrefix: 'The' }, ctx())))).kind).toBe('prefix_refused');
-    expect((await failure(provider.chat({ ...hello, assistantPrefix: 'The' }, ctx()))).kind).toBe('prefix_refused');
+    const assistantPrefix = { text: 'The', mode: 'vllm' } as const;
+    expect((await failure(collect(provider.chatStream({ ...hello, assistantPrefix }, ctx())))).kind).toBe('prefix_refused');
+    expect((await failure(provider.chat({ ...hello, assistantPrefix }, ctx()))).kind).toBe('prefix_refused');
     expect((await provider.chat(hello, ctx())).content).toBe(ANSWER);
   });
 

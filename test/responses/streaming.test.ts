@@ -138,11 +138,11 @@ describe('failures after the commit point (fake upstreams)', () => {
     const catalog = catalogOf({
       providers: [
         { id: 'primary', type: 'openai', base_url: `${primary.url}/v1` },
-        { id: 'fallback', type: 'openai', base_url: `${fallback.url}/v1` },
+        { id: 'fallback', type: 'openai', base_url: `${fallback.url}/v1`, prefix: 'vllm' },
       ],
       deployments: [
-        { id: 'd-primary', provider: 'primary', model: 'primary-model', weight: 100 },
-        { id: 'd-fallback', provider: 'fallback', model: 'fallback-model', weight: 1 },
+        { id: 'd-primary', provider: 'primary', model: 'primary-model', order: 1 },
+        { id: 'd-fallback', provider: 'fallback', model: 'fallback-model', order: 2 },
         { id: 'd-solo', provider: 'primary', model: 'solo-model' },
       ],
       models: [

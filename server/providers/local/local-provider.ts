@@ -87,7 +87,7 @@ export function createLocalProvider(options: LocalProviderOptions = {}): Provide
 /** The whole non-streamed answer; streaming replays it piece by piece. */
 function complete(request: ChatRequest): ChatResult {
   const reply = respond(request);
-  const prefix = request.assistantPrefix ?? '';
+  const prefix = request.assistantPrefix?.text ?? '';
   const promptTokens =
     estimateMessageTokens(request.messages) + (request.tools ? estimateTokens(JSON.stringify(request.tools)) : 0) + estimateTokens(prefix);
 

@@ -21,8 +21,8 @@ describe('local chat', () => {
     expect(first.content).toMatch(/built-in local model/);
     expect(first.content).toContain('What does hope mean?');
     expect(first.finishReason).toBe('stop');
-    expect(first.usage.completionTokens).toBe(estimateTokens(first.content!));
-    expect(first.usage.promptTokens).toBeGreaterThan(estimateTokens('What does hope mean?'));
+    expect(first.usage!.completionTokens).toBe(estimateTokens(first.content!));
+    expect(first.usage!.promptTokens).toBeGreaterThan(estimateTokens('What does hope mean?'));
   });
 
   it('answers grounded requests with the relevant passage sentence, not the others', async () => {
@@ -55,8 +55,8 @@ describe('local chat', () => {
     const whole = await provider.chat(ask('Explain the meaning of hope in detail.'), ctx());
     const cut = await provider.chat(ask('Explain the meaning of hope in detail.', { maxTokens: 7 }), ctx());
     expect(cut.finishReason).toBe('length');
-    expect(cut.usage.completionTokens).toBeLessThanOrEqual(7);
-    expect(cut.usage.completionTokens).toBeGreaterThanOrEqual(6);
+    expect(cut.usage!.completionTokens).toBeLessThanOrEqual(7);
+    expect(cut.usage!.completionTokens).toBeGreaterThanOrEqual(6);
     expect(whole.content!.startsWith(cut.content!)).toBe(true);
     const events = await collect(provider.chatStream(ask('Explain the meaning of hope in detail.', { maxTokens: 7 }), ctx()));
     expect(events.at(-1)).toMatchObject({ type: 'finish', finishReason: 'length' });
@@ -70,7 +70,7 @@ describe('local chat', () => {
     const result = await provider.chat(ask('What does hope mean?', { stop: ['zzz', 'rule-based', 'model'] }), ctx());
     expect(result.content).toBe(whole.slice(0, whole.indexOf('model')));
     expect(result.finishReason).toBe('stop');
-    expect(result.usage.completionTokens).toBe(estimateTokens(result.content!));
+    expect(result.usage!.completionTokens).toBe(estimateTokens(result.content!));
   });
 
   it('continues after an assistantPrefix: prefix + continuation is the whole answer', async () => {
@@ -78,15 +78,15 @@ describe('local chat', () => {
     const whole = (await provider.chat(req, ctx())).content!;
     for (const cut of [0, 1, 17, Math.floor(whole.length / 2), whole.length - 1, whole.length]) {
       const prefix = whole.slice(0, cut);
-      const rest = await provider.chat({ ...req, assistantPrefix: prefix }, ctx());
+      const rest = await provider.chat({ ...req, assistantPrefix: { text: prefix, mode: 'native' } }, ctx());
       expect(prefix + rest.content).toBe(whole);
-      const streamed = await collect(provider.chatStream({ ...req, assistantPrefix: prefix }, ctx()));
+      const streamed = await collect(provider.chatStream({ ...req, assistantPrefix: { text: prefix, mode: 'native' } }, ctx()));
       expect(prefix + streamed.map((e) => (e.type === 'delta' ? e.content : '')).join('')).toBe(whole);
     }
   });
 
   it('refuses to continue a prefix it did not write', async () => {
-    const error = await provider.chat(ask('What does hope mean?', { assistantPrefix: 'Hope is a feeling' }), ctx()).catch((e: unknown) => e);
+    const error = await provider.chat(ask('What does hope mean?', { assistantPrefix: { text: 'Hope is a feeling', mode: 'native' } }), ctx()).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ProviderError);
     expect((error as ProviderError).kind).toBe('prefix_refused');
   });

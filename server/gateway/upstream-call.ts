@@ -1,0 +1,68 @@
+// The bookkeeping of one upstream call, the same for chat, streams, embeddings and images:
+// the deployment's health (in flight, circuit), the metrics (calls, latency, tokens) and
+// the request's Attempt record that billing reads.
+import type { Metrics } from '../observability/metrics.js';
+import { ProviderError, type Usage } from '../providers/types.js';
+import { kindFacts } from './errors.js';
+import type { DeploymentHealth, HealthOutcome } from './health.js';
+
+/** One upstream call of a request, for logs and billing. */
+export interface Attempt {
+  deploymentId: string;
+  modelId: string;
+  outcome: 'ok' | ProviderError['kind'] | 'aborted' | 'error';
+  usage?: Usage;
+}
+
+export class UpstreamCall {
+  readonly attempt: Attempt;
+  private readonly started = performance.now();
+  /** Until the answer (a stream: its first event) arrived; what health judges as slow. */
+  private latencyMs: number | undefined;
+  private readonly end: (outcome: HealthOutcome) => void;
+  settled = false;
+
+  constructor(
+    deploymentId: string,
+    modelId: string,
+    private readonly health: DeploymentHealth,
+    private readonly metrics: Metrics | undefined,
+  ) {
+    this.attempt = { deploymentId, modelId, outcome: 'ok' };
+    this.end = health.begin(deploymentId);
+  }
+
+  /** The answer arrived (a stream: its first event). A long stream is not a slow upstream. */
+  answered(): void {
+    this.latencyMs = performance.now() - this.started;
+    this.metrics?.upstreamLatency.observe({ deployment: this.attempt.deploymentId }, this.latencyMs / 1000);
+  }
+
+  succeed(usage: Usage): void {
+    if (this.settled) return;
+    this.settled = true;
+    const { attempt, metrics } = this;
+    attempt.usage = usage;
+    metrics?.upstreamCalls.inc({ deployment: attempt.deploymentId, outcome: 'ok' });
+    metrics?.tokens.inc({ model: attempt.modelId, kind: 'prompt' }, usage.promptTokens);
+    if (usage.completionTokens > 0) metrics?.tokens.inc({ model: attempt.modelId, kind: 'completion' }, usage.completionTokens);
+    this.end({ ok: true, latencyMs: this.latencyMs ?? performance.now() - this.started });
+  }
+
+  /** `aborted`: the caller left, which says nothing about the deployment. */
+  fail(error: unknown, aborted: boolean, usage?: Usage): void {
+    if (this.settled) return;
+    this.settled = true;
+    const facts = kindFacts(error);
+    const { attempt } = this;
+    attempt.usage = usage;
+    attempt.outcome = aborted ? 'aborted' : (facts.kind ?? 'error');
+    this.metrics?.upstreamCalls.inc({ deployment: attempt.deploymentId, outcome: attempt.outcome });
+    this.end({
+      ok: false,
+      error: aborted ? 'client went away' : (error as Error).message,
+      countsAsFailure: !aborted && facts.unhealthy,
+      retryAfterMs: error instanceof ProviderError ? error.details.retryAfterMs : undefined,
+    });
+  }
+}
