@@ -248,6 +248,46 @@ export function ingestionQueueSuite(open: () => Promise<Database>): void {
     }
   });
 
+  /** Claims the job of item `id` for `owner`, giving back any other job claimed on the way. */
+  const claimItem = (queue: JobQueue, owner: string, id: string) =>
+    until(async () => {
+      const next = await queue.claim(owner);
+      return next && next.itemId === id ? next : next && (await queue.release(next, owner), null);
+    });
+  const expireLease = (id: string) => db.prisma.$executeRaw`UPDATE ingestion_jobs SET lease_until = now() - interval '1 second' WHERE item_id = ${id}::uuid AND status = 'RUNNING'`;
+
+  it('fails a job whose worker died on each of its attempts instead of running it forever', async () => {
+    const queue = new JobQueue(db.prisma, QUEUE);
+    const id = await enqueue(queue, 'A file that kills every worker that opens it.');
+    for (let attempt = 1; attempt <= QUEUE.maxAttempts; attempt++) {
+      expect((await claimItem(queue, `doomed-${attempt}`, id)).attempts).toBe(attempt);
+      await expireLease(id);
+    }
+    // The last attempt's lease ran out: the next claim fails the job rather than taking it.
+    const next = await queue.claim('survivor');
+    if (next) await queue.release(next, 'survivor');
+    expect(next?.itemId).not.toBe(id);
+    expect(await jobOf(id)).toMatchObject({ status: 'FAILED', attempts: QUEUE.maxAttempts, leaseOwner: null });
+    expect(await item(id)).toMatchObject({ status: 'FAILED', failureReason: expect.stringMatching(/^ingestion was interrupted 3 times/) });
+  });
+
+  it('a restart (recoverAbandoned) requeues an interrupted job while attempts remain, then fails it', async () => {
+    const queue = new JobQueue(db.prisma, QUEUE);
+    const id = await enqueue(queue, 'A file that crashes the server that ingests it.');
+    for (let attempt = 1; attempt < QUEUE.maxAttempts; attempt++) {
+      await claimItem(queue, `crashed-${attempt}`, id);
+      await queue.recoverAbandoned();
+      expect(await jobOf(id)).toMatchObject({ status: 'QUEUED', attempts: attempt, leaseOwner: null });
+      expect((await item(id)).status).toBe('QUEUED');
+    }
+    // An earlier attempt that failed otherwise keeps its reason in the final one.
+    await db.prisma.ingestionJob.updateMany({ where: { itemId: id }, data: { error: 'embedder down' } });
+    await claimItem(queue, 'crashed-last', id);
+    await queue.recoverAbandoned();
+    expect(await jobOf(id)).toMatchObject({ status: 'FAILED', attempts: QUEUE.maxAttempts });
+    expect(await item(id)).toMatchObject({ status: 'FAILED', failureReason: 'attempt 3 was interrupted (the server stopped or lost the job); before: embedder down' });
+  });
+
   it('gives running jobs back to the queue on shutdown, for the next worker to finish', async () => {
     const queue = new JobQueue(db.prisma, QUEUE);
     const id = await enqueue(queue, 'Interrupted by a shutdown.');

@@ -106,8 +106,13 @@ export class JobQueue {
     return { id: created.id, itemId: job.itemId, publisherId: created.item.publisherId, attempts: created.attempts, fileName: job.fileName, mediaType: job.mediaType };
   }
 
-  /** The oldest due job, or one whose worker's lease ran out, now leased to `owner`; null when none. */
+  /**
+   * The oldest due job, or one whose worker's lease ran out, now leased to `owner`; null when
+   * none. A job whose lease ran out on its last allowed attempt is not run again: its worker
+   * died (or hung) every time, which a file that crashes the server does, so it ends FAILED.
+   */
   async claim(owner: string): Promise<ClaimedJob | null> {
+    await this.failInterrupted(Prisma.sql`status = ${JobStatus.RUNNING} AND lease_until < now()`);
     const rows = await this.prisma.$queryRaw<ClaimRow[]>`
       UPDATE ingestion_jobs j
          SET status = ${JobStatus.RUNNING}, lease_owner = ${owner}, attempts = j.attempts + 1,
@@ -116,12 +121,30 @@ export class JobQueue {
        WHERE i.id = j.item_id
          AND j.id = (SELECT id FROM ingestion_jobs
                       WHERE (status = ${JobStatus.QUEUED} AND run_after <= now())
-                         OR (status = ${JobStatus.RUNNING} AND lease_until < now())
+                         OR (status = ${JobStatus.RUNNING} AND lease_until < now() AND attempts < ${this.options.maxAttempts})
                       ORDER BY run_after, created_at
                       LIMIT 1
                       FOR UPDATE SKIP LOCKED)
       RETURNING j.id, j.item_id, i.publisher_id, j.attempts, j.file_name, j.media_type`;
     return rows[0] ? toJob(rows[0]) : null;
+  }
+
+  /** Running jobs matching `running` that used their last attempt: FAILED, their items too, with the reason. */
+  private async failInterrupted(running: Prisma.Sql): Promise<void> {
+    // The reason keeps an earlier attempt's recorded failure, if one failed otherwise.
+    await this.prisma.$queryRaw`
+      WITH job AS (
+        UPDATE ingestion_jobs
+           SET status = ${JobStatus.FAILED}, lease_owner = NULL, lease_until = NULL, updated_at = now(),
+               error = CASE WHEN error IS NULL
+                            THEN 'ingestion was interrupted ' || attempts || ' times (the server stopped or lost the job while processing this file)'
+                            ELSE 'attempt ' || attempts || ' was interrupted (the server stopped or lost the job); before: ' || error END
+         WHERE ${running} AND attempts >= ${this.options.maxAttempts}
+        RETURNING item_id, error)
+      UPDATE items SET status = ${ItemStatus.FAILED}, failure_reason = job.error, etag = gen_random_uuid()::text, updated_at = now()
+        FROM job
+       WHERE items.id = job.item_id AND items.deleted_at IS NULL
+      RETURNING items.id`;
   }
 
   /** Extends the lease; false when the job is no longer this owner's. */
@@ -219,6 +242,7 @@ export class JobQueue {
    * file that crashes the server every time ends FAILED instead of crashing it forever.
    */
   async recoverAbandoned(): Promise<number> {
+    await this.failInterrupted(Prisma.sql`status = ${JobStatus.RUNNING}`);
     const rows = await this.prisma.$queryRaw<{ id: string }[]>`
       WITH job AS (
         UPDATE ingestion_jobs SET status = ${JobStatus.QUEUED}, lease_owner = NULL, lease_until = NULL, run_after = now(), updated_at = now()
