@@ -9,6 +9,7 @@
 // All times are the database's `now()`, the one clock every instance shares. On PGlite (one
 // process, one connection) the same statements are trivially serialized, so equally correct.
 import { Prisma, type PrismaClient } from '../../../generated/prisma/client.js';
+import type { WriteGuard } from '../search/chunk-index.js';
 import { ItemStatus, JobStatus } from './statuses.js';
 
 type Transaction = Prisma.TransactionClient;
@@ -183,12 +184,35 @@ export class JobQueue {
     return item?.status === ItemStatus.COMPLETED ? item.chunkCount : null;
   }
 
-  /** The job's file, whole (the parsers need it in one piece). */
+  /** The job's file, a part at a time (one part in memory). */
+  async *fileParts(job: ClaimedJob): AsyncGenerator<Buffer> {
+    for (let ordinal = 0; ; ordinal++) {
+      // Base64 for the same reason as in `enqueue` (Buffer.from skips the line breaks encode adds).
+      const [row] = await this.prisma.$queryRaw<{ data: string }[]>`
+        SELECT encode(data, 'base64') AS data FROM ingestion_job_parts WHERE job_id = ${job.id}::uuid AND ordinal = ${ordinal}`;
+      if (!row) return;
+      yield Buffer.from(row.data, 'base64');
+    }
+  }
+
+  /** The job's file, whole (for the parsers that need it in one piece). */
   async readFile(job: ClaimedJob): Promise<Buffer> {
-    // Base64 for the same reason as in `enqueue` (Buffer.from skips the line breaks encode adds).
-    const rows = await this.prisma.$queryRaw<{ data: string }[]>`
-      SELECT encode(data, 'base64') AS data FROM ingestion_job_parts WHERE job_id = ${job.id}::uuid ORDER BY ordinal`;
-    return Buffer.concat(rows.map((r) => Buffer.from(r.data, 'base64')));
+    const parts: Buffer[] = [];
+    for await (const part of this.fileParts(job)) parts.push(part);
+    return Buffer.concat(parts);
+  }
+
+  /**
+   * The chunk index's check that `owner` still holds the job, run inside each write's
+   * transaction: the job's row stays share-locked until the write commits, so neither a
+   * takeover nor a superseding upload can slip in between the check and the write.
+   */
+  writeGuard(job: ClaimedJob, owner: string): WriteGuard {
+    return async (tx) => {
+      const held = await tx.$queryRaw<{ id: string }[]>`
+        SELECT id FROM ingestion_jobs WHERE id = ${job.id}::uuid AND lease_owner = ${owner} AND status = ${JobStatus.RUNNING} FOR SHARE`;
+      if (held.length === 0) throw new LeaseLostError(`job ${job.id} is no longer held by ${owner}`);
+    };
   }
 
   /** Done: the file is no longer needed. False when the job was no longer this owner's. */
