@@ -190,14 +190,22 @@ async function constantEmbedder(bytes: number) {
     // The index's share of the time, measured around each write.
     let indexSeconds = 0;
     let indexRows = 0;
+    const timed = async <T>(write: () => Promise<T>) => {
+      const began = performance.now();
+      try {
+        return await write();
+      } finally {
+        indexSeconds += seconds(began);
+      }
+    };
     const chunkIndex: typeof search.chunkIndex = {
       embeddingSpace: (publisherId) => search.chunkIndex.embeddingSpace(publisherId),
-      replaceItemChunks: async (itemId, space, chunks) => {
-        const began = performance.now();
-        await search.chunkIndex.replaceItemChunks(itemId, space, chunks);
-        indexSeconds += seconds(began);
+      stage: (itemId, space, chunks, options) => {
         indexRows += chunks.length;
+        return timed(() => search.chunkIndex.stage(itemId, space, chunks, options));
       },
+      publish: (itemId, count, guard) => timed(() => search.chunkIndex.publish(itemId, count, guard)),
+      replaceItemChunks: (itemId, space, chunks) => timed(() => search.chunkIndex.replaceItemChunks(itemId, space, chunks)),
     };
     const ingestion = createIngestion({ database, organizations: identity.organizations, chunkIndex, embedder: constant, config, logger });
     const principal = { kind: 'api_key' as const, credentialId: 'bench', organizationId: (await database.prisma.publisher.findUniqueOrThrow({ where: { id: platform.publisherId } })).organizationId, scopes: [], expiresAt: null };

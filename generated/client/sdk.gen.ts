@@ -272,8 +272,10 @@ export class PlatformApi extends HeyApiClient {
      * as well as the name. A file of another type, or one that cannot be read as
      * its type, is 400 naming it. With `producer_id` only one file is allowed (400
      * otherwise); `update` names an existing item whose content the upload
-     * replaces (404 when unknown). Duplicate content (same bytes already in the
-     * publisher) is reported in `duplicates` of a 200, never 409. 403 when
+     * replaces (404 when unknown). Duplicate content (same bytes already in an
+     * item of the publisher) is reported in `duplicates` of a 200, never 409; an
+     * item whose ingestion `FAILED` holds no content, so the same bytes may be
+     * uploaded again (as a new item, or with `update` naming it). 403 when
      * `publisher_id` is not in the caller's organization or the item does not
      * belong to the publisher. 413 when a file passes `UPLOAD_FILE_LIMIT` (50 MB
      * by default) or a request carries more than `UPLOAD_MAX_FILES` files (20).
@@ -303,8 +305,9 @@ export class PlatformApi extends HeyApiClient {
      * One document as JSON text into `publisherId` (or `publisher_id`), indexed
      * before the answer: 200 once it is searchable (`status: COMPLETED`). The same
      * content already in the publisher is a 200 with `duplicate: true` and the
-     * existing item. 400 without a publisher or for an unknown one, 403 for
-     * another organization's publisher. When indexing fails (e.g. 503, the
+     * existing item. 400 without a publisher or for an unknown one, or for a
+     * document with no text (nothing is kept: the same `producer_id` may be used
+     * again), 403 for another organization's publisher. When indexing fails (e.g. 503, the
      * embedding provider is unavailable) the document stays queued and is retried
      * in the background like an uploaded file.
      *

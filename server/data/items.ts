@@ -296,6 +296,9 @@ const WRITE_ATTEMPTS = 3;
 
 type WriteOutcome = { changed: boolean; item: Item };
 
+/** The write that soft-deletes an item: it keeps its row but frees its unique keys (producer_id, content hash) for new uploads. */
+export const softDeletion = () => ({ deletedAt: new Date(), producerId: null, contentHash: null, chunkCount: 0, etag: randomUUID(), updatedAt: new Date() });
+
 export class ItemService {
   constructor(
     private readonly prisma: PrismaClient,
@@ -419,7 +422,7 @@ export class ItemService {
         await tx.chunk.deleteMany({ where: { itemId: { in: ownedIds } } });
         await tx.item.updateMany({
           where: { id: { in: ownedIds }, deletedAt: null },
-          data: { deletedAt: new Date(), producerId: null, contentHash: null, chunkCount: 0, etag: randomUUID(), updatedAt: new Date() },
+          data: softDeletion(),
         });
       });
     }

@@ -9,11 +9,12 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { ApiError } from '../../server/errors.js';
 import { JobQueue, LeaseLostError, type QueueOptions } from '../../server/data/ingestion/job-queue.js';
-import type { PassageEmbedder } from '../../server/data/ingestion/pipeline.js';
+import { chunkOptions, STAGE_BATCH, type PassageEmbedder } from '../../server/data/ingestion/pipeline.js';
+import { chunkText } from '../../server/data/ingestion/chunker.js';
 import { IngestionWorker } from '../../server/data/ingestion/worker.js';
 import { MEDIA_TYPES, type DocumentFormat } from '../../server/data/ingestion/formats.js';
 import { Collections } from '../../server/data/search/collections.js';
-import type { EmbeddingSpace } from '../../server/data/search/chunk-index.js';
+import type { ChunkIndex, EmbeddingSpace } from '../../server/data/search/chunk-index.js';
 import { PgChunkIndex } from '../../server/data/search/pg-chunk-index.js';
 import { OrganizationService } from '../../server/identity/organizations.js';
 import { createLogger } from '../../server/logging.js';
@@ -243,6 +244,124 @@ export function ingestionQueueSuite(open: () => Promise<Database>): void {
       expect(await jobOf(id)).toMatchObject({ status: 'DONE', attempts: 2 });
       await expect(queue.advance(dead, 'dead-worker', 'EMBEDDING')).rejects.toBeInstanceOf(LeaseLostError);
       expect(await queue.complete(dead, 'dead-worker')).toBe(false);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  /** Claims the job of item `id` for `owner`, giving back any other job claimed on the way. */
+  const claimItem = (queue: JobQueue, owner: string, id: string) =>
+    until(async () => {
+      const next = await queue.claim(owner);
+      return next && next.itemId === id ? next : next && (await queue.release(next, owner), null);
+    });
+  const expireLease = (id: string) => db.prisma.$executeRaw`UPDATE ingestion_jobs SET lease_until = now() - interval '1 second' WHERE item_id = ${id}::uuid AND status = 'RUNNING'`;
+
+  it('fails a job whose worker died on each of its attempts instead of running it forever', async () => {
+    const queue = new JobQueue(db.prisma, QUEUE);
+    const id = await enqueue(queue, 'A file that kills every worker that opens it.');
+    for (let attempt = 1; attempt <= QUEUE.maxAttempts; attempt++) {
+      expect((await claimItem(queue, `doomed-${attempt}`, id)).attempts).toBe(attempt);
+      await expireLease(id);
+    }
+    // The last attempt's lease ran out: the next claim fails the job rather than taking it.
+    const next = await queue.claim('survivor');
+    if (next) await queue.release(next, 'survivor');
+    expect(next?.itemId).not.toBe(id);
+    expect(await jobOf(id)).toMatchObject({ status: 'FAILED', attempts: QUEUE.maxAttempts, leaseOwner: null });
+    expect(await item(id)).toMatchObject({ status: 'FAILED', failureReason: expect.stringMatching(/^ingestion was interrupted 3 times/) });
+  });
+
+  it('a restart (recoverAbandoned) requeues an interrupted job while attempts remain, then fails it', async () => {
+    const queue = new JobQueue(db.prisma, QUEUE);
+    const id = await enqueue(queue, 'A file that crashes the server that ingests it.');
+    for (let attempt = 1; attempt < QUEUE.maxAttempts; attempt++) {
+      await claimItem(queue, `crashed-${attempt}`, id);
+      await queue.recoverAbandoned();
+      expect(await jobOf(id)).toMatchObject({ status: 'QUEUED', attempts: attempt, leaseOwner: null });
+      expect((await item(id)).status).toBe('QUEUED');
+    }
+    // An earlier attempt that failed otherwise keeps its reason in the final one.
+    await db.prisma.ingestionJob.updateMany({ where: { itemId: id }, data: { error: 'embedder down' } });
+    await claimItem(queue, 'crashed-last', id);
+    await queue.recoverAbandoned();
+    expect(await jobOf(id)).toMatchObject({ status: 'FAILED', attempts: QUEUE.maxAttempts });
+    expect(await item(id)).toMatchObject({ status: 'FAILED', failureReason: 'attempt 3 was interrupted (the server stopped or lost the job); before: embedder down' });
+  });
+
+  /** New content for an existing item, as an upload with `update` stores it: the item QUEUED, its running job superseded. */
+  async function reupload(queue: JobQueue, itemId: string, content: string): Promise<void> {
+    const bytes = Buffer.from(content);
+    const contentHash = createHash('sha256').update(bytes).digest('hex');
+    await db.prisma.$transaction(async (tx) => {
+      await tx.item.update({ where: { id: itemId }, data: { status: 'QUEUED', contentHash } });
+      await queue.enqueue(tx, { itemId, fileName: 'new.md', mediaType: MEDIA_TYPES.md, sizeBytes: bytes.length, contentHash }, (async function* () {
+        yield bytes;
+      })());
+    });
+  }
+
+  /** The chunk index, with `before` run ahead of each of its writes. */
+  const interceptedIndex = (before: (write: 'stage' | 'publish', itemId: string) => Promise<void>): ChunkIndex => ({
+    embeddingSpace: (publisherId) => chunkIndex.embeddingSpace(publisherId),
+    stage: async (itemId, space, chunks, options) => (await before('stage', itemId), chunkIndex.stage(itemId, space, chunks, options)),
+    publish: async (itemId, count, guard) => (await before('publish', itemId), chunkIndex.publish(itemId, count, guard)),
+    replaceItemChunks: (itemId, space, chunks) => chunkIndex.replaceItemChunks(itemId, space, chunks),
+  });
+
+  for (const moment of ['stage', 'publish'] as const) {
+    it(`a job superseded by a newer upload right before its ${moment} writes nothing; the newer content wins`, async () => {
+      const queue = new JobQueue(db.prisma, QUEUE);
+      const id = await enqueue(queue, `# Old\n\nThe first wording, replaced while it was being indexed before its ${moment}.`);
+      let superseded = false;
+      const index = interceptedIndex(async (write, itemId) => {
+        // After the job's last lease renewal, before its write's transaction.
+        if (write === moment && itemId === id && !superseded) {
+          superseded = true;
+          await reupload(queue, id, `# New\n\nThe second wording, uploaded before the ${moment}.`);
+        }
+      });
+      const worker = new IngestionWorker({ queue, chunkIndex: index, embedder: testEmbedder({ calls: [] }) }, logger, { concurrency: 1, pollMs: 50 });
+      worker.start();
+      try {
+        await until(async () => superseded && (await completed(id)));
+        expect(await item(id)).toMatchObject({ status: 'COMPLETED', chunkCount: 1 });
+        expect((await db.prisma.chunk.findMany({ where: { itemId: id } })).map((c) => c.content)).toEqual([`New\n\nThe second wording, uploaded before the ${moment}.`]);
+        const jobs = await db.prisma.ingestionJob.findMany({ where: { itemId: id }, orderBy: { createdAt: 'asc' } });
+        expect(jobs.map((j) => j.status)).toEqual(['SUPERSEDED', 'DONE']);
+      } finally {
+        await worker.stop();
+      }
+    });
+  }
+
+  it('indexes a long text in bounded batches, streamed from its stored parts, visible only once whole', async () => {
+    const queue = new JobQueue(db.prisma, QUEUE);
+    // Over two stored parts, with Windows line ends (a CR may end one part and its LF start the next).
+    const sections = Array.from({ length: 600 }, (_, n) => `## Section ${n}\r\n\r\n${`Sentence ${n} of a long document that streams. `.repeat(40)}`);
+    const text = `# A long document\r\n\r\n${sections.join('\r\n\r\n')}`;
+    expect(Buffer.byteLength(text)).toBeGreaterThan(1024 * 1024);
+    const id = await enqueue(queue, text, 'md');
+    const batches: number[] = [];
+    const index = interceptedIndex(async (write, itemId) => {
+      if (itemId !== id) return;
+      // Nothing of the item is searchable until the last write.
+      expect((await item(id)).status).not.toBe('COMPLETED');
+      if (write === 'stage') batches.push(batches.length);
+    });
+    const staged: number[] = [];
+    const recording: ChunkIndex = { ...index, stage: (itemId, space, chunks, options) => (itemId === id && staged.push(chunks.length), index.stage(itemId, space, chunks, options)) };
+    const worker = new IngestionWorker({ queue, chunkIndex: recording, embedder: testEmbedder({ calls: [] }) }, logger, { concurrency: 1, pollMs: 50 });
+    worker.start();
+    try {
+      const done = await until(() => completed(id));
+      const expected = chunkText(text.replace(/\r\n/g, '\n'), chunkOptions(512)).map((c) => c.content);
+      expect(done).toMatchObject({ status: 'COMPLETED', chunkCount: expected.length, title: 'A long document' });
+      expect(staged.length).toBeGreaterThan(1);
+      expect(Math.max(...staged)).toBeLessThanOrEqual(STAGE_BATCH);
+      expect(staged.reduce((a, b) => a + b, 0)).toBe(expected.length);
+      // The same passages as chunking the whole text at once.
+      expect((await db.prisma.chunk.findMany({ where: { itemId: id }, orderBy: { ordinal: 'asc' } })).map((c) => c.content)).toEqual(expected);
     } finally {
       await worker.stop();
     }

@@ -167,6 +167,30 @@ export function ingestionSuite(start: StartPlatform): void {
     expect(await prisma().item.count({ where: { publisherId: foreignPublisherId } })).toBe(0);
   });
 
+  it('a FAILED item does not hold its content: the same bytes upload again, as a new item or with update=', async () => {
+    const content = 'Uploaded while the embedder was down; every attempt failed.';
+    const first = await upload([{ name: 'unlucky.txt', content }]);
+    const failedId = first.body.ingesting[0];
+    expect(await waitForStatus(platform, failedId)).toBe('COMPLETED');
+    // As a run-out of attempts leaves it (the queue suite tests how it gets there).
+    await prisma().item.update({ where: { id: failedId }, data: { status: 'FAILED', failureReason: 'The embedding provider is temporarily unavailable.' } });
+    const again = await upload([{ name: 'unlucky.txt', content }]);
+    expect(again.status, again.text).toBe(200);
+    expect(again.body).toMatchObject({ duplicates: [], ingesting: [expect.not.stringMatching(failedId)] });
+    expect(await waitForStatus(platform, again.body.ingesting[0])).toBe('COMPLETED');
+    // Now the new item holds the bytes: a third upload is its duplicate.
+    expect((await upload([{ name: 'unlucky.txt', content }])).body.files).toEqual([{ file_name: 'unlucky.txt', item_id: again.body.ingesting[0], duplicate: true }]);
+
+    const retried = 'A document retried in place with update=.';
+    const second = await upload([{ name: 'retry.txt', content: retried }]);
+    const secondId = second.body.ingesting[0];
+    expect(await waitForStatus(platform, secondId)).toBe('COMPLETED');
+    await prisma().item.update({ where: { id: secondId }, data: { status: 'FAILED' } });
+    const inPlace = await upload([{ name: 'retry.txt', content: retried }], `?update=${secondId}`);
+    expect(inPlace.body).toMatchObject({ ingesting: [secondId], duplicates: [] });
+    expect(await waitForStatus(platform, secondId)).toBe('COMPLETED');
+  });
+
   it('producer_id takes exactly one file (400 otherwise) and is recorded; a taken one is 409', async () => {
     expectError('ingestFiles', await upload([{ name: 'a.txt', content: 'one' }, { name: 'b.txt', content: 'two' }], '?producer_id=p-1'), 400, /producer_id names one file/);
     const one = await upload([{ name: 'a.txt', content: 'produced content' }], '?producer_id=p-1');
@@ -261,7 +285,12 @@ export function ingestionSuite(start: StartPlatform): void {
     expectError('realTimeUpload', await postJson('/ingestion/v1/real_time_upload', { content: 'x' }), 400, /publisherId/);
     expectError('realTimeUpload', await postJson('/ingestion/v1/real_time_upload', { content: 'x', publisherId: foreignPublisherId }), 403);
     expectError('realTimeUpload', await postJson('/ingestion/v1/real_time_upload', { content: 'x', publisherId: '00000000-0000-4000-8000-000000000000' }), 400);
-    expectError('realTimeUpload', await postJson('/ingestion/v1/real_time_upload', { content: '   \n  ', publisherId }), 400, /no text/);
+    // A refused document leaves nothing behind: the same post is refused again (not a
+    // duplicate of a FAILED item), and its producer_id stays free for the corrected one.
+    for (let n = 0; n < 2; n++) {
+      expectError('realTimeUpload', await postJson('/ingestion/v1/real_time_upload', { content: '   \n  ', publisherId, producer_id: 'rt-blank' }), 400, /no text/);
+    }
+    expect(await postJson('/ingestion/v1/real_time_upload', { content: 'Corrected.', publisherId, producer_id: 'rt-blank' })).toMatchObject({ status: 200 });
   });
 
   it('POST /engine/v2/item is the single-item patch, as the samples send it', async () => {

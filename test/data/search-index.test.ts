@@ -154,6 +154,41 @@ describe('retriever', () => {
     expect((await retriever.retrieve(query('volcanic soil vineyards'))).map((p) => p.itemId)).not.toContain(item.id);
   });
 
+  it('passages staged for an item still being indexed never take a searchable passage\'s place', async () => {
+    const live = await indexItem(org.publisherId, ['Harbour seals resting on the rocks']);
+    // 30 staged passages that match the query better than the live one, with a candidate
+    // pool of 10: were they candidates, the live passage would never reach the fusion.
+    const staging = await db.prisma.item.create({ data: { publisherId: org.publisherId, fileName: 'staging.md', status: 'EMBEDDING' } });
+    const text = 'harbour seals rocks resting';
+    const [v] = await embedder.embed([text]);
+    expect(await index.stage(staging.id, SPACE, Array.from({ length: 30 }, (_, ordinal) => ({ ordinal, content: text, tokenCount: 4, embedding: v! })), { first: true })).toBe(true);
+    const narrow = new PgRetriever(db.prisma, db.capabilities, new Collections(db.prisma, 'GlooProd', SPACE), async (_space, q) => (await embedder.embed([q]))[0]!, { candidates: 10 });
+    for (const mode of ['vector', 'text', 'hybrid'] as const) {
+      const found = await narrow.retrieve(query(text, { mode, limit: 1 }));
+      expect(found.map((p) => p.itemId), mode).toEqual([live.id]);
+    }
+    // Published, they are the item's content, searchable at once.
+    expect(await index.publish(staging.id, 30)).toBe(true);
+    expect((await narrow.retrieve(query(text, { limit: 1 })))[0]?.itemId).toBe(staging.id);
+    expect(await db.prisma.item.findUniqueOrThrow({ where: { id: staging.id } })).toMatchObject({ status: SEARCHABLE_STATUS, chunkCount: 30 });
+  });
+
+  it('publishes exactly the staged set; a visibility patch made while staging reaches the passages', async () => {
+    const item = await db.prisma.item.create({ data: { publisherId: org.publisherId, fileName: 'patched.md', status: 'EMBEDDING' } });
+    const [v] = await embedder.embed(['patched while staging']);
+    const chunk = (ordinal: number) => ({ ordinal, content: 'patched while staging', tokenCount: 3, embedding: v! });
+    await index.stage(item.id, SPACE, [chunk(0), chunk(1)], { first: true });
+    // Hidden from search before any passage was there to update (as a patch sees it).
+    await db.prisma.item.update({ where: { id: item.id }, data: { visibleInSearch: false } });
+    await expect(index.publish(item.id, 3)).rejects.toThrow(/2 passages staged, 3 expected/);
+    await index.stage(item.id, SPACE, [chunk(2)], { first: false });
+    expect(await index.publish(item.id, 3)).toBe(true);
+    expect(await db.prisma.chunk.findMany({ where: { itemId: item.id }, select: { visibleInSearch: true } })).toEqual([{ visibleInSearch: false }, { visibleInSearch: false }, { visibleInSearch: false }]);
+    // A new first batch starts the set afresh.
+    await index.stage(item.id, SPACE, [chunk(0)], { first: true });
+    expect(await db.prisma.chunk.count({ where: { itemId: item.id } })).toBe(1);
+  });
+
   it('ranks by vectors alone, words alone or both', async () => {
     for (const mode of ['vector', 'text', 'hybrid'] as const) {
       const passages = await retriever.retrieve(query('cast iron pan', { mode }));

@@ -25,48 +25,74 @@ interface Piece {
   tokens: number;
 }
 
+/** All passages of a whole text. */
 export function chunkText(text: string, options: ChunkOptions): TextChunk[] {
-  const chunks: TextChunk[] = [];
-  const headings: string[] = [];
-  let trail: Piece | null = null;
-  let body: Piece[] = [];
-  let bodyTokens = 0;
+  const chunker = new Chunker(options);
+  const chunks = splitBlocks(text).flatMap((block) => chunker.push(block));
+  return [...chunks, ...chunker.end()];
+}
 
-  const flush = () => {
-    if (body.length === 0) return;
-    const parts = trail ? [trail, ...body] : body;
-    chunks.push({ content: parts.map((p) => p.text).join('\n\n'), tokenCount: parts.reduce((sum, p) => sum + p.tokens, 0) });
-    body = [];
-    bodyTokens = 0;
-  };
+/** A text's blocks: the pieces between blank lines. */
+export function splitBlocks(text: string): string[] {
+  return text.split(BLANK_LINE);
+}
 
-  for (const block of text.split(/\n[ \t]*\n/)) {
+const BLANK_LINE = /\n[ \t]*\n/;
+
+/**
+ * Passages from a text given a block at a time (the pieces between blank lines), so a long
+ * document streams through: `push` returns the passages a block completes, `end` the last.
+ */
+export class Chunker {
+  private readonly headings: string[] = [];
+  private trail: Piece | null = null;
+  private body: Piece[] = [];
+  private bodyTokens = 0;
+
+  constructor(private readonly options: ChunkOptions) {}
+
+  push(block: string): TextChunk[] {
+    const out: TextChunk[] = [];
     let rest = block.trim();
-    if (!rest) continue;
+    if (!rest) return out;
     // A heading line opens a section; text right below it (no blank line) is its first paragraph.
     const firstLine = rest.split('\n', 1)[0]!;
     const heading = HEADING.exec(firstLine);
     if (heading) {
-      flush();
+      this.flush(out);
       const level = heading[1]!.length;
-      headings.length = Math.min(headings.length, level - 1);
-      headings[level - 1] = heading[2]!.trim();
-      const label = headings.filter(Boolean).join(TRAIL_SEPARATOR);
+      this.headings.length = Math.min(this.headings.length, level - 1);
+      this.headings[level - 1] = heading[2]!.trim();
+      const label = this.headings.filter(Boolean).join(TRAIL_SEPARATOR);
       const tokens = estimateTokens(label);
       // A trail that would crowd out the passage itself is left off.
-      trail = tokens <= options.maxTokens / 4 ? { text: label, tokens } : null;
+      this.trail = tokens <= this.options.maxTokens / 4 ? { text: label, tokens } : null;
       rest = rest.slice(firstLine.length).trim();
-      if (!rest) continue;
+      if (!rest) return out;
     }
-    const room = options.maxTokens - (trail?.tokens ?? 0);
+    const trailTokens = this.trail?.tokens ?? 0;
+    const room = this.options.maxTokens - trailTokens;
     for (const piece of fitting(rest, room)) {
-      if (body.length > 0 && bodyTokens + piece.tokens > Math.min(room, options.targetTokens - (trail?.tokens ?? 0))) flush();
-      body.push(piece);
-      bodyTokens += piece.tokens;
+      if (this.body.length > 0 && this.bodyTokens + piece.tokens > Math.min(room, this.options.targetTokens - trailTokens)) this.flush(out);
+      this.body.push(piece);
+      this.bodyTokens += piece.tokens;
     }
+    return out;
   }
-  flush();
-  return chunks;
+
+  end(): TextChunk[] {
+    const out: TextChunk[] = [];
+    this.flush(out);
+    return out;
+  }
+
+  private flush(out: TextChunk[]): void {
+    if (this.body.length === 0) return;
+    const parts = this.trail ? [this.trail, ...this.body] : this.body;
+    out.push({ content: parts.map((p) => p.text).join('\n\n'), tokenCount: parts.reduce((sum, p) => sum + p.tokens, 0) });
+    this.body = [];
+    this.bodyTokens = 0;
+  }
 }
 
 /** The paragraph whole when it fits in `room` tokens, else cut at sentences, then words, then characters. */

@@ -8,6 +8,7 @@ import type { Item, Prisma, PrismaClient } from '../../../generated/prisma/clien
 import type { components } from '../../../generated/types/openapi.js';
 import type { UploadedFile } from '../../../generated/server/operations.js';
 import { ApiError } from '../../errors.js';
+import { softDeletion } from '../items.js';
 import type { OrganizationService } from '../../identity/organizations.js';
 import type { Principal } from '../../identity/principal.js';
 import { detectFormat, MEDIA_TYPES, UnreadableDocumentError, type DocumentFormat } from './formats.js';
@@ -119,7 +120,12 @@ export class IngestionService {
       const item = await this.prisma.item.findUniqueOrThrow({ where: { id: stored.item.id } });
       return { success: true, message: 'The same content is already in this publisher.', item_id: item.id, status: item.status, chunk_count: item.chunkCount, duplicate: true };
     }
-    const outcome = await this.worker.run(stored.job).catch(rethrowUnreadable);
+    const outcome = await this.worker.run(stored.job).catch(async (error: unknown) => {
+      // The caller is told nothing was ingested: the failed item must not linger, holding the
+      // content hash or producer_id that a corrected document will need.
+      if (error instanceof UnreadableDocumentError) await this.discard(stored.item.id);
+      return rethrowUnreadable(error);
+    });
     return {
       success: true,
       message: `${title ?? file.fileName} indexed in ${outcome.chunkCount} ${outcome.chunkCount === 1 ? 'passage' : 'passages'}.`,
@@ -154,6 +160,8 @@ export class IngestionService {
     try {
       return await this.prisma.$transaction(
         async (tx) => {
+          // A FAILED item holds no content: the same bytes may be uploaded again (its failure may have passed).
+          await tx.item.updateMany({ where: { publisherId, contentHash: file.sha256, status: ItemStatus.FAILED }, data: { contentHash: null } });
           const fields = { fileName: file.fileName, contentHash: file.sha256, status: ItemStatus.QUEUED, failureReason: null };
           const item = options.target
             ? await tx.item.update({ where: { id: options.target.id }, data: { ...fields, etag: randomUUID(), updatedAt: new Date() }, select: { id: true } })
@@ -175,8 +183,14 @@ export class IngestionService {
     }
   }
 
+  /** The live item that holds these bytes; a FAILED one does not (see `store`). */
   private holderOf(publisherId: string, sha256: string): Promise<Pick<Item, 'id'> | null> {
-    return this.prisma.item.findFirst({ where: { publisherId, contentHash: sha256, deletedAt: null }, select: { id: true } });
+    return this.prisma.item.findFirst({ where: { publisherId, contentHash: sha256, deletedAt: null, status: { not: ItemStatus.FAILED } }, select: { id: true } });
+  }
+
+  /** Soft-deletes an item nobody was told about. */
+  private async discard(itemId: string): Promise<void> {
+    await this.prisma.item.update({ where: { id: itemId }, data: softDeletion() });
   }
 
   private async checkProducerFree(publisherId: string, producerId: string): Promise<void> {

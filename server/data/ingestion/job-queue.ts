@@ -9,6 +9,7 @@
 // All times are the database's `now()`, the one clock every instance shares. On PGlite (one
 // process, one connection) the same statements are trivially serialized, so equally correct.
 import { Prisma, type PrismaClient } from '../../../generated/prisma/client.js';
+import type { WriteGuard } from '../search/chunk-index.js';
 import { ItemStatus, JobStatus } from './statuses.js';
 
 type Transaction = Prisma.TransactionClient;
@@ -106,8 +107,13 @@ export class JobQueue {
     return { id: created.id, itemId: job.itemId, publisherId: created.item.publisherId, attempts: created.attempts, fileName: job.fileName, mediaType: job.mediaType };
   }
 
-  /** The oldest due job, or one whose worker's lease ran out, now leased to `owner`; null when none. */
+  /**
+   * The oldest due job, or one whose worker's lease ran out, now leased to `owner`; null when
+   * none. A job whose lease ran out on its last allowed attempt is not run again: its worker
+   * died (or hung) every time, which a file that crashes the server does, so it ends FAILED.
+   */
   async claim(owner: string): Promise<ClaimedJob | null> {
+    await this.failInterrupted(Prisma.sql`status = ${JobStatus.RUNNING} AND lease_until < now()`);
     const rows = await this.prisma.$queryRaw<ClaimRow[]>`
       UPDATE ingestion_jobs j
          SET status = ${JobStatus.RUNNING}, lease_owner = ${owner}, attempts = j.attempts + 1,
@@ -116,12 +122,30 @@ export class JobQueue {
        WHERE i.id = j.item_id
          AND j.id = (SELECT id FROM ingestion_jobs
                       WHERE (status = ${JobStatus.QUEUED} AND run_after <= now())
-                         OR (status = ${JobStatus.RUNNING} AND lease_until < now())
+                         OR (status = ${JobStatus.RUNNING} AND lease_until < now() AND attempts < ${this.options.maxAttempts})
                       ORDER BY run_after, created_at
                       LIMIT 1
                       FOR UPDATE SKIP LOCKED)
       RETURNING j.id, j.item_id, i.publisher_id, j.attempts, j.file_name, j.media_type`;
     return rows[0] ? toJob(rows[0]) : null;
+  }
+
+  /** Running jobs matching `running` that used their last attempt: FAILED, their items too, with the reason. */
+  private async failInterrupted(running: Prisma.Sql): Promise<void> {
+    // The reason keeps an earlier attempt's recorded failure, if one failed otherwise.
+    await this.prisma.$queryRaw`
+      WITH job AS (
+        UPDATE ingestion_jobs
+           SET status = ${JobStatus.FAILED}, lease_owner = NULL, lease_until = NULL, updated_at = now(),
+               error = CASE WHEN error IS NULL
+                            THEN 'ingestion was interrupted ' || attempts || ' times (the server stopped or lost the job while processing this file)'
+                            ELSE 'attempt ' || attempts || ' was interrupted (the server stopped or lost the job); before: ' || error END
+         WHERE ${running} AND attempts >= ${this.options.maxAttempts}
+        RETURNING item_id, error)
+      UPDATE items SET status = ${ItemStatus.FAILED}, failure_reason = job.error, etag = gen_random_uuid()::text, updated_at = now()
+        FROM job
+       WHERE items.id = job.item_id AND items.deleted_at IS NULL
+      RETURNING items.id`;
   }
 
   /** Extends the lease; false when the job is no longer this owner's. */
@@ -160,12 +184,35 @@ export class JobQueue {
     return item?.status === ItemStatus.COMPLETED ? item.chunkCount : null;
   }
 
-  /** The job's file, whole (the parsers need it in one piece). */
+  /** The job's file, a part at a time (one part in memory). */
+  async *fileParts(job: ClaimedJob): AsyncGenerator<Buffer> {
+    for (let ordinal = 0; ; ordinal++) {
+      // Base64 for the same reason as in `enqueue` (Buffer.from skips the line breaks encode adds).
+      const [row] = await this.prisma.$queryRaw<{ data: string }[]>`
+        SELECT encode(data, 'base64') AS data FROM ingestion_job_parts WHERE job_id = ${job.id}::uuid AND ordinal = ${ordinal}`;
+      if (!row) return;
+      yield Buffer.from(row.data, 'base64');
+    }
+  }
+
+  /** The job's file, whole (for the parsers that need it in one piece). */
   async readFile(job: ClaimedJob): Promise<Buffer> {
-    // Base64 for the same reason as in `enqueue` (Buffer.from skips the line breaks encode adds).
-    const rows = await this.prisma.$queryRaw<{ data: string }[]>`
-      SELECT encode(data, 'base64') AS data FROM ingestion_job_parts WHERE job_id = ${job.id}::uuid ORDER BY ordinal`;
-    return Buffer.concat(rows.map((r) => Buffer.from(r.data, 'base64')));
+    const parts: Buffer[] = [];
+    for await (const part of this.fileParts(job)) parts.push(part);
+    return Buffer.concat(parts);
+  }
+
+  /**
+   * The chunk index's check that `owner` still holds the job, run inside each write's
+   * transaction: the job's row stays share-locked until the write commits, so neither a
+   * takeover nor a superseding upload can slip in between the check and the write.
+   */
+  writeGuard(job: ClaimedJob, owner: string): WriteGuard {
+    return async (tx) => {
+      const held = await tx.$queryRaw<{ id: string }[]>`
+        SELECT id FROM ingestion_jobs WHERE id = ${job.id}::uuid AND lease_owner = ${owner} AND status = ${JobStatus.RUNNING} FOR SHARE`;
+      if (held.length === 0) throw new LeaseLostError(`job ${job.id} is no longer held by ${owner}`);
+    };
   }
 
   /** Done: the file is no longer needed. False when the job was no longer this owner's. */
@@ -219,6 +266,7 @@ export class JobQueue {
    * file that crashes the server every time ends FAILED instead of crashing it forever.
    */
   async recoverAbandoned(): Promise<number> {
+    await this.failInterrupted(Prisma.sql`status = ${JobStatus.RUNNING}`);
     const rows = await this.prisma.$queryRaw<{ id: string }[]>`
       WITH job AS (
         UPDATE ingestion_jobs SET status = ${JobStatus.QUEUED}, lease_owner = NULL, lease_until = NULL, run_after = now(), updated_at = now()

@@ -1,9 +1,12 @@
 // Document → text that keeps its structure: headings as Markdown `#` lines, passages
 // separated by blank lines, which is what the chunker splits on. PDF through unpdf (pdf.js),
-// Word through mammoth (to HTML, so headings survive), HTML through html-to-text.
+// Word through mammoth (to HTML, so headings survive), HTML through html-to-text: these
+// parsers need the whole file. Plain text and Markdown stream instead (`streamText`): decoded
+// and split into blocks as the file's parts arrive, so their size costs no memory.
 import { compile, type FormatCallback } from 'html-to-text';
 import mammoth from 'mammoth';
 import { extractText, getDocumentProxy, getMeta } from 'unpdf';
+import { splitBlocks } from './chunker.js';
 import { UnreadableDocumentError, type DocumentFormat } from './formats.js';
 
 export interface ParsedDocument {
@@ -39,13 +42,9 @@ const htmlToText = compile({
   ],
 });
 
-export async function parseDocument(bytes: Buffer, format: DocumentFormat, fileName: string): Promise<ParsedDocument> {
+/** A document of a format parsed whole (every format but plain text and Markdown). */
+export async function parseDocument(bytes: Buffer, format: Exclude<DocumentFormat, StreamedFormat>, fileName: string): Promise<ParsedDocument> {
   switch (format) {
-    case 'txt':
-    case 'md': {
-      const text = normalize(decodeUtf8(bytes, fileName));
-      return { text, title: format === 'md' ? firstHeading(text) : null };
-    }
     case 'html': {
       const html = decodeUtf8(bytes, fileName);
       const text = normalize(htmlToText(html));
@@ -61,6 +60,65 @@ export async function parseDocument(bytes: Buffer, format: DocumentFormat, fileN
     case 'pdf':
       return parsePdf(bytes, fileName);
   }
+}
+
+/** Whether a format is read as a stream (`streamText`) rather than whole (`parseDocument`). */
+export const isStreamed = (format: DocumentFormat): format is StreamedFormat => format === 'txt' || format === 'md';
+
+type StreamedFormat = 'txt' | 'md';
+
+/** How much of a text is searched for its title (its first heading). */
+const TITLE_SCAN_CHARS = 64 * 1024;
+
+/** A text or Markdown file given in parts: its title, then its blocks (the pieces between blank lines) as they decode. */
+export async function streamText(parts: AsyncIterable<Uint8Array>, format: StreamedFormat, fileName: string): Promise<{ title: string | null; blocks: AsyncIterable<string> }> {
+  const source = decodedBlocks(parts, fileName)[Symbol.asyncIterator]();
+  // The blocks of the file's start are read ahead to find the title, then given first.
+  const head: string[] = [];
+  let headChars = 0;
+  let ended = false;
+  while (headChars < TITLE_SCAN_CHARS) {
+    const next = await source.next();
+    if (next.done) {
+      ended = true;
+      break;
+    }
+    head.push(next.value);
+    headChars += next.value.length + 2;
+  }
+  const title = format === 'md' ? firstHeading(head.join('\n\n')) : null;
+  async function* blocks(): AsyncGenerator<string> {
+    yield* head;
+    if (ended) return;
+    for (let next = await source.next(); !next.done; next = await source.next()) yield next.value;
+  }
+  return { title, blocks: blocks() };
+}
+
+/** UTF-8 decoded as it arrives, cut at blank lines; each block normalized as `normalize` does a whole text. */
+async function* decodedBlocks(parts: AsyncIterable<Uint8Array>, fileName: string): AsyncGenerator<string> {
+  const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+  const decode = (part?: Uint8Array) => {
+    try {
+      return part ? decoder.decode(part, { stream: true }) : decoder.decode();
+    } catch {
+      throw new UnreadableDocumentError(`${fileName} is not valid UTF-8 text`);
+    }
+  };
+  let pending = '';
+  for await (const part of parts) {
+    pending += decode(part);
+    // A CR at the end may be the first half of a CRLF split between parts: it waits for the next.
+    const complete = pending.endsWith('\r') ? pending.length - 1 : pending.length;
+    const blocks = splitBlocks(pending.slice(0, complete).replace(/\r\n?/g, '\n'));
+    pending = blocks.pop()! + pending.slice(complete);
+    for (const block of blocks) {
+      const text = normalize(block);
+      if (text) yield text;
+    }
+  }
+  const last = normalize((pending + decode()).replace(/\r\n?/g, '\n'));
+  if (last) yield last;
 }
 
 async function parsePdf(bytes: Buffer, fileName: string): Promise<ParsedDocument> {

@@ -1,12 +1,17 @@
 // One ingestion job, start to end: read the file back, parse it, chunk it, embed the
-// passages in batches, and hand them to the chunk index, which stores them and makes the
-// item searchable (COMPLETED) in one transaction. Each step first renews the job's lease,
-// so a worker that lost its job stops before writing anything.
-import type { ChunkIndex, EmbeddingSpace, IndexedChunk } from '../search/chunk-index.js';
-import { chunkText, type ChunkOptions } from './chunker.js';
+// passages, and stage them in the chunk index a batch at a time; once all are staged the
+// index makes them the item's content and the item searchable (COMPLETED) in one short
+// transaction. Memory stays bounded whatever the document's length: one batch of passages
+// and vectors at a time, and text files stream from the database a part at a time (PDF,
+// Word and HTML are parsed whole: their parsers need the file in one piece). Each step
+// renews the job's lease, and every write checks in its transaction that the job is still
+// this worker's, so a worker that lost its job (taken over, or superseded by a newer
+// upload) stops without writing anything.
+import type { ChunkIndex, EmbeddingSpace } from '../search/chunk-index.js';
+import { Chunker, splitBlocks, type ChunkOptions, type TextChunk } from './chunker.js';
 import { formatOfMediaType, UnreadableDocumentError } from './formats.js';
-import { LeaseLostError, type ClaimedJob, type JobQueue } from './job-queue.js';
-import { parseDocument } from './parse.js';
+import { ItemGoneError, type ClaimedJob, type JobQueue } from './job-queue.js';
+import { isStreamed, parseDocument, streamText } from './parse.js';
 import { ItemStatus } from './statuses.js';
 
 /** Turns passages into vectors of a space (the gateway in production; a constant in a benchmark). */
@@ -28,6 +33,8 @@ const TARGET_TOKENS = 200;
 const MAX_TOKENS = 400;
 /** Passages per embedding call. */
 const EMBED_BATCH = 32;
+/** Passages (with their vectors) held in memory and staged in one write: about 1.5 MB at 512 dimensions. */
+export const STAGE_BATCH = 256;
 
 export function chunkOptions(maxInputTokens: number): ChunkOptions {
   const maxTokens = Math.max(16, Math.min(MAX_TOKENS, maxInputTokens));
@@ -52,31 +59,56 @@ export async function runJob(job: ClaimedJob, owner: string, deps: PipelineDeps,
   }
 
   await step(ItemStatus.FETCHING);
-  const bytes = await queue.readFile(job);
   const format = formatOfMediaType(job.mediaType);
   if (!format) throw new UnreadableDocumentError(`${job.fileName}: unsupported media type ${job.mediaType}`);
+  // Text streams from the database while it is chunked; the other formats are read whole here.
+  let open: () => Promise<{ title: string | null; blocks: Iterable<string> | AsyncIterable<string> }>;
+  if (isStreamed(format)) {
+    open = () => streamText(queue.fileParts(job), format, job.fileName);
+  } else {
+    const bytes = await queue.readFile(job);
+    open = async () => {
+      const parsed = await parseDocument(bytes, format, job.fileName);
+      return { title: parsed.title, blocks: splitBlocks(parsed.text) };
+    };
+  }
 
   await step(ItemStatus.NORMALIZING);
-  const document = await parseDocument(bytes, format, job.fileName);
+  const document = await open();
 
   // The document's own title fills an item that has none (the upload's metadata wins).
   await step(ItemStatus.CHUNKING, { title: document.title });
   const space = await chunkIndex.embeddingSpace(job.publisherId);
-  const passages = chunkText(document.text, chunkOptions(embedder.maxInputTokens(space)));
-  if (passages.length === 0) throw new UnreadableDocumentError(`${job.fileName} contains no text (a scanned PDF needs OCR first)`);
-
-  await step(ItemStatus.EMBEDDING);
-  const chunks: IndexedChunk[] = [];
-  for (let start = 0; start < passages.length; start += EMBED_BATCH) {
-    signal.throwIfAborted();
-    const batch = passages.slice(start, start + EMBED_BATCH);
-    const vectors = await embedder.embed(space, batch.map((p) => p.content), signal);
-    batch.forEach((passage, i) => chunks.push({ ordinal: start + i, content: passage.content, tokenCount: passage.tokenCount, embedding: vectors[i]! }));
+  const chunker = new Chunker(chunkOptions(embedder.maxInputTokens(space)));
+  const guard = queue.writeGuard(job, owner);
+  let staged = 0;
+  const batch: TextChunk[] = [];
+  /** Embeds and stages the first STAGE_BATCH passages waiting (all of them with `all`). */
+  const stage = async (all: boolean) => {
+    while (batch.length >= STAGE_BATCH || (all && batch.length > 0)) {
+      if (staged === 0) await step(ItemStatus.EMBEDDING);
+      const passages = batch.splice(0, STAGE_BATCH);
+      const vectors: number[][] = [];
+      for (let start = 0; start < passages.length; start += EMBED_BATCH) {
+        signal.throwIfAborted();
+        vectors.push(...(await embedder.embed(space, passages.slice(start, start + EMBED_BATCH).map((p) => p.content), signal)));
+      }
+      signal.throwIfAborted();
+      const chunks = passages.map((passage, i) => ({ ordinal: staged + i, content: passage.content, tokenCount: passage.tokenCount, embedding: vectors[i]! }));
+      if (!(await chunkIndex.stage(job.itemId, space, chunks, { first: staged === 0, guard }))) throw new ItemGoneError(`item ${job.itemId} was deleted`);
+      staged += passages.length;
+    }
+  };
+  for await (const block of document.blocks) {
+    for (const passage of chunker.push(block)) batch.push(passage);
+    await stage(false);
   }
+  for (const passage of chunker.end()) batch.push(passage);
+  await stage(true);
+  if (staged === 0) throw new UnreadableDocumentError(`${job.fileName} contains no text (a scanned PDF needs OCR first)`);
 
   signal.throwIfAborted();
-  if (!(await queue.renew(job, owner))) throw new LeaseLostError(`job ${job.id} was taken over before its passages were stored`);
-  await chunkIndex.replaceItemChunks(job.itemId, space, chunks);
+  if (!(await chunkIndex.publish(job.itemId, staged, guard))) throw new ItemGoneError(`item ${job.itemId} was deleted`);
   await queue.complete(job, owner);
-  return { chunkCount: chunks.length };
+  return { chunkCount: staged };
 }

@@ -3,9 +3,9 @@
 //
 // An uploaded file's item: QUEUED → FETCHING (its bytes read back from the database) →
 // NORMALIZING (parsed to text) → CHUNKING → EMBEDDING → COMPLETED, or FAILED with a reason.
-// Storing the passages and COMPLETED are one transaction (the chunk index's), so the
-// platform's SYNCED and ENRICHED are never observed on their own, and an item is searchable
-// exactly when it is COMPLETED. STARTED and TRANSCRIBING (audio) are not used.
+// Publishing the staged passages and COMPLETED are one transaction (the chunk index's), so
+// the platform's SYNCED and ENRICHED are never observed on their own, and an item is
+// searchable exactly when it is COMPLETED. STARTED and TRANSCRIBING (audio) are not used.
 import { SEARCHABLE_STATUS } from '../search/pg-chunk-index.js';
 
 export const ItemStatus = {

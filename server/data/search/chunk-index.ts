@@ -1,6 +1,7 @@
 // The seam between ingestion (which writes an item's passages) and retrieval (search,
 // recommendations, grounded answers, which read them). The `chunks` table is the index;
 // this module owns how it is written and read. Implementations live beside this file.
+import type { Prisma } from '../../../generated/prisma/client.js';
 
 /** Which embedding model (and vector size) a collection's vectors come from: fixed when the collection is first filled, never mixed. */
 export interface EmbeddingSpace {
@@ -16,13 +17,31 @@ export interface IndexedChunk {
   embedding: number[];
 }
 
+/**
+ * Checks, inside the transaction of a write to the index, that the writer may still write
+ * (for ingestion: its job was neither taken over nor superseded), and throws when not. It
+ * holds what it checked locked until the write commits.
+ */
+export type WriteGuard = (tx: Prisma.TransactionClient) => Promise<void>;
+
+/**
+ * An item's passages are written in two steps, so a long document never has to be held (or
+ * sent) whole: `stage` adds them in batches, invisible to retrieval, then `publish` makes the
+ * staged set the item's searchable content in one short transaction. Readers see the old set
+ * or the new one, never a mix, and never an item whose indexing is unfinished.
+ */
 export interface ChunkIndex {
   /** The embedding space the given publisher's passages are indexed in. */
   embeddingSpace(publisherId: string): Promise<EmbeddingSpace>;
   /**
-   * Replaces all passages of an item in one transaction and marks it searchable: readers see
-   * the old set or the new one, never a mix, and never an item whose indexing is unfinished.
+   * Adds passages to the item's staged set; `first` starts the set afresh, dropping whatever
+   * the item held (its item is not searchable while it is being indexed). False when the item
+   * was deleted.
    */
+  stage(itemId: string, space: EmbeddingSpace, chunks: IndexedChunk[], options: { first: boolean; guard?: WriteGuard }): Promise<boolean>;
+  /** Makes the `count` staged passages the item's content, searchable (COMPLETED). False when the item was deleted. */
+  publish(itemId: string, count: number, guard?: WriteGuard): Promise<boolean>;
+  /** Stages `chunks` and publishes them: for passages written outside the ingestion queue (seeding, tools). */
   replaceItemChunks(itemId: string, space: EmbeddingSpace, chunks: IndexedChunk[]): Promise<void>;
 }
 

@@ -10,10 +10,10 @@
 // Every hit, whichever list found it, must then reach the caller's `certainty`,
 // (1 + cosine) / 2 as Weaviate defines it: full-text can promote a passage, never admit one
 // that is semantically too far.
-import type { PrismaClient } from '../../../generated/prisma/client.js';
+import type { Prisma, PrismaClient } from '../../../generated/prisma/client.js';
 import { ApiError } from '../../errors.js';
 import type { DatabaseCapabilities } from '../../storage/capabilities.js';
-import type { ChunkIndex, EmbeddingSpace, IndexedChunk, Passage, RetrievalQuery, Retriever } from './chunk-index.js';
+import type { ChunkIndex, EmbeddingSpace, IndexedChunk, Passage, RetrievalQuery, Retriever, WriteGuard } from './chunk-index.js';
 import type { Collections } from './collections.js';
 
 /** The item status that makes an item searchable: set together with its passages. */
@@ -56,30 +56,24 @@ export class PgChunkIndex implements ChunkIndex {
     return this.collections.spaceFor(publisher.organizationId);
   }
 
-  async replaceItemChunks(itemId: string, space: EmbeddingSpace, chunks: IndexedChunk[]): Promise<void> {
+  async stage(itemId: string, space: EmbeddingSpace, chunks: IndexedChunk[], options: { first: boolean; guard?: WriteGuard }): Promise<boolean> {
     for (const chunk of chunks) {
       if (chunk.embedding.length !== space.dimensions) {
         throw new RangeError(`chunk ${chunk.ordinal} has ${chunk.embedding.length} dimensions, the space ${space.model} has ${space.dimensions}`);
       }
     }
-    // The space is checked before the transaction: it reads through its own connection, which
-    // on PGlite (one connection) would wait for this transaction to end.
-    const owner = await this.prisma.item.findUnique({ where: { id: itemId }, select: { publisher: { select: { organizationId: true } } } });
-    if (!owner) return;
-    const recorded = await this.collections.spaceFor(owner.publisher.organizationId);
-    if (recorded.model !== space.model || recorded.dimensions !== space.dimensions) {
-      throw new Error(`item ${itemId}: passages embedded with ${space.model}/${space.dimensions}, the collection holds ${recorded.model}/${recorded.dimensions}`);
-    }
-    await this.prisma.$transaction(async (tx) => {
-      // The row lock orders this write with a concurrent patch (visibility) or delete.
-      const items = await tx.$queryRaw<{ publisher_id: string; visible_in_search: boolean; visible_in_chat: boolean; deleted: boolean }[]>`
-        SELECT publisher_id, visible_in_search, visible_in_chat, deleted_at IS NOT NULL AS deleted
-          FROM items WHERE id = ${itemId}::uuid FOR UPDATE`;
-      const item = items[0];
-      // A deleted item stays out of retrieval: its passages are not written back.
-      if (!item || item.deleted) return;
-      await tx.$executeRaw`DELETE FROM chunks WHERE item_id = ${itemId}::uuid`;
-      if (chunks.length > 0) {
+    // Checked before the transaction: the space reads through its own connection, which on
+    // PGlite (one connection) would wait for this transaction to end.
+    if (options.first && !(await this.inRecordedSpace(itemId, space))) return false;
+    return this.prisma.$transaction(
+      async (tx) => {
+        // The item first, then the job (the order an upload superseding the job takes them in).
+        // The share lock orders this write with a concurrent patch (visibility) or delete.
+        const item = await lockItem(tx, itemId, 'SHARE');
+        if (!item || item.deleted) return false;
+        await options.guard?.(tx);
+        if (options.first) await tx.$executeRaw`DELETE FROM chunks WHERE item_id = ${itemId}::uuid`;
+        if (chunks.length === 0) return true;
         const withVector = this.capabilities.vector;
         await tx.$executeRawUnsafe(
           `INSERT INTO chunks (item_id, publisher_id, ordinal, content, token_count, embedding_model, visible_in_search, visible_in_chat${withVector ? ', embedding' : ''})
@@ -95,14 +89,66 @@ export class PgChunkIndex implements ChunkIndex {
           chunks.map((c) => c.tokenCount),
           ...(withVector ? [chunks.map((c) => vectorLiteral(c.embedding))] : []),
         );
-      }
-      await tx.$executeRaw`
-        UPDATE items SET status = ${SEARCHABLE_STATUS}, chunk_count = ${chunks.length}, etag = gen_random_uuid()::text, updated_at = now()
-         WHERE id = ${itemId}::uuid`;
-      // Prisma's default 5 s is too short for a long document's passages (every row updates
-      // the HNSW index, a few ms each on PGlite): allow time in proportion to their number.
-    }, { timeout: INDEX_WRITE_BASE_MS + chunks.length * INDEX_WRITE_PER_CHUNK_MS });
+        return true;
+      },
+      // Prisma's default 5 s can be short for a batch: every row updates the HNSW index, a few
+      // ms each on PGlite. Allow time in proportion to the batch.
+      { timeout: INDEX_WRITE_BASE_MS + chunks.length * INDEX_WRITE_PER_CHUNK_MS },
+    );
   }
+
+  async publish(itemId: string, count: number, guard?: WriteGuard): Promise<boolean> {
+    return this.prisma.$transaction(async (tx) => {
+      const item = await lockItem(tx, itemId, 'UPDATE');
+      if (!item) return false;
+      await guard?.(tx);
+      if (item.deleted) {
+        // A deleted item stays out of retrieval: what was staged for it goes.
+        await tx.$executeRaw`DELETE FROM chunks WHERE item_id = ${itemId}::uuid`;
+        return false;
+      }
+      const [staged] = await tx.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM chunks WHERE item_id = ${itemId}::uuid`;
+      if (staged?.n !== count) throw new Error(`item ${itemId}: ${staged?.n ?? 0} passages staged, ${count} expected`);
+      // A visibility patch that ran before the first batch was staged had no passages to update.
+      await tx.$executeRaw`
+        UPDATE chunks SET visible_in_search = ${item.visible_in_search}, visible_in_chat = ${item.visible_in_chat}
+         WHERE item_id = ${itemId}::uuid AND (visible_in_search <> ${item.visible_in_search} OR visible_in_chat <> ${item.visible_in_chat})`;
+      await tx.$executeRaw`
+        UPDATE items SET status = ${SEARCHABLE_STATUS}, chunk_count = ${count}, etag = gen_random_uuid()::text, updated_at = now()
+         WHERE id = ${itemId}::uuid`;
+      return true;
+    });
+  }
+
+  async replaceItemChunks(itemId: string, space: EmbeddingSpace, chunks: IndexedChunk[]): Promise<void> {
+    if (await this.stage(itemId, space, chunks, { first: true })) await this.publish(itemId, chunks.length);
+  }
+
+  /** Whether the item exists, its organization's recorded space being `space` (else an error: vectors are never mixed). */
+  private async inRecordedSpace(itemId: string, space: EmbeddingSpace): Promise<boolean> {
+    const owner = await this.prisma.item.findUnique({ where: { id: itemId }, select: { publisher: { select: { organizationId: true } } } });
+    if (!owner) return false;
+    const recorded = await this.collections.spaceFor(owner.publisher.organizationId);
+    if (recorded.model !== space.model || recorded.dimensions !== space.dimensions) {
+      throw new Error(`item ${itemId}: passages embedded with ${space.model}/${space.dimensions}, the collection holds ${recorded.model}/${recorded.dimensions}`);
+    }
+    return true;
+  }
+}
+
+interface LockedItem {
+  publisher_id: string;
+  visible_in_search: boolean;
+  visible_in_chat: boolean;
+  deleted: boolean;
+}
+
+async function lockItem(tx: Prisma.TransactionClient, itemId: string, mode: 'SHARE' | 'UPDATE'): Promise<LockedItem | undefined> {
+  const rows = await tx.$queryRawUnsafe<LockedItem[]>(
+    `SELECT publisher_id, visible_in_search, visible_in_chat, deleted_at IS NOT NULL AS deleted FROM items WHERE id = $1::uuid FOR ${mode}`,
+    itemId,
+  );
+  return rows[0];
 }
 
 const INDEX_WRITE_BASE_MS = 10_000;
@@ -181,8 +227,11 @@ export function hybridQuery(space: EmbeddingSpace, query: RetrievalQuery, vector
   const mode = query.mode ?? 'hybrid';
   const near = `(c.embedding::vector(${d})) <=> $1::vector(${d})`;
   // Both lists are always declared (an unused one is not run) so every parameter has a type.
+  // Passages staged for an item still being indexed are filtered out here, as candidates, so
+  // they never take the place of searchable ones in either list.
   const mine = `c.publisher_id = ANY($3::uuid[]) AND c.${visible} AND c.embedding_model = $4
-    AND ($9::text[] IS NULL OR EXISTS (SELECT 1 FROM items it WHERE it.id = c.item_id AND lower(it.type) = ANY($9::text[])))`;
+    AND EXISTS (SELECT 1 FROM items it WHERE it.id = c.item_id AND it.status = '${SEARCHABLE_STATUS}'
+                AND ($9::text[] IS NULL OR lower(it.type) = ANY($9::text[])))`;
   const vectorList = `
     vec AS (
       SELECT id, row_number() OVER (ORDER BY distance) AS r FROM (
