@@ -8147,6 +8147,10 @@ export type SendChatMessageErrors = {
      */
     401: GatewayError;
     /**
+     * INSUFFICIENT_CREDIT: the prepaid balance is empty or does not cover the request's estimate (each message is a metered model call). Not retryable; access resumes when credit lands. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    402: DetailError;
+    /**
      * The caller lacks permission for the resource or publisher (ownership mismatch). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     403: DetailError;
@@ -8174,6 +8178,16 @@ export type SendChatMessageErrors = {
      * Valid JSON (or parameters) failing field validation. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     422: ValidationError;
+    /**
+     * Two different 429s:
+     * - SPENDING_LIMIT_EXCEEDED (1005): the organization's weekly spending cap is reached. Not
+     * retryable, no `Retry-After`; adding credit does not clear it (spec 7.3.1).
+     * - QUOTA_EXCEEDED (1019): a per-key or per-organization rate limit is used up. Retryable:
+     * honour `Retry-After`; `X-RateLimit-Limit` / `-Remaining` / `-Reset` come with it.
+     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     *
+     */
+    429: DetailError;
     /**
      * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
      */

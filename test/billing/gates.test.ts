@@ -214,3 +214,43 @@ describe('reserve then settle', () => {
     expect((await chat(org, ask())).status).toBe(200);
   });
 });
+
+describe('the deprecated Chat API (POST /ai/v1/message): each message is a metered model call', () => {
+  const message = (org: TestOrg) => platform.api('/ai/v1/message', { method: 'POST', key: org.key, body: JSON.stringify({ query: 'What is rest?', character_limit: 300 }) });
+
+  it('is gated for prepaid organizations: 402 on an empty balance, in the Chat API’s detail shape', async () => {
+    const org = await prepaid('chatapi');
+    const refused = await message(org);
+    expect(refused.status).toBe(402);
+    const body = await refused.json();
+    expect(body.detail).toContain('balance');
+    expect(body.trace_id).toBe(refused.headers.get('x-trace-id'));
+    expect(await prisma().usageRecord.count({ where: { organizationId: org.id } })).toBe(0);
+
+    await billing().credit.add(org.id, 10_000_000n, 'top-up');
+    expect((await message(org)).status).toBe(200);
+    await settled(platform, org.id);
+    const [usage] = await prisma().usageRecord.findMany({ where: { organizationId: org.id } });
+    expect(usage.operation).toBe('sendChatMessage');
+    expect(await billing().credit.balance(org.id)).toBe(10_000_000n - usage.billedMicros);
+  });
+
+  it('counts against the weekly cap (429 SPENDING_LIMIT_EXCEEDED, no Retry-After)', async () => {
+    const org = await prepaid('chatcap', 10_000_000n);
+    await billing().setWeeklyCap(org.id, 1n);
+    const refused = await message(org);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBeNull();
+    expect((await refused.json()).detail).toContain('weekly spending cap');
+  });
+
+  it('is rate-limited (429 QUOTA_EXCEEDED with Retry-After)', async () => {
+    const org = await createOrg(platform, 'chatrl');
+    await platform.services.limits.quotas.set(org.id, null, { requestsPerMinute: 1, tokensPerMinute: null });
+    expect((await message(org)).status).toBe(200);
+    const refused = await message(org);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(refused.headers.get('x-ratelimit-limit')).toBe('1');
+  });
+});

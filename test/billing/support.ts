@@ -47,7 +47,8 @@ let counter = 0;
 export async function createOrg(platform: TestPlatform, label = 'org'): Promise<TestOrg> {
   const { identity } = platform.services;
   const org = await identity.organizations.createOrganization(`${label}-${process.pid}-${++counter}-${Math.random().toString(36).slice(2, 8)}`);
-  const { key, plaintext } = await identity.keys.issue(org.id, { scopes: ['inference'], label: 'billing test', expiresAt: null });
+  // The inference operations and the deprecated Chat API (a metered model call too).
+  const { key, plaintext } = await identity.keys.issue(org.id, { scopes: ['inference', 'chat'], label: 'billing test', expiresAt: null });
   return { id: org.id, name: org.name, key: plaintext, keyId: key.id };
 }
 
