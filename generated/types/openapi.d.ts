@@ -3790,7 +3790,7 @@ export interface components {
                 "application/json": components["schemas"]["AIError"];
             };
         };
-        /** @description IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished. */
+        /** @description IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait (a duplicate of a stream still running: at once, since a stream cannot be replayed). Retry with the same key once it has finished; a finished stream frees its key. */
         AIConflict: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
@@ -4225,7 +4225,7 @@ export interface components {
                 "application/json": components["schemas"]["AIError"];
             };
         };
-        /** @description IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        /** @description IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait (a duplicate of a stream still running: at once, since a stream cannot be replayed). Retry with the same key once it has finished; a finished stream frees its key. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
         DeprecatedAIConflict: {
             headers: {
                 Deprecation: components["headers"]["Deprecation"];

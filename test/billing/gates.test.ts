@@ -71,6 +71,29 @@ describe('metering', () => {
   });
 });
 
+describe('refusals and the Idempotency-Key', () => {
+  it('does not keep a 402 for the key: the retry after credit lands runs', async () => {
+    const org = await prepaid('idem402');
+    const key = randomUUID();
+    expect((await chat(org, ask(), undefined, { 'idempotency-key': key })).status).toBe(402);
+    await billing().credit.add(org.id, 5_000_000n, 'top-up');
+    const retry = await chat(org, ask(), undefined, { 'idempotency-key': key });
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotent-replayed')).toBeNull();
+  });
+
+  it('does not keep a 429 SPENDING_LIMIT_EXCEEDED for the key: the retry after the cap is raised runs', async () => {
+    const org = await prepaid('idem1005', 10_000_000n);
+    await billing().setWeeklyCap(org.id, 1n);
+    const key = randomUUID();
+    expect((await chat(org, ask(), undefined, { 'idempotency-key': key })).status).toBe(429);
+    await billing().setWeeklyCap(org.id, null);
+    const retry = await chat(org, ask(), undefined, { 'idempotency-key': key });
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotent-replayed')).toBeNull();
+  });
+});
+
 describe('prepaid credit', () => {
   it('refuses an empty balance with 402 INSUFFICIENT_CREDIT (not retryable) and answers as soon as credit lands', async () => {
     const org = await prepaid('empty');
