@@ -16,7 +16,7 @@ import type { Services } from './services.js';
 import { openDatabase } from './storage/database.js';
 import { connectRedis } from './storage/redis.js';
 import { IdempotencyStore } from './storage/idempotency-store.js';
-import { MemoryIdempotencyStore, RedisIdempotencyStore } from './storage/idempotency-cache.js';
+import { inferenceIdempotencyStore } from './storage/idempotency-cache.js';
 import { idempotencyStage } from './http/idempotency.js';
 import { AgentService } from './agents/agent-service.js';
 import { billingStage } from './billing/admission.js';
@@ -94,7 +94,7 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     const stopBillingSweep = billing.startSweeping();
     cleanup.push(async () => (stopBillingSweep(), billing.drain()));
     // Rate limits (server/limits): counted in Redis when configured, else in process.
-    const rateLimits = await createRateLimiter(redis, logger, metrics);
+    const rateLimits = createRateLimiter(redis, logger, metrics);
     cleanup.push(() => rateLimits.close());
     const quotas = new QuotaSettings(database.prisma);
     const search = createSearchIndex(database, inference.gateway, { collection: config.searchCollection, embeddingModel: config.searchEmbeddingModel });
@@ -141,7 +141,7 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     const idempotency = new IdempotencyStore(database.prisma);
     idempotency.startSweeping();
     cleanup.push(async () => idempotency.stopSweeping());
-    const stores = { durable: idempotency, inference: redis ? new RedisIdempotencyStore(redis.client) : new MemoryIdempotencyStore() };
+    const stores = { durable: idempotency, inference: inferenceIdempotencyStore(redis, logger, metrics) };
     const admission = [
       // Before idempotency: a 429 must not become the stored answer of the client's retry key.
       rateLimitStage(rateLimits.limiter, quotas, inference.gateway.catalog),

@@ -4388,7 +4388,7 @@ export type CreateGuardedChatCompletionErrors = {
      */
     408: AiError | GatewayError;
     /**
-     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished.
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait (a duplicate of a stream still running: at once, since a stream cannot be replayed). Retry with the same key once it has finished; a finished stream frees its key.
      */
     409: AiError;
     /**
@@ -4498,7 +4498,7 @@ export type CreateGroundedChatCompletionErrors = {
      */
     408: AiError | GatewayError;
     /**
-     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished.
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait (a duplicate of a stream still running: at once, since a stream cannot be replayed). Retry with the same key once it has finished; a finished stream frees its key.
      */
     409: AiError;
     /**
@@ -4616,7 +4616,7 @@ export type CreateCodingChatCompletionErrors = {
      */
     408: AiError | GatewayError;
     /**
-     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished.
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait (a duplicate of a stream still running: at once, since a stream cannot be replayed). Retry with the same key once it has finished; a finished stream frees its key.
      */
     409: AiError;
     /**
@@ -4779,7 +4779,7 @@ export type CreateResponseErrors = {
      */
     408: AiError | GatewayError;
     /**
-     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished.
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait (a duplicate of a stream still running: at once, since a stream cannot be replayed). Retry with the same key once it has finished; a finished stream frees its key.
      */
     409: AiError;
     /**
@@ -4893,7 +4893,7 @@ export type CreateResponseAliasErrors = {
      */
     408: AiError | GatewayError;
     /**
-     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait (a duplicate of a stream still running: at once, since a stream cannot be replayed). Retry with the same key once it has finished; a finished stream frees its key. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     409: AiError;
     /**
@@ -5006,7 +5006,7 @@ export type CreateGroundedResponseErrors = {
      */
     408: AiError | GatewayError;
     /**
-     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished.
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait (a duplicate of a stream still running: at once, since a stream cannot be replayed). Retry with the same key once it has finished; a finished stream frees its key.
      */
     409: AiError;
     /**
@@ -5113,7 +5113,7 @@ export type CreateEmbeddingsErrors = {
      */
     408: AiError | GatewayError;
     /**
-     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished.
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait (a duplicate of a stream still running: at once, since a stream cannot be replayed). Retry with the same key once it has finished; a finished stream frees its key.
      */
     409: AiError;
     /**
@@ -5214,7 +5214,7 @@ export type CreateEmbeddingsAliasErrors = {
      */
     408: AiError | GatewayError;
     /**
-     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished.
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait (a duplicate of a stream still running: at once, since a stream cannot be replayed). Retry with the same key once it has finished; a finished stream frees its key.
      */
     409: AiError;
     /**
@@ -7513,7 +7513,7 @@ export type CreateChatCompletionAliasErrors = {
      */
     408: AiError | GatewayError;
     /**
-     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait (a duplicate of a stream still running: at once, since a stream cannot be replayed). Retry with the same key once it has finished; a finished stream frees its key. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     409: AiError;
     /**
@@ -7627,7 +7627,7 @@ export type CreateGroundedChatCompletionAliasErrors = {
      */
     408: AiError | GatewayError;
     /**
-     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait (a duplicate of a stream still running: at once, since a stream cannot be replayed). Retry with the same key once it has finished; a finished stream frees its key. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     409: AiError;
     /**
@@ -7739,7 +7739,7 @@ export type CreateChatCompletionV1Errors = {
      */
     408: AiError | GatewayError;
     /**
-     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait (a duplicate of a stream still running: at once, since a stream cannot be replayed). Retry with the same key once it has finished; a finished stream frees its key. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     409: AiError;
     /**
@@ -7903,7 +7903,7 @@ export type CreateResponseV1Errors = {
      */
     408: AiError | GatewayError;
     /**
-     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     * IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait (a duplicate of a stream still running: at once, since a stream cannot be replayed). Retry with the same key once it has finished; a finished stream frees its key. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     409: AiError;
     /**
@@ -8147,6 +8147,10 @@ export type SendChatMessageErrors = {
      */
     401: GatewayError;
     /**
+     * INSUFFICIENT_CREDIT: the prepaid balance is empty or does not cover the request's estimate (each message is a metered model call). Not retryable; access resumes when credit lands. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     */
+    402: DetailError;
+    /**
      * The caller lacks permission for the resource or publisher (ownership mismatch). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     403: DetailError;
@@ -8174,6 +8178,16 @@ export type SendChatMessageErrors = {
      * Valid JSON (or parameters) failing field validation. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     422: ValidationError;
+    /**
+     * Two different 429s:
+     * - SPENDING_LIMIT_EXCEEDED (1005): the organization's weekly spending cap is reached. Not
+     * retryable, no `Retry-After`; adding credit does not clear it (spec 7.3.1).
+     * - QUOTA_EXCEEDED (1019): a per-key or per-organization rate limit is used up. Retryable:
+     * honour `Retry-After`; `X-RateLimit-Limit` / `-Remaining` / `-Reset` come with it.
+     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     *
+     */
+    429: DetailError;
     /**
      * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
      */

@@ -555,7 +555,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: null,
-    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","405":"GatewayError","408":"GatewayError","409":"DetailError","413":"DetailError","415":"DetailError","422":"ValidationError","431":"GatewayError","500":"DetailError","503":"DetailError"},
+    errorBodies: {"400":"DetailError","401":"GatewayError","402":"DetailError","403":"DetailError","405":"GatewayError","408":"GatewayError","409":"DetailError","413":"DetailError","415":"DetailError","422":"ValidationError","429":"DetailError","431":"GatewayError","500":"DetailError","503":"DetailError"},
   },
   {
     operationId: "listAgents",

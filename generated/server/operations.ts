@@ -1021,6 +1021,7 @@ export type SendChatMessageResponse =
   | { status: 200; body: operations['sendChatMessage']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 400; body: operations['sendChatMessage']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['sendChatMessage']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 402; body: operations['sendChatMessage']['responses'][402]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['sendChatMessage']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 405; body: operations['sendChatMessage']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 408; body: operations['sendChatMessage']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
@@ -1028,6 +1029,7 @@ export type SendChatMessageResponse =
   | { status: 413; body: operations['sendChatMessage']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 415; body: operations['sendChatMessage']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['sendChatMessage']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 429; body: operations['sendChatMessage']['responses'][429]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 431; body: operations['sendChatMessage']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['sendChatMessage']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['sendChatMessage']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };

@@ -3793,7 +3793,7 @@ export interface components {
                 "application/json": components["schemas"]["AIError"];
             };
         };
-        /** @description IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished. */
+        /** @description IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait (a duplicate of a stream still running: at once, since a stream cannot be replayed). Retry with the same key once it has finished; a finished stream frees its key. */
         AIConflict: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
@@ -4228,7 +4228,7 @@ export interface components {
                 "application/json": components["schemas"]["AIError"];
             };
         };
-        /** @description IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        /** @description IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait (a duplicate of a stream still running: at once, since a stream cannot be replayed). Retry with the same key once it has finished; a finished stream frees its key. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
         DeprecatedAIConflict: {
             headers: {
                 Deprecation: components["headers"]["Deprecation"];
@@ -4754,6 +4754,25 @@ export interface components {
                 "application/json": components["schemas"]["DetailError"];
             };
         };
+        /** @description INSUFFICIENT_CREDIT: the prepaid balance is empty or does not cover the request's estimate (each message is a metered model call). Not retryable; access resumes when credit lands. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedDetailPaymentRequired: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "The prepaid balance is empty; add credit to continue.",
+                 *       "trace_id": "trc_01JDQX000DM5P7R9TV2W4Y6Z8C"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
         /** @description A backing service is unavailable. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
         DeprecatedDetailServiceUnavailable: {
             headers: {
@@ -4768,6 +4787,36 @@ export interface components {
                  * @example {
                  *       "detail": "Service temporarily unavailable",
                  *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /**
+         * @description Two different 429s:
+         *     - SPENDING_LIMIT_EXCEEDED (1005): the organization's weekly spending cap is reached. Not
+         *       retryable, no `Retry-After`; adding credit does not clear it (spec 7.3.1).
+         *     - QUOTA_EXCEEDED (1019): a per-key or per-organization rate limit is used up. Retryable:
+         *       honour `Retry-After`; `X-RateLimit-Limit` / `-Remaining` / `-Reset` come with it.
+         *     Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+         */
+        DeprecatedDetailTooManyRequests: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "The organization's weekly spending cap of $100.00 is reached; it resets at 2026-12-07T00:00:00.000Z.",
+                 *       "trace_id": "trc_01JDQX000DM5P7R9TV2W4Y6Z8D"
                  *     }
                  */
                 "application/json": components["schemas"]["DetailError"];
@@ -6495,6 +6544,7 @@ export interface operations {
             };
             400: components["responses"]["DeprecatedDetailBadRequest"];
             401: components["responses"]["DeprecatedGatewayUnauthorized"];
+            402: components["responses"]["DeprecatedDetailPaymentRequired"];
             403: components["responses"]["DeprecatedDetailForbidden"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
@@ -6502,6 +6552,7 @@ export interface operations {
             413: components["responses"]["DeprecatedDetailPayloadTooLarge"];
             415: components["responses"]["DeprecatedDetailUnsupportedMediaType"];
             422: components["responses"]["DeprecatedValidationFailed"];
+            429: components["responses"]["DeprecatedDetailTooManyRequests"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DeprecatedDetailInternalError"];
             503: components["responses"]["DeprecatedDetailServiceUnavailable"];

@@ -84,8 +84,8 @@ function numberOr(value: unknown): number | undefined {
 export function billingStage(billing: BillingService, catalog: Catalog, logger: Logger): AdmissionStage {
   return (route) => {
     if (!isInferenceOperation(route)) return (_req, _res, next) => next();
-    // Only operations that can answer 402 are gated (a deprecated chat alias without it is
-    // still metered); the coding route draws on its product's plan, never on API credit.
+    // Every metered operation declares 402 (the Chat API's message included; a test holds
+    // it); the coding route draws on its product's plan, never on API credit.
     const gated = '402' in route.errorBodies;
     const coding = route.operationId === 'createCodingChatCompletion';
     const handler: RequestHandler = async (req, res, next) => {

@@ -38,14 +38,16 @@ export function idempotencyStage(stores: IdempotencyStores, options: { waitMs: n
     const handler: RequestHandler = async (req, res, next) => {
       const key = req.header('idempotency-key');
       const principal = res.locals.principal as Principal | undefined;
-      // A stream cannot be replayed, and without a caller there is no one to scope the key to.
-      if (!key || !principal || (req.body as { stream?: unknown } | undefined)?.stream === true) return next();
+      // Without a caller there is no one to scope the key to.
+      if (!key || !principal) return next();
+      const stream = (req.body as { stream?: unknown } | undefined)?.stream === true;
 
       const claimRequest = { organizationId: principal.organizationId, key, operationId: route.operationId, requestHash: requestHash(req) };
       const deadline = Date.now() + options.waitMs;
       let claim = await store.claim(claimRequest);
-      // Waiting reads the record; it only tries to claim again once the key is free.
-      while (claim.kind === 'in_progress' && Date.now() < deadline) {
+      // Waiting reads the record; it only tries to claim again once the key is free. A stream
+      // cannot be replayed, so a duplicate of one in flight is refused at once (never run twice).
+      while (claim.kind === 'in_progress' && !stream && Date.now() < deadline) {
         await sleep(options.pollMs);
         claim = (await store.inspect(claimRequest)) ?? (await store.claim(claimRequest));
       }
@@ -62,7 +64,8 @@ export function idempotencyStage(stores: IdempotencyStores, options: { waitMs: n
           res.status(claim.status).json(claim.body);
           return;
         case 'new':
-          remember(res, claim.recordId, store, req);
+          if (stream) holdWhileStreaming(res, claim.recordId, store, req);
+          else remember(res, claim.recordId, store, req);
           next();
       }
     };
@@ -70,7 +73,17 @@ export function idempotencyStage(stores: IdempotencyStores, options: { waitMs: n
   };
 }
 
-/** Keeps the JSON answer actually sent; a failure (5xx), a stream or a cut connection is forgotten. */
+/**
+ * Answers a retry could change, never kept: entitlement (402: credit may land), timeouts
+ * (408), conflicts (409), quotas and the weekly cap (429), and failures (5xx).
+ */
+const TRANSIENT = new Set([402, 408, 409, 429]);
+
+function keeps(status: number): boolean {
+  return status < 500 && !TRANSIENT.has(status);
+}
+
+/** Keeps the JSON answer actually sent; a transient answer, a stream or a cut connection is forgotten. */
 function remember(res: Parameters<RequestHandler>[1], recordId: string, store: IdempotencyRecords, req: Request): void {
   let body: unknown;
   let sentJson = false;
@@ -81,9 +94,20 @@ function remember(res: Parameters<RequestHandler>[1], recordId: string, store: I
     return json(value);
   };
   res.once('close', () => {
-    const keep = res.writableFinished && sentJson && res.statusCode < 500;
+    const keep = res.writableFinished && sentJson && keeps(res.statusCode);
     const bytes = Number(res.getHeader('content-length') ?? 0);
     const settle = keep ? store.complete(recordId, { status: res.statusCode, body, bytes }) : store.release(recordId);
     settle.catch((error) => req.log.error({ err: error }, 'could not settle an idempotency record'));
+  });
+}
+
+/**
+ * A stream holds its key while it runs (a concurrent duplicate is 409 IDEMPOTENCY_KEY_IN_USE,
+ * so it is not produced and billed twice) and frees it when it ends: it cannot be replayed,
+ * and a client retrying a stream it did not get whole wants it run again.
+ */
+function holdWhileStreaming(res: Parameters<RequestHandler>[1], recordId: string, store: IdempotencyRecords, req: Request): void {
+  res.once('close', () => {
+    store.release(recordId).catch((error) => req.log.error({ err: error }, 'could not release the Idempotency-Key of a stream'));
   });
 }

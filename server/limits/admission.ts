@@ -61,7 +61,7 @@ export function rateLimitStage(limiter: RateLimiter, quotas: QuotaSettings, cata
       const whose = refused.scope === 'key' ? "this API key's" : "the organization's";
       const Whose = whose[0].toUpperCase() + whose.slice(1);
       const message =
-        refused.cost > refused.limit
+        refused.unit === 'tokens' && refused.cost > refused.limit
           ? `This request's ${refused.cost} tokens (prompt estimate + max_tokens) exceed ${whose} limit of ${refused.limit} tokens per minute; lower max_tokens.`
           : `${Whose} limit of ${refused.limit} ${refused.unit} per minute is reached; retry in ${decision.retryAfterS} s.`;
       throw new ApiError('QUOTA_EXCEEDED', message, {

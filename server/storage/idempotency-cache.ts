@@ -1,9 +1,14 @@
 // Idempotency records for inference operations, kept out of the database: a client's retries
 // of one call come within seconds to minutes, and an inference answer has no durable effect
-// a day-long record would protect. In memory per instance, or in Redis when instances share one.
+// a day-long record would protect. In memory per instance, or in Redis when instances share
+// one (with the memory store while Redis cannot answer).
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
+import type { Logger } from 'pino';
+import type { Metrics } from '../observability/metrics.js';
+import { RedisFallback } from './redis-fallback.js';
+import type { RedisConnections } from './redis.js';
 import { verdict, type Answer, type Claim, type ClaimRequest, type IdempotencyRecords } from './idempotency-store.js';
 
 /** How long an inference operation's Idempotency-Key is remembered (README, configuration). */
@@ -107,4 +112,76 @@ export class RedisIdempotencyStore implements IdempotencyRecords {
     const { nonce, key } = parseRecordId(recordId);
     await this.redis.eval(RELEASE, 1, key, `${nonce}\n`);
   }
+}
+
+/**
+ * Redis, and this instance's memory while Redis cannot answer (RedisFallback: logged once
+ * each way, counted in idempotency_local_decisions_total): inference keeps working, each
+ * instance then remembering the keys it saw (a repeat reaching another instance runs
+ * again). A key claimed in memory stays answered from memory after Redis is back, so a
+ * retry across the switch still gets its first answer here.
+ */
+export class FallbackIdempotencyStore implements IdempotencyRecords {
+  constructor(
+    private readonly shared: IdempotencyRecords,
+    private readonly local: IdempotencyRecords,
+    private readonly fallback: RedisFallback,
+  ) {}
+
+  async claim(request: ClaimRequest): Promise<Claim> {
+    const remembered = await this.local.inspect(request);
+    if (remembered) return remembered;
+    return this.fallback.run(
+      async () => tagged(SHARED, await this.shared.claim(request)),
+      async () => tagged(LOCAL, await this.local.claim(request)),
+    );
+  }
+
+  async inspect(request: ClaimRequest): Promise<Exclude<Claim, { kind: 'new' }> | null> {
+    return (
+      (await this.local.inspect(request)) ??
+      this.fallback.run(
+        () => this.shared.inspect(request),
+        async () => null,
+      )
+    );
+  }
+
+  complete(recordId: string, answer: Answer): Promise<void> {
+    const { store, id } = this.storeOf(recordId);
+    return store.complete(id, answer);
+  }
+
+  release(recordId: string): Promise<void> {
+    const { store, id } = this.storeOf(recordId);
+    return store.release(id);
+  }
+
+  private storeOf(recordId: string): { store: IdempotencyRecords; id: string } {
+    return { store: recordId.startsWith(SHARED) ? this.shared : this.local, id: recordId.slice(SHARED.length) };
+  }
+}
+
+// Record ids say which store holds the claim (both prefixes have the same length).
+const SHARED = 'redis:';
+const LOCAL = 'local:';
+
+function tagged(prefix: string, claim: Claim): Claim {
+  return claim.kind === 'new' ? { kind: 'new', recordId: prefix + claim.recordId } : claim;
+}
+
+/** The inference store of one instance: memory alone, or Redis (fail-fast connection) with the memory fallback. */
+export function inferenceIdempotencyStore(redis: RedisConnections | null, logger: Logger, metrics: Metrics): IdempotencyRecords {
+  if (!redis) return new MemoryIdempotencyStore();
+  const fallback = new RedisFallback(
+    {
+      metric: 'idempotency_local_decisions_total',
+      help: 'Idempotency-Key claims of inference requests kept by this instance alone because Redis could not answer (reason: redis_unavailable).',
+      degraded: 'inference Idempotency-Keys are kept per instance until it is back',
+      restored: 'inference Idempotency-Keys are shared across instances again',
+    },
+    logger,
+    metrics,
+  );
+  return new FallbackIdempotencyStore(new RedisIdempotencyStore(redis.hotPath), new MemoryIdempotencyStore(), fallback);
 }

@@ -71,6 +71,29 @@ describe('metering', () => {
   });
 });
 
+describe('refusals and the Idempotency-Key', () => {
+  it('does not keep a 402 for the key: the retry after credit lands runs', async () => {
+    const org = await prepaid('idem402');
+    const key = randomUUID();
+    expect((await chat(org, ask(), undefined, { 'idempotency-key': key })).status).toBe(402);
+    await billing().credit.add(org.id, 5_000_000n, 'top-up');
+    const retry = await chat(org, ask(), undefined, { 'idempotency-key': key });
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotent-replayed')).toBeNull();
+  });
+
+  it('does not keep a 429 SPENDING_LIMIT_EXCEEDED for the key: the retry after the cap is raised runs', async () => {
+    const org = await prepaid('idem1005', 10_000_000n);
+    await billing().setWeeklyCap(org.id, 1n);
+    const key = randomUUID();
+    expect((await chat(org, ask(), undefined, { 'idempotency-key': key })).status).toBe(429);
+    await billing().setWeeklyCap(org.id, null);
+    const retry = await chat(org, ask(), undefined, { 'idempotency-key': key });
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotent-replayed')).toBeNull();
+  });
+});
+
 describe('prepaid credit', () => {
   it('refuses an empty balance with 402 INSUFFICIENT_CREDIT (not retryable) and answers as soon as credit lands', async () => {
     const org = await prepaid('empty');
@@ -212,5 +235,45 @@ describe('reserve then settle', () => {
     await billing().settle({ organizationId: org.id, apiKeyId: null, operation: 'x', traceId: 'trc_crash', product: null, charge: true, reservation: hold, calls: [] });
     expect((await billing().account(org.id)).reservedMicros).toBe(0n);
     expect((await chat(org, ask())).status).toBe(200);
+  });
+});
+
+describe('the deprecated Chat API (POST /ai/v1/message): each message is a metered model call', () => {
+  const message = (org: TestOrg) => platform.api('/ai/v1/message', { method: 'POST', key: org.key, body: JSON.stringify({ query: 'What is rest?', character_limit: 300 }) });
+
+  it('is gated for prepaid organizations: 402 on an empty balance, in the Chat API’s detail shape', async () => {
+    const org = await prepaid('chatapi');
+    const refused = await message(org);
+    expect(refused.status).toBe(402);
+    const body = await refused.json();
+    expect(body.detail).toContain('balance');
+    expect(body.trace_id).toBe(refused.headers.get('x-trace-id'));
+    expect(await prisma().usageRecord.count({ where: { organizationId: org.id } })).toBe(0);
+
+    await billing().credit.add(org.id, 10_000_000n, 'top-up');
+    expect((await message(org)).status).toBe(200);
+    await settled(platform, org.id);
+    const [usage] = await prisma().usageRecord.findMany({ where: { organizationId: org.id } });
+    expect(usage.operation).toBe('sendChatMessage');
+    expect(await billing().credit.balance(org.id)).toBe(10_000_000n - usage.billedMicros);
+  });
+
+  it('counts against the weekly cap (429 SPENDING_LIMIT_EXCEEDED, no Retry-After)', async () => {
+    const org = await prepaid('chatcap', 10_000_000n);
+    await billing().setWeeklyCap(org.id, 1n);
+    const refused = await message(org);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBeNull();
+    expect((await refused.json()).detail).toContain('weekly spending cap');
+  });
+
+  it('is rate-limited (429 QUOTA_EXCEEDED with Retry-After)', async () => {
+    const org = await createOrg(platform, 'chatrl');
+    await platform.services.limits.quotas.set(org.id, null, { requestsPerMinute: 1, tokensPerMinute: null });
+    expect((await message(org)).status).toBe(200);
+    const refused = await message(org);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(refused.headers.get('x-ratelimit-limit')).toBe('1');
   });
 });

@@ -3,7 +3,6 @@
 // parallel requests, and what happens while Redis is down (each instance counts for itself,
 // logged once and counted in the metrics) and when it comes back.
 import { randomUUID } from 'node:crypto';
-import { createServer, Socket, type Server } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { routesById } from '../../generated/contract/routes.js';
@@ -12,7 +11,7 @@ import { RedisWindows } from '../../server/limits/redis-window.js';
 import { describePostgres, useTestDatabase } from '../support/postgres.js';
 import { describeRedis, TEST_REDIS_URL } from '../support/redis.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
-import { ask, burst, checkCredit, createOrg, creditRun, N, pricedCatalog, type TestOrg } from './support.js';
+import { ask, behindRelay, burst, checkCredit, createOrg, creditRun, localDecisions as countedLocally, N, pricedCatalog, type TestOrg } from './support.js';
 
 describeRedis('the window script in Redis', () => {
   let client: Redis;
@@ -92,66 +91,21 @@ describePostgres('two instances on PostgreSQL + Redis', () => {
 });
 
 /** Decisions an instance made alone because Redis did not answer (metric rate_limit_local_decisions_total). */
-async function localDecisions(platform: TestPlatform): Promise<number> {
-  const text = await (await platform.mgmt('/api/v1/metrics')).text();
-  return Number(/rate_limit_local_decisions_total\{reason="redis_unavailable"\} (\d+)/.exec(text)?.[1] ?? 0);
-}
+const localDecisions = (platform: TestPlatform) => countedLocally(platform, 'rate_limit_local_decisions_total');
 
 function estimateTokens(platform: TestPlatform, body: Record<string, unknown>): number {
   const e = estimateRequest(platform.services.inference.gateway.catalog, routesById.createGuardedChatCompletion, body);
   return e.promptTokens + e.outputTokens;
 }
 
-/** A TCP relay to the test Redis that can be cut (connections dropped, new ones refused) and restored. */
-class CuttableRelay {
-  private server: Server | null = null;
-  private readonly sockets = new Set<Socket>();
-  port = 0;
-
-  async open(): Promise<void> {
-    const target = new URL(TEST_REDIS_URL);
-    this.server = createServer((client) => {
-      const upstream = new Socket();
-      upstream.connect(Number(target.port || 6379), target.hostname);
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on('close', () => this.sockets.delete(s));
-        s.on('error', () => undefined);
-      }
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
-    this.port = (this.server.address() as { port: number }).port;
-  }
-
-  async cut(): Promise<void> {
-    const closed = new Promise<void>((resolve) => this.server!.close(() => resolve()));
-    for (const s of this.sockets) s.destroy();
-    await closed;
-    this.server = null;
-  }
-
-  get url(): string {
-    const target = new URL(TEST_REDIS_URL);
-    target.hostname = '127.0.0.1';
-    target.port = String(this.port);
-    return target.toString();
-  }
-}
-
 describeRedis('while Redis is down', () => {
-  const relay = new CuttableRelay();
+  const { relay, platform: running, org: caller } = behindRelay('redisdown');
   let platform: TestPlatform;
   let org: TestOrg;
   beforeAll(async () => {
-    await relay.open();
-    platform = await startTestPlatform({ logLevel: 'info', redisUrl: relay.url }, { catalog: pricedCatalog() });
-    org = await createOrg(platform, 'redisdown');
+    platform = running();
+    org = caller();
     await platform.services.limits.quotas.set(org.id, null, { requestsPerMinute: 3, tokensPerMinute: null });
-  }, 60_000);
-  afterAll(async () => {
-    await platform?.close();
-    await relay.cut().catch(() => undefined);
   });
 
   const chat = () => platform.api('/ai/v2/guarded/chat/completions', { method: 'POST', key: org.key, body: JSON.stringify(ask()) });

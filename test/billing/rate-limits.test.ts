@@ -153,18 +153,23 @@ describe('429 QUOTA_EXCEEDED', () => {
 
   it('answers 429 QUOTA_EXCEEDED on every operation that declares 429, and nowhere else', async () => {
     const org = await createOrg(platform, 'everyroute');
-    const { plaintext: key } = await platform.services.identity.keys.issue(org.id, { scopes: ['inference'], label: 'inference', expiresAt: null });
+    const { plaintext: key } = await platform.services.identity.keys.issue(org.id, { scopes: ['inference', 'chat'], label: 'inference', expiresAt: null });
     // A quota of 0 refuses every request it applies to, before its handler runs.
     await quotas().set(org.id, null, { requestsPerMinute: 0, tokensPerMinute: null });
     const limited = routes.filter((r) => r.api === 'api' && '429' in r.errorBodies);
     // The inference operations (completions, responses, embeddings and their aliases).
     expect(limited.length).toBeGreaterThanOrEqual(11);
     for (const route of limited) expect(isInferenceOperation(route), route.operationId).toBe(true);
+    // ...and every metered model call is limited and gated (the Chat API's message included).
+    for (const route of routes.filter(isInferenceOperation)) expect(Object.keys(route.errorBodies), route.operationId).toEqual(expect.arrayContaining(['402', '429']));
     for (const route of limited) {
       const { path, init } = sampleRequest(route);
       const res = await platform.api(path, { ...init, key });
       expect(res.status, `${route.operationId} ${res.status === 429 ? '' : await res.clone().text()}`).toBe(429);
-      expect((await res.json()).error.name, route.operationId).toBe('QUOTA_EXCEEDED');
+      const body = await res.json();
+      // The Chat API answers in its FastAPI `detail` shape.
+      if (route.errorBodies[429] === 'DetailError') expect(body.detail, route.operationId).toMatch(/limit of 0 requests per minute/);
+      else expect(body.error.name, route.operationId).toBe('QUOTA_EXCEEDED');
       expect(res.headers.get('retry-after'), route.operationId).not.toBeNull();
     }
     // The model catalog does not declare 429: never rate-limited.

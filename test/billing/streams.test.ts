@@ -1,7 +1,8 @@
 // Streams are billed for what was produced: a finished stream, a stream its client left,
 // and a stream resumed on another upstream (each upstream recorded for its own part, the
 // caller charged for one answer).
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startFakeOpenAI } from '../../mocks/upstreams/fake-openai.js';
 import type { FakeUpstream } from '../../mocks/upstreams/faults.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
@@ -27,7 +28,8 @@ beforeAll(async () => {
     models: [
       { id: 'remote', family: 'openai', context_window: 10_000, max_output_tokens: 1_000, pricing: { input_per_1m: 1000, output_per_1m: 2000 }, deployments: ['d-primary', 'd-fallback'] },
     ],
-    timeouts: { connect_ms: 1_000, first_token_ms: 1_000, idle_ms: 500 },
+    // Generous: a busy test machine must not look like an idle upstream (the cut fault closes the connection).
+    timeouts: { connect_ms: 1_000, first_token_ms: 5_000, idle_ms: 5_000 },
   });
   platform = await startTestPlatform({ logLevel: 'silent' }, { catalog });
 });
@@ -43,8 +45,8 @@ beforeEach(() => {
 
 const prisma = () => platform.services.database.prisma;
 const body = { model: 'remote', max_tokens: 200, stream: true, messages: [{ role: 'user', content: 'Count the words.' }] };
-const stream = (org: TestOrg, signal?: AbortSignal) =>
-  platform.api('/ai/v2/guarded/chat/completions', { method: 'POST', key: org.key, body: JSON.stringify(body), signal });
+const stream = (org: TestOrg, signal?: AbortSignal, headers: Record<string, string> = {}) =>
+  platform.api('/ai/v2/guarded/chat/completions', { method: 'POST', key: org.key, body: JSON.stringify(body), signal, headers });
 
 async function prepaid(label: string): Promise<TestOrg> {
   const org = await createOrg(platform, label);
@@ -107,5 +109,22 @@ describe('stream billing', () => {
     // One answer: the prompt once plus the whole answer's tokens, give or take the estimate of the cut part.
     expect(first.outputTokens + second.outputTokens).toBeGreaterThanOrEqual(55);
     expect(first.outputTokens + second.outputTokens).toBeLessThanOrEqual(70);
+  });
+
+  it('refuses a concurrent duplicate of a stream with the same Idempotency-Key (409), so it is produced and billed once', async () => {
+    const org = await prepaid('dupstream');
+    primary.config.chunkIntervalMs = 10;
+    const key = randomUUID();
+    const first = await stream(org, undefined, { 'idempotency-key': key });
+    expect(first.status).toBe(200);
+    const answer = first.text();
+    const duplicate = await stream(org, undefined, { 'idempotency-key': key });
+    expect(duplicate.status).toBe(409);
+    expect((await duplicate.json()).error.name).toBe('IDEMPOTENCY_KEY_IN_USE');
+    expect(await answer).toContain('"finish_reason":"stop"');
+    await settled(platform, org.id);
+    expect(await prisma().usageRecord.count({ where: { organizationId: org.id } })).toBe(1);
+    // A stream cannot be replayed: once it ended the key is free, and a retry runs again.
+    await vi.waitFor(async () => expect((await stream(org, undefined, { 'idempotency-key': key })).status).toBe(200));
   });
 });

@@ -1,8 +1,9 @@
 // Shared set-up of the billing suites: a platform whose catalog has priced models, and an
 // organization with its own key.
-import { expect, vi } from 'vitest';
+import { afterAll, beforeAll, expect, vi } from 'vitest';
 import { buildCatalog, type Catalog } from '../../server/gateway/catalog.js';
-import type { TestPlatform } from '../support/platform.js';
+import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+import { CuttableRelay } from '../support/redis.js';
 
 /**
  * `priced` answers through the local provider at $1,000 / $2,000 per 1M tokens, i.e. 1,000
@@ -47,7 +48,8 @@ let counter = 0;
 export async function createOrg(platform: TestPlatform, label = 'org'): Promise<TestOrg> {
   const { identity } = platform.services;
   const org = await identity.organizations.createOrganization(`${label}-${process.pid}-${++counter}-${Math.random().toString(36).slice(2, 8)}`);
-  const { key, plaintext } = await identity.keys.issue(org.id, { scopes: ['inference'], label: 'billing test', expiresAt: null });
+  // The inference operations and the deprecated Chat API (a metered model call too).
+  const { key, plaintext } = await identity.keys.issue(org.id, { scopes: ['inference', 'chat'], label: 'billing test', expiresAt: null });
   return { id: org.id, name: org.name, key: plaintext, keyId: key.id };
 }
 
@@ -134,4 +136,29 @@ export function checkCredit(outcome: Outcome, startMicros: bigint, label: string
   // Overshoot at most one request's estimate (the holds make it none when answers stay within max_tokens).
   expect(outcome.finalBalance).toBeGreaterThanOrEqual(-outcome.estimate);
   expect(outcome.finalBalance).toBe(startMicros - outcome.billed);
+}
+
+// ---------------------------------------------------------------- Redis outages
+
+/** A platform whose Redis is reached through a relay the suite can cut, and an organization of it. */
+export function behindRelay(label: string): { relay: CuttableRelay; platform(): TestPlatform; org(): TestOrg } {
+  const relay = new CuttableRelay();
+  let platform: TestPlatform;
+  let org: TestOrg;
+  beforeAll(async () => {
+    await relay.open();
+    platform = await startTestPlatform({ logLevel: 'info', redisUrl: relay.url }, { catalog: pricedCatalog() });
+    org = await createOrg(platform, label);
+  }, 60_000);
+  afterAll(async () => {
+    await platform?.close();
+    await relay.cut().catch(() => undefined);
+  });
+  return { relay, platform: () => platform, org: () => org };
+}
+
+/** A counter of the platform's metrics with reason redis_unavailable (0 when never counted). */
+export async function localDecisions(platform: TestPlatform, metric: string): Promise<number> {
+  const text = await (await platform.mgmt('/api/v1/metrics')).text();
+  return Number(new RegExp(`${metric}\\{reason="redis_unavailable"\\} (\\d+)`).exec(text)?.[1] ?? 0);
 }

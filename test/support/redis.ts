@@ -1,5 +1,6 @@
 // For suites that need a real Redis server; each suite uses its own key prefix and channel
 // traffic only, so suites can share one server.
+import { createServer, Socket, type Server } from 'node:net';
 import { Redis } from 'ioredis';
 import { describeWithService } from './services.js';
 
@@ -23,4 +24,41 @@ const unreachableReason = await probe();
 
 export function describeRedis(name: string, fn: () => void): void {
   describeWithService({ what: `Redis at ${TEST_REDIS_URL}`, variable: 'TEST_REDIS_URL', unreachableReason }, name, fn);
+}
+
+/** A TCP relay to the test Redis that can be cut (connections dropped, new ones refused) and restored. */
+export class CuttableRelay {
+  private server: Server | null = null;
+  private readonly sockets = new Set<Socket>();
+  port = 0;
+
+  async open(): Promise<void> {
+    const target = new URL(TEST_REDIS_URL);
+    this.server = createServer((client) => {
+      const upstream = new Socket();
+      upstream.connect(Number(target.port || 6379), target.hostname);
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on('close', () => this.sockets.delete(s));
+        s.on('error', () => undefined);
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
+    this.port = (this.server.address() as { port: number }).port;
+  }
+
+  async cut(): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.server!.close(() => resolve()));
+    for (const s of this.sockets) s.destroy();
+    await closed;
+    this.server = null;
+  }
+
+  get url(): string {
+    const target = new URL(TEST_REDIS_URL);
+    target.hostname = '127.0.0.1';
+    target.port = String(this.port);
+    return target.toString();
+  }
 }
