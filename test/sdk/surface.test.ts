@@ -401,7 +401,7 @@ describe('configuration and failures', () => {
     await new Promise((done) => setTimeout(done, 400)); // nobody reads
     const late = await unread.collect().catch((e: unknown) => e);
     expect(late).toBeInstanceOf(APIConnectionTimeoutError);
-    expect((late as Error).message).toMatch(/the stream was not read for 150 ms \(the client side stopped reading/);
+    expect((late as Error).message).toMatch(/the stream was not read for 150 ms \(the client side never started reading/);
   });
 
   it('client-level maxRetries: 0 also stops stream retries', async () => {
