@@ -255,7 +255,8 @@ export class ChatCompletionStream extends Stream<ChatCompletionStreamEvent> {
         let acc = this.#toolCalls.get(call.index);
         if (!acc) this.#toolCalls.set(call.index, (acc = { id: '', type: 'function', function: { name: '', arguments: '' } }));
         if (call.id) acc.id = call.id;
-        if (call.function?.name) acc.function.name += call.function.name;
+        // The name comes whole (providers that repeat it on later deltas repeat it whole); the arguments come in pieces.
+        if (call.function?.name) acc.function.name = call.function.name;
         if (call.function?.arguments) acc.function.arguments += call.function.arguments;
       }
       if (choice.finish_reason) this.#finishReason = choice.finish_reason as ChatFinishReason;

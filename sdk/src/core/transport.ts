@@ -153,15 +153,22 @@ function errorCode(error: unknown): string | undefined {
 function connectionError(error: unknown, method: string, url: string): APIConnectionError {
   const code = errorCode(error);
   const detail = error instanceof Error ? error.message : String(error);
-  const connect = code !== undefined && CONNECT_FAILURES.has(code);
-  const failure = new APIConnectionError(
-    connect
-      ? `Could not connect to ${url} (${code}): is the base URL right and the server up?`
-      : `Connection error on ${method} ${url}: ${detail}${code ? ` (${code})` : ''}`,
-    { cause: error },
-  );
-  if (connect) failure.connectFailed = true;
-  return failure;
+  if (code !== undefined && CONNECT_FAILURES.has(code)) {
+    const failure = new APIConnectionError(`Could not connect to ${url} (${code}): is the base URL right and the server up?`, { cause: error });
+    failure.connectFailed = true;
+    return failure;
+  }
+  // Node's fetch gives the reason as a code on the cause; a browser's fetch rejects with a
+  // bare TypeError whatever went wrong.
+  if (code === undefined && error instanceof TypeError) {
+    const failure = new APIConnectionError(
+      `Could not reach ${url} (${detail}): is the base URL right, the server up and, in a browser, this origin allowed by its CORS policy?`,
+      { cause: error },
+    );
+    failure.reasonUnknown = true;
+    return failure;
+  }
+  return new APIConnectionError(`Connection error on ${method} ${url}: ${detail}${code ? ` (${code})` : ''}`, { cause: error });
 }
 
 /** Sends a call's request, retrying as `decideRetry` says; rejects with the typed error. */
