@@ -2,7 +2,8 @@
 // @inference-platform/sdk and with openai-node, against a local server (a child process,
 // so its CPU is not counted here) that answers at once with a canned body. The
 // difference to raw fetch is what the client library adds per call.
-// Usage: npm run bench:sdk [-- calls-per-round]
+// Usage: npm run bench:sdk [-- calls-per-round] (builds the SDK first: what is measured is
+// the published bundle, sdk/dist, as a user imports it, not the TypeScript sources).
 //
 // Rounds interleave the clients (raw, sdk, openai, raw, ...) so drift hits all alike; a
 // figure is the median over rounds of the mean per call. Wall µs: latency of one call made
@@ -15,7 +16,7 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { VERSION as OPENAI_VERSION } from 'openai/version';
-import { Platform } from '../sdk/src/index.js';
+import { Platform } from '@inference-platform/sdk';
 
 const CALLS = Number(process.argv[2] ?? 500);
 const ROUNDS = 7;
@@ -93,6 +94,11 @@ async function measure(call: () => Promise<unknown>, calls: number): Promise<{ w
 }
 
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+/** A difference with its sign: `+12`, `-3`, `0`. */
+const signed = (value: number): string => {
+  const rounded = Math.round(value);
+  return rounded > 0 ? `+${rounded}` : String(rounded);
+};
 
 async function main(): Promise<void> {
   const child = fork(fileURLToPath(import.meta.url), ['--serve'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
@@ -207,11 +213,11 @@ function report(title: string, samples: Map<string, { wall: number[]; cpu: numbe
       const s = samples.get(`${shape}|${client.name}`)!;
       const wall = median(s.wall);
       const cpu = median(s.cpu);
-      const added = client === raw ? '' : `${wall - baseWall >= 0 ? '+' : ''}${Math.round(wall - baseWall)}`;
-      const addedCpu = client === raw ? '' : `${cpu - baseCpu >= 0 ? '+' : ''}${Math.round(cpu - baseCpu)}`;
+      const added = client === raw ? '' : signed(wall - baseWall);
+      const addedCpu = client === raw ? '' : signed(cpu - baseCpu);
       console.log(`| ${label} | ${client.name} | ${Math.round(wall)} | ${added} | ${Math.round(cpu)} | ${addedCpu} |`);
       const over = wallToo ? wall - baseWall : cpu - baseCpu;
-      if (client === sdk) verdicts.push(`${label}: +${Math.round(over)} µs (${over <= TARGET_US ? 'within' : 'OVER'} the ${TARGET_US} µs target)`);
+      if (client === sdk) verdicts.push(`${label}: ${signed(over)} µs (${over <= TARGET_US ? 'within' : 'OVER'} the ${TARGET_US} µs target)`);
     }
   }
   console.log(`\nSDK over raw fetch, ${wallToo ? 'wall time' : 'CPU'} per call:\n${verdicts.map((v) => `  ${v}`).join('\n')}`);

@@ -7,6 +7,9 @@ import type { BodyOf, DataOf, OperationMethod, PathOf, QueryOf, RequestOptions, 
 export const paginatedOperations = ["listAgents","listKeys"] as const;
 export type PaginatedOperation = (typeof paginatedOperations)[number];
 
+/** Operations whose request body is not JSON, with its media type (every other body is JSON). */
+export const formBodyMediaTypes = {"createOAuthToken":"application/x-www-form-urlencoded","ingestFiles":"multipart/form-data"} as const;
+
 /**
  * Every resource method: [place, operationId, path parameter names in call order, takes a body, takes a query].
  * Arguments are the path parameters, then the body, then the query, then the request options.

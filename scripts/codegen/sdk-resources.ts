@@ -112,6 +112,14 @@ export function generateSdkResources(contract: ContractModel, options: { generat
   for (const name of root.children.keys()) if (reserved.has(name)) fail(`client.${name} collides with a member of Platform`);
 
   const paginated = contract.operations.filter((op) => parametersOf(doc, op).some((p) => p.in === 'query' && p.name === 'cursor')).map((op) => op.operationId);
+  // The SDK serializes JSON, multipart and URL-encoded bodies (sdk/src/core/request.ts); another media type needs code there first.
+  const formBodies: Record<string, string> = {};
+  for (const op of contract.operations) {
+    const media = op.requestMediaType;
+    if (media === null || media === 'application/json') continue;
+    if (media !== 'multipart/form-data' && media !== 'application/x-www-form-urlencoded') fail(`'${op.operationId}' sends ${media}, which the SDK cannot serialize`);
+    formBodies[op.operationId] = media;
+  }
 
   // ---- resources.ts
   const out: string[] = [HEADER];
@@ -121,6 +129,9 @@ export function generateSdkResources(contract: ContractModel, options: { generat
   out.push('/** Operations whose answers are cursor pages: calling one gives a `PagePromise`. */');
   out.push(`export const paginatedOperations = ${literal(paginated)} as const;`);
   out.push('export type PaginatedOperation = (typeof paginatedOperations)[number];');
+  out.push('');
+  out.push('/** Operations whose request body is not JSON, with its media type (every other body is JSON). */');
+  out.push(`export const formBodyMediaTypes = ${literal(formBodies)} as const;`);
   out.push('');
   out.push('/**');
   out.push(' * Every resource method: [place, operationId, path parameter names in call order, takes a body, takes a query].');

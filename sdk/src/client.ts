@@ -1,8 +1,7 @@
 // The client surface: one `Platform` object per configuration, with a method per
-// operationId of the contract. The generated `PlatformApi` builds URLs and serializes
-// bodies; the transport (core/transport.ts) sends, retries and types the errors.
-import { createClient, createConfig, type Client } from '../../generated/client/client/index.js';
-import { PlatformApi } from '../../generated/client/sdk.gen.js';
+// operationId of the contract. core/request.ts builds each call's request with the
+// generated client's serializers; the transport (core/transport.ts) sends, retries and
+// types the errors.
 import { clientRoutesById as routesById, type ClientRoute } from '../../generated/contract/client-routes.js';
 import { paginatedOperations, resourceMethods } from '../../generated/sdk/resources.js';
 import { APIPromise, PagePromise, withResponse, type WithResponse } from './core/api-promise.js';
@@ -10,9 +9,10 @@ import { TokenCache, type AccessToken, type ClientCredentials } from './core/aut
 import { parseBody, unreadCopy } from './core/body.js';
 import { isObject, PlatformError } from './core/errors.js';
 import { newIdempotencyKey } from './core/idempotency.js';
+import { buildRequest, mergeHeaders, type Params } from './core/request.js';
 import { DEFAULT_MAX_RETRIES, DEFAULT_RETRY_POLICY, DEFAULT_STREAM_MAX_RETRIES, type RetryPolicy } from './core/retry.js';
 import { ChatCompletionStream, ResponseStream } from './core/streaming.js';
-import { createTransport, serializedBodies, type CallState, type Fetch, type RetryEvent } from './core/transport.js';
+import { rawStreamResponse, send, type Fetch, type RetryEvent } from './core/transport.js';
 import type { Operation, PlatformOperations, PlatformResources, RequestArgs, RequestOptions } from './operations.js';
 import { VERSION } from './version.js';
 
@@ -70,7 +70,7 @@ const trimSlash = (url: string): string => url.replace(/\/+$/, '');
  * as Firefox, would have the call refused).
  */
 const inBrowser = ['document', 'WorkerGlobalScope'].some((name) => typeof (globalThis as Record<string, unknown>)[name] !== 'undefined');
-const USER_AGENT: Record<string, string> = inBrowser ? {} : { 'User-Agent': `@inference-platform/sdk/${VERSION}` };
+const USER_AGENT: Record<string, string> = inBrowser ? {} : { 'user-agent': `@inference-platform/sdk/${VERSION}` };
 
 const PAGINATED: ReadonlySet<string> = new Set(paginatedOperations);
 
@@ -83,21 +83,6 @@ interface Inherited {
 }
 /** Keyed by the options object `withOptions()` hands to the constructor (no public surface). */
 const inherited = new WeakMap<PlatformOptions, Inherited>();
-
-type GeneratedMethod = (this: PlatformApi, options: Record<string, unknown>) => Promise<{ data?: unknown; error?: unknown; response?: Response }>;
-type Params = { body?: unknown; path?: unknown; query?: Record<string, unknown> };
-
-/** The generated class bound to this client's HTTP client, kept out of its static registry. */
-function bindGenerated(client: Client): PlatformApi {
-  // Hands the transport the serialized JSON body, which it would otherwise read back out of the Request.
-  client.interceptors.request.use((request, options) => {
-    if (typeof options.serializedBody === 'string') serializedBodies.set(request, options.serializedBody);
-    return request;
-  });
-  const api = Object.create(PlatformApi.prototype) as PlatformApi;
-  Object.defineProperty(api, 'client', { value: client });
-  return api;
-}
 
 export interface Platform extends PlatformOperations, PlatformResources {}
 
@@ -117,7 +102,10 @@ export class Platform {
   readonly #apiKey: string | undefined;
   readonly #tokens: TokenCache | undefined;
   readonly #policy: RetryPolicy;
-  readonly #api: PlatformApi;
+  /** The policy of a streaming request: `maxStreamRetries`, never more than `maxRetries`. */
+  readonly #streamPolicy: RetryPolicy;
+  /** Default headers of every request (lower-case names). */
+  readonly #headers: Record<string, string>;
   readonly #warned: Set<string>;
 
   constructor(options: PlatformOptions = {}) {
@@ -133,7 +121,8 @@ export class Platform {
     this.baseUrl = trimSlash(baseUrl);
     this.managementBaseUrl = trimSlash(options.managementBaseUrl || env('PLATFORM_MANAGEMENT_BASE_URL') || '');
     this.#policy = { ...DEFAULT_RETRY_POLICY, ...options.retry, maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES };
-    this.#api = bindGenerated(createClient(createConfig({ baseUrl: this.baseUrl })));
+    this.#streamPolicy = { ...this.#policy, maxRetries: Math.min(options.maxStreamRetries ?? DEFAULT_STREAM_MAX_RETRIES, this.#policy.maxRetries) };
+    this.#headers = mergeHeaders({ ...USER_AGENT }, options.defaultHeaders);
     const credentials = options.clientCredentials;
     this.#apiKey = options.apiKey || (credentials || options.apiKey === null ? undefined : env('PLATFORM_API_KEY'));
     if (!this.#apiKey && !credentials && options.apiKey !== null) {
@@ -195,71 +184,44 @@ export class Platform {
 
   async #send(route: ClientRoute, params: Params, options: RequestOptions): Promise<WithResponse<unknown>> {
     const streaming = route.sse !== null && isObject(params.body) && params.body.stream === true;
-    const state: CallState = {};
-    const tokens = this.#tokens;
-    const transport = createTransport(
-      {
-        fetch: options.fetch ?? this.#options.fetch,
-        timeoutMs: options.timeout ?? this.#options.timeout ?? DEFAULT_TIMEOUT_MS,
-        policy: {
-          ...this.#policy,
-          maxRetries:
-            options.maxRetries ??
-            (streaming
-              ? (this.#options.maxStreamRetries ?? Math.min(DEFAULT_STREAM_MAX_RETRIES, this.#policy.maxRetries))
-              : this.#policy.maxRetries),
-        },
-        signal: options.signal,
-        idempotencyKey: options.idempotencyKey ?? (route.idempotent ? newIdempotencyKey() : undefined),
-        stream: streaming,
-        authorize: route.bearer ? (headers) => this.#authorize(headers) : undefined,
-        reauthorize: tokens && route.bearer ? (sent) => tokens.invalidate(sent) : undefined,
-        onRetry: options.onRetry ?? this.#options.onRetry,
-      },
-      state,
-    );
-    const method = (this.#api as unknown as Record<string, GeneratedMethod>)[route.operationId];
-    if (typeof method !== 'function') throw new PlatformError(`The generated client has no ${route.operationId}`);
     const baseUrl = options.baseUrl ? trimSlash(options.baseUrl) : route.api === 'management' ? this.managementBaseUrl : this.baseUrl;
     if (!baseUrl) {
       throw new PlatformError(
         `${route.operationId}() is a management operation: pass \`managementBaseUrl\` to new Platform({ managementBaseUrl: "https://..." }) or set the PLATFORM_MANAGEMENT_BASE_URL environment variable.`,
       );
     }
-    const result = await method.call(this.#api, {
-      ...params,
-      baseUrl,
-      fetch: transport,
-      // The generated client leaves the body alone: the transport has read it (core/body.ts parses it).
-      parseAs: 'stream',
-      headers: { ...USER_AGENT, ...this.#options.defaultHeaders, ...options.headers },
+    const policy = streaming ? this.#streamPolicy : this.#policy;
+    const tokens = this.#tokens;
+    const sent = await send(buildRequest(route, params, baseUrl, this.#headers, options.headers), {
+      fetch: options.fetch ?? this.#options.fetch,
+      timeoutMs: options.timeout ?? this.#options.timeout ?? DEFAULT_TIMEOUT_MS,
+      policy: options.maxRetries === undefined ? policy : { ...policy, maxRetries: options.maxRetries },
+      signal: options.signal,
+      idempotencyKey: options.idempotencyKey ?? (route.idempotent ? newIdempotencyKey() : undefined),
+      stream: streaming,
+      credential: route.bearer ? this.#credential : undefined,
+      reauthorize: tokens && route.bearer ? (token) => tokens.invalidate(token) : undefined,
+      onRetry: options.onRetry ?? this.#options.onRetry,
     });
-    if (result.error !== undefined) {
-      throw result.error instanceof Error ? result.error : new PlatformError(`Request failed: ${JSON.stringify(result.error)}`);
-    }
-    const response = state.response ?? result.response;
-    if (!response) throw new PlatformError('No response.');
+    const { response } = sent;
     if (!streaming) {
-      const body = state.body ?? new ArrayBuffer(0);
+      const body = sent.body ?? new ArrayBuffer(0);
       return withResponse(await parseBody(response, body), response.headers, () => unreadCopy(response, body));
     }
     const contentType = response.headers.get('content-type') ?? '';
     if (!contentType.includes('text/event-stream')) {
-      state.abort?.();
-      state.dispose?.();
+      sent.abort?.();
+      sent.dispose?.();
       throw new PlatformError(`Expected a text/event-stream answer to a streaming request, got '${contentType || 'no content type'}'.`);
     }
-    const control = { abort: state.abort, dispose: state.dispose, signal: options.signal };
+    const { abort, dispose, idle } = sent;
+    const control = { abort, dispose, idle, signal: options.signal };
     const stream = route.sse === 'named' ? new ResponseStream(response, control) : new ChatCompletionStream(response, control);
-    return withResponse(stream, response.headers, () => response);
+    return withResponse(stream, response.headers, () => (idle && dispose ? rawStreamResponse(response, idle, dispose) : response));
   }
 
-  /** Sets the credential of one attempt; returns it (a 401 then invalidates that very token). */
-  async #authorize(headers: Headers): Promise<string | undefined> {
-    const token = this.#tokens ? await this.#tokens.get() : this.#apiKey;
-    if (token) headers.set('Authorization', `Bearer ${token}`);
-    return token;
-  }
+  /** The credential of one attempt (a 401 then invalidates that very token). */
+  readonly #credential = (): string | undefined | Promise<string | undefined> => (this.#tokens ? this.#tokens.get() : this.#apiKey);
 
   async #fetchToken(credentials: ClientCredentials): Promise<AccessToken> {
     this.#warnOnce(

@@ -22,6 +22,8 @@ type Sdk = typeof import('../../sdk/src/index.js');
 interface Setup {
   apiUrl: string;
   key: string;
+  /** A local port nothing listens on: connections to it are refused. */
+  closedUrl: string;
 }
 
 let pages: http.Server;
@@ -30,6 +32,7 @@ let browser: Browser;
 /** The allowed origin (http://127.0.0.1:port) and a refused one (http://localhost:port, same server). */
 let allowedOrigin: string;
 let refusedOrigin: string;
+let closedUrl: string;
 
 async function openPage(origin: string): Promise<Page> {
   const page = await browser.newPage();
@@ -42,7 +45,7 @@ async function openPage(origin: string): Promise<Page> {
 async function inBrowser<R>(origin: string, fn: (sdk: Sdk, setup: Setup) => Promise<R>): Promise<R> {
   const page = await openPage(origin);
   try {
-    const setup: Setup = { apiUrl: platform.apiUrl, key: platform.adminKey };
+    const setup: Setup = { apiUrl: platform.apiUrl, key: platform.adminKey, closedUrl };
     // The function is sent to the page as source text: it sees only its arguments.
     return (await page.evaluate(
       async ([source, setup]) => {
@@ -82,6 +85,10 @@ describeWithService(
       allowedOrigin = `http://127.0.0.1:${port}`;
       refusedOrigin = `http://localhost:${port}`;
       platform = await startTestPlatform({ corsOrigins: [allowedOrigin] });
+      const closed = http.createServer();
+      await new Promise<void>((done) => closed.listen(0, '127.0.0.1', done));
+      closedUrl = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+      await new Promise((done) => closed.close(done));
       browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
     }, 120_000);
 
@@ -194,6 +201,21 @@ describeWithService(
       expect(result.origin).toBe(refusedOrigin);
       expect(result.connection).toBe(true);
       expect(result.message).toContain(`${platform.apiUrl}/ai/v2/models`);
+    });
+
+    it('reports a refused connection fast with the default retries (the browser gives no error code), naming the URL', async () => {
+      const result = await inBrowser(allowedOrigin, async (sdk, { closedUrl, key }) => {
+        const delays: number[] = [];
+        const client = new sdk.Platform({ apiKey: key, baseUrl: closedUrl, onRetry: (event) => delays.push(event.delayMs) });
+        const started = performance.now();
+        const error = await client.models.list().catch((e: unknown) => e);
+        return { elapsed: performance.now() - started, delays, connection: error instanceof sdk.APIConnectionError, message: (error as Error).message };
+      });
+      expect(result.connection).toBe(true);
+      expect(result.message).toContain(`Could not reach ${closedUrl}/ai/v2/models`);
+      expect(result.message).toContain('gave up after 3 attempts');
+      expect(result.delays).toHaveLength(2);
+      expect(result.elapsed).toBeLessThan(3000); // was about 15 s (1 + 2 + 4 + 8 s backoff)
     });
   },
 );

@@ -469,6 +469,39 @@ describe('call results', () => {
   });
 });
 
+describe('per-call work', () => {
+  it('builds no Request on the default path (the global fetch gets the URL and an init), one per attempt for an injected fetch', async () => {
+    let built = 0;
+    const Original = globalThis.Request;
+    vi.stubGlobal(
+      'Request',
+      class extends Original {
+        constructor(input: RequestInfo | URL, init?: RequestInit) {
+          built += 1;
+          super(input, init);
+        }
+      },
+    );
+    try {
+      mgmt.script('GET /api/v1/health', { status: 200, body: health });
+      mgmt.script('POST /api/v1/agents', { status: 201, body: { data: { id: 'agt_1' }, meta: { requestId: 'r' } } });
+      api.script('POST /ai/v2/guarded/chat/completions', { sse: [{ data: { ...completion, object: 'chat.completion.chunk', choices: [] } }, { data: '[DONE]' }] });
+      const platform = client();
+      await platform.management.health();
+      await platform.management.agents.create({ name: 'A' });
+      await (await platform.chat.completions.create({ ...chat, stream: true })).collect();
+      expect(built).toBe(0);
+      await client({ fetch: (request) => globalThis.fetch(request) }).management.health();
+      expect(built).toBe(1);
+    } finally {
+      vi.unstubAllGlobals();
+    }
+    expect(JSON.parse(mgmt.requests[1]!.body)).toEqual({ name: 'A' });
+    expect(mgmt.requests[1]!.headers['content-type']).toBe('application/json');
+    expect(mgmt.requests[0]!.headers['content-type']).toBeUndefined();
+  });
+});
+
 describe('abort listeners on the caller signal', () => {
   const CHAT = 'POST /ai/v2/guarded/chat/completions';
   const sseChunk = (content: string, finish: string | null = null) => ({

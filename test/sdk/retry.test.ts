@@ -329,6 +329,23 @@ describe('connection errors, idempotency keys and timeouts', () => {
     expect(gaps(attemptTimes(HEALTH))).toEqual([2000 + 1000]);
   });
 
+  it("treats a fetch failure with no reason (a browser's TypeError: Failed to fetch) as a connection failure: fast, idempotent requests only", async () => {
+    const failedToFetch = async () => {
+      throw new TypeError('Failed to fetch');
+    };
+    const get = await drive((onRetry) => client({ onRetry, fetch: failedToFetch }).getHealth());
+    expect(get.retries.map((r) => r.delayMs)).toEqual([100, 200]); // not 1, 2, 4, 8 s
+    expect(get.error).toBeInstanceOf(APIConnectionError);
+    expect((get.error as APIConnectionError).reasonUnknown).toBe(true);
+    expect((get.error as Error).message).toContain(`Could not reach ${server.url}/api/v1/health (Failed to fetch)`);
+    expect((get.error as Error).message).toContain('gave up after 3 attempts');
+
+    // A streaming POST may have reached the server: never sent again.
+    const stream = await drive((onRetry) => client({ onRetry, fetch: failedToFetch }).createGuardedChatCompletion({ body: { ...chat, stream: true } }));
+    expect(stream.retries).toHaveLength(0);
+    expect(stream.error).toBeInstanceOf(APIConnectionError);
+  });
+
   it('stops at once when the caller aborts during a backoff wait', async () => {
     server.script(CHAT, { status: 503, body: aiError('PROVIDER_UNAVAILABLE', 2002, true) });
     const controller = new AbortController();

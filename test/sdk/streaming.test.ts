@@ -184,6 +184,27 @@ describe('chat completion streams', () => {
     expect(server.requestsTo(CHAT)).toHaveLength(1);
   });
 
+  it('counts only the server going quiet: a consumer slower than the timeout keeps a healthy stream', async () => {
+    server.script(CHAT, { sse: [chunk('a'), chunk('b'), { pauseMs: 20 }, chunk('c', 'stop'), DONE] });
+    const stream = await platform.createGuardedChatCompletion({ body: { ...chat, stream: true } }, { timeout: 150 });
+    const seen: string[] = [];
+    for await (const event of stream) {
+      if ('choices' in event && event.choices[0] && 'delta' in event.choices[0]) seen.push(event.choices[0].delta.content ?? '');
+      await new Promise((resolve) => setTimeout(resolve, 400)); // the consumer holds each chunk longer than the timeout
+    }
+    expect(seen).toEqual(['a', 'b', 'c']);
+    expect((await stream.collect()).finishReason).toBe('stop');
+    expect(server.requestsTo(CHAT)[0]!.wasAborted()).toBe(false);
+  });
+
+  it('reads the rest of a complete answer after [DONE] rather than aborting its request', async () => {
+    server.script(CHAT, { sse: [chunk('a', 'stop'), DONE, { pauseMs: 50 }, { raw: ': trailing comment\n\n' }] });
+    const stream = await platform.createGuardedChatCompletion({ body: { ...chat, stream: true } }, { timeout: 2000 });
+    await expect(stream.finalText()).resolves.toBe('a');
+    await until(() => server.requestsTo(CHAT)[0]!.finished(), 2000);
+    expect(server.requestsTo(CHAT)[0]!.wasAborted()).toBe(false);
+  });
+
   it('times out a raw response body read through withResponse() too', async () => {
     server.script(CHAT, { sse: [chunk('a'), { pauseMs: 5000 }, DONE] });
     const { response } = await platform.createGuardedChatCompletion({ body: { ...chat, stream: true } }, { timeout: 200 }).withResponse();

@@ -235,6 +235,13 @@ describe('stream helpers', () => {
     await expect(stream.finalMessage()).resolves.toEqual({ role: 'assistant', content: 'Let me check. ', refusal: 'No secrets.', tool_calls: result.toolCalls });
   });
 
+  it('keeps a tool-call name that the provider repeats on later deltas (assigned, not concatenated)', async () => {
+    const call = (args: string) => toolChunk({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: args } }] });
+    api.script('POST /ai/v2/guarded/chat/completions', { sse: [call('{"city":'), call('"Lisbon"}'), toolChunk({}, 'tool_calls'), { data: '[DONE]' }] });
+    const result = await (await client().chat.completions.create({ ...chat, stream: true })).collect();
+    expect(result.toolCalls).toEqual([{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Lisbon"}' } }]);
+  });
+
   it('ResponseStream.collect() gives the function calls, refusals and citations', async () => {
     const call = { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'lookup', arguments: '', status: 'in_progress' };
     const named = (type: string, data: Record<string, unknown>, n: number) => ({ event: type, data: { type, sequence_number: n, ...data } });
@@ -401,7 +408,7 @@ describe('configuration and failures', () => {
     await new Promise((done) => setTimeout(done, 400)); // nobody reads
     const late = await unread.collect().catch((e: unknown) => e);
     expect(late).toBeInstanceOf(APIConnectionTimeoutError);
-    expect((late as Error).message).toMatch(/the stream was not read for 150 ms \(the client side stopped reading/);
+    expect((late as Error).message).toMatch(/the stream was not read for 150 ms \(the client side never started reading/);
   });
 
   it('client-level maxRetries: 0 also stops stream retries', async () => {

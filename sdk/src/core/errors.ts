@@ -345,6 +345,12 @@ export class APIConnectionError extends PlatformError {
   override name = 'APIConnectionError';
   /** The connection was never established (refused, unknown host): nothing reached the server. */
   connectFailed = false;
+  /**
+   * The runtime said nothing of why (a browser's `TypeError: Failed to fetch`): a refused
+   * connection, an unknown host, a CORS refusal and a connection lost mid-request look
+   * alike. Likely never connected, yet it may have reached the server.
+   */
+  reasonUnknown = false;
   constructor(message = 'Connection error.', options?: { cause?: unknown }) {
     super(message, options);
   }

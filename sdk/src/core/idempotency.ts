@@ -3,7 +3,8 @@
 // key per call, reused by all its attempts. Streamed answers are not stored, so the
 // transport never treats a streaming request as idempotent, key or not.
 
-export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
+/** Lower case, as the transport's header records are. */
+export const IDEMPOTENCY_HEADER = 'idempotency-key';
 
 export function newIdempotencyKey(): string {
   const uuid =
@@ -15,9 +16,5 @@ export function newIdempotencyKey(): string {
   return `idem_${uuid}`;
 }
 
-const IDEMPOTENT_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
-
-/** Safe to send twice: an idempotent method, or a request carrying an idempotency key. */
-export function isIdempotent(method: string, headers: Headers): boolean {
-  return IDEMPOTENT_METHODS.has(method.toUpperCase()) || headers.has(IDEMPOTENCY_HEADER);
-}
+/** Methods safe to send twice; any other request is, when it carries an idempotency key. */
+export const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);

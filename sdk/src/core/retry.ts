@@ -75,7 +75,8 @@ export interface RetryContext {
  * - connection errors and timeouts: retried for idempotent requests only;
  * - connections never established (refused, unknown host): retried for any request, at
  *   most `maxConnectRetries` times after `connectDelayMs * 2^n`, so a server that is down
- *   is reported in well under a second;
+ *   is reported in well under a second; a failure the runtime gives no reason for (a
+ *   browser's `TypeError: Failed to fetch`) likewise, for idempotent requests only;
  * - `x-should-retry: true|false` on an answer decides, except for SPENDING_LIMIT_EXCEEDED;
  * - never: the caller's abort, SPENDING_LIMIT_EXCEEDED (1005, a 429), and any 4xx other
  *   than 408, 429 and a 409 IDEMPOTENCY_KEY_IN_USE of an idempotent request;
@@ -88,7 +89,10 @@ export interface RetryContext {
 export function decideRetry(error: unknown, ctx: RetryContext, policy: RetryPolicy): RetryDecision {
   if (error instanceof APIUserAbortError) return { retry: false, reason: 'aborted by the caller' };
   if (ctx.retriesDone >= policy.maxRetries) return { retry: false, reason: `gave up after ${ctx.retriesDone + 1} attempts` };
-  if (error instanceof APIConnectionError && error.connectFailed) {
+  // Never connected: any request may be sent again. Perhaps never connected (no reason
+  // given, as in browsers): an idempotent one may. Either way a server that is down should
+  // be reported fast.
+  if (error instanceof APIConnectionError && (error.connectFailed || (error.reasonUnknown && ctx.idempotent))) {
     const limit = Math.min(policy.maxRetries, policy.maxConnectRetries ?? DEFAULT_RETRY_POLICY.maxConnectRetries);
     if (ctx.retriesDone >= limit) return { retry: false, reason: `could not connect after ${ctx.retriesDone + 1} attempts` };
     const unit = policy.connectDelayMs ?? DEFAULT_RETRY_POLICY.connectDelayMs;

@@ -16,7 +16,8 @@ import type {
 } from '../../../generated/client/types.gen.js';
 import { APIConnectionError, APIUserAbortError, makeStreamError, PlatformError, type APIError } from './errors.js';
 import { traceIdOf } from './headers.js';
-import { readJsonLines, readServerSentEvents, type ServerSentEvent } from './sse.js';
+import { readJsonLines, readServerSentEvents, type Reading, type ServerSentEvent } from './sse.js';
+import type { IdleTimer } from './timeouts.js';
 
 export interface StreamControl {
   /** Aborts the underlying request. */
@@ -25,6 +26,8 @@ export interface StreamControl {
   dispose?: (() => void) | undefined;
   /** The caller's signal: an abort through it is reported as `APIUserAbortError`. */
   signal?: AbortSignal | undefined;
+  /** The idle timeout of the answer (none for a stream read back from `toReadableStream()`). */
+  idle?: IdleTimer | undefined;
 }
 
 const DONE = Symbol('done');
@@ -92,10 +95,14 @@ export abstract class Stream<T> implements AsyncIterable<T> {
     try {
       if (!body) throw new APIConnectionError('The streaming response has no body.');
       try {
-        const events = this.response.headers.get('content-type')?.includes(NDJSON) ? readJsonLines(body) : readServerSentEvents(body);
+        const reading: Reading = { idle: this.#control.idle };
+        const events = this.response.headers.get('content-type')?.includes(NDJSON) ? readJsonLines(body, reading) : readServerSentEvents(body, reading);
         for await (const event of events) {
           const out = this.handle(event);
-          if (out === DONE) break;
+          if (out === DONE) {
+            reading.complete = true;
+            break;
+          }
           if (out !== undefined) yield out;
         }
       } catch (error) {
@@ -248,7 +255,8 @@ export class ChatCompletionStream extends Stream<ChatCompletionStreamEvent> {
         let acc = this.#toolCalls.get(call.index);
         if (!acc) this.#toolCalls.set(call.index, (acc = { id: '', type: 'function', function: { name: '', arguments: '' } }));
         if (call.id) acc.id = call.id;
-        if (call.function?.name) acc.function.name += call.function.name;
+        // The name comes whole (providers that repeat it on later deltas repeat it whole); the arguments come in pieces.
+        if (call.function?.name) acc.function.name = call.function.name;
         if (call.function?.arguments) acc.function.arguments += call.function.arguments;
       }
       if (choice.finish_reason) this.#finishReason = choice.finish_reason as ChatFinishReason;

@@ -48,3 +48,56 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
+
+/**
+ * The idle timeout of a streamed answer. It counts only the server side going quiet: it
+ * runs while a read waits on the server for the next chunk, and stops while the consumer
+ * holds a chunk (a slow `for await` body never kills a healthy stream). Before the first
+ * read it runs too, so that a stream nobody reads releases its connection.
+ */
+export class IdleTimer {
+  /** The timeout, once it fired: what a read of the stream then fails with. */
+  error: Error | undefined;
+  /** Set by the stream's reader: releases a read still waiting when the timeout fires. */
+  onIdle: (() => void) | undefined;
+  readonly #ms: number;
+  readonly #describe: (serverSide: boolean) => Error;
+  readonly #expire: (error: Error) => void;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #stopped = false;
+
+  /** `describe` builds the error (server went quiet, or nobody read); `expire` aborts the request. */
+  constructor(ms: number, describe: (serverSide: boolean) => Error, expire: (error: Error) => void) {
+    this.#ms = ms;
+    this.#describe = describe;
+    this.#expire = expire;
+    this.#arm(false);
+  }
+
+  /** A read now waits on the server. */
+  waiting(): void {
+    this.#arm(true);
+  }
+
+  /** The read is over (a chunk, the end or a failure): the consumer's time is not counted. */
+  received(): void {
+    clearTimeout(this.#timer);
+  }
+
+  /** The stream is over. */
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+  }
+
+  #arm(serverSide: boolean): void {
+    clearTimeout(this.#timer);
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      this.#stopped = true;
+      this.error = this.#describe(serverSide);
+      this.#expire(this.error);
+      this.onIdle?.();
+    }, this.#ms);
+  }
+}

@@ -10,9 +10,9 @@ import {
   makeAPIError,
   PlatformError,
 } from './errors.js';
-import { IDEMPOTENCY_HEADER, isIdempotent } from './idempotency.js';
+import { IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS } from './idempotency.js';
 import { decideRetry, type RetryPolicy } from './retry.js';
-import { linkSignals, sleep, TimeoutReason, type LinkedSignal } from './timeouts.js';
+import { IdleTimer, linkSignals, sleep, TimeoutReason } from './timeouts.js';
 
 export type Fetch = (input: Request) => Promise<Response>;
 
@@ -21,6 +21,20 @@ export interface RetryEvent {
   delayMs: number;
   error: unknown;
   reason: string;
+}
+
+/**
+ * One call's HTTP request as plain values: no `Request` is built on the default path (the
+ * global `fetch` is handed the URL and an init), since constructing one costs more than
+ * the rest of the SDK's work on a call; an injected `fetch` gets a `Request` per attempt.
+ */
+export interface OutgoingRequest {
+  method: string;
+  url: string;
+  /** Lower-case names. The transport adds the credential and the idempotency key per attempt. */
+  headers: Record<string, string>;
+  /** Serialized once, sent again as is by every attempt (a string, or form data that fetch encodes). */
+  body: string | FormData | undefined;
 }
 
 export interface TransportConfig {
@@ -39,30 +53,26 @@ export interface TransportConfig {
    * once it may have reached the server, only after a status answered before the stream.
    */
   stream: boolean;
-  /** Sets the credential on an attempt's headers; returns the credential it set. */
-  authorize?: ((headers: Headers) => Promise<string | undefined>) | undefined;
+  /** The credential of an attempt (sent as a bearer token); read again for every attempt. */
+  credential?: (() => string | undefined | Promise<string | undefined>) | undefined;
   /** After a 401 of the credential `sent`: true when a fresh one is worth one more try. */
   reauthorize?: ((sent: string | undefined) => boolean) | undefined;
   onRetry?: ((event: RetryEvent) => void) | undefined;
   random?: (() => number) | undefined;
 }
 
-/** What the call learns from the transport, read after the generated client returns. */
-export interface CallState {
-  response?: Response;
-  /** The body of a non-streaming success, read in full (the `response`'s own body is used up). */
+/** What a call gets back from the transport. */
+export interface Sent {
+  response: Response;
+  /** The body of a non-streaming success, read in full inside the timeout (the response's own body is used up). */
   body?: ArrayBuffer;
+  /** The idle timeout of a streamed answer, running from the response headers on. */
+  idle?: IdleTimer;
   /** Aborts the streaming request (the caller stopped reading). */
   abort?: (reason?: unknown) => void;
   /** Detaches the stream's signal from the caller's once the stream is over. */
   dispose?: () => void;
 }
-
-/**
- * The serialized body of a request the generated client built (its request interceptor
- * records it), so the transport need not read the body back out of the `Request`.
- */
-export const serializedBodies = new WeakMap<Request, string>();
 
 function parseBody(text: string): unknown {
   if (!text) return undefined;
@@ -74,74 +84,51 @@ function parseBody(text: string): unknown {
 }
 
 /**
- * The stream's body with an idle timeout: when no chunk arrives within `ms` (counted from
- * the headers, then from each chunk handed to the reader), the body fails with
- * `APIConnectionTimeoutError` and the request is aborted, which also releases a stream
- * nobody reads. `release` runs once, when the body is over however it ends (read to the
- * end, cancelled, failed, timed out, or its request aborted).
+ * The answer of a streaming call as a `Response` to read raw (`withResponse()`,
+ * `asResponse()`): its body is the streamed answer's, under the same idle timeout. The
+ * answer's body is locked only when this one is first read, so the stream object can still
+ * be iterated when only the headers are looked at. `release` runs once the body is over
+ * however it ends (read to the end, cancelled, failed or timed out).
  */
-function withIdleTimeout(response: Response, ms: number, request: LinkedSignal, release: () => void, url: string): Response {
+export function rawStreamResponse(response: Response, idle: IdleTimer, release: () => void): Response {
   const source = response.body;
-  if (!source) {
+  if (!source) return response;
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  const end = () => {
+    idle.stop();
     release();
-    return response;
-  }
-  const reader = source.getReader();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let released = false;
-  let timedOut = false;
-  // A read is waiting on the server: when the timer fires then, the server went quiet;
-  // otherwise the caller stopped reading.
-  let pulling = false;
-  const done = () => {
-    clearTimeout(timer);
-    if (released) return;
-    released = true;
-    release();
-  };
-  request.signal.addEventListener('abort', done, { once: true });
-  const arm = (controller: ReadableStreamDefaultController<Uint8Array>) => {
-    if (released) return;
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      timedOut = true;
-      controller.error(
-        new APIConnectionTimeoutError(
-          pulling
-            ? `Stream idle timeout: the server sent nothing for ${ms} ms (${url}); the request was aborted.`
-            : `Stream idle timeout: the stream was not read for ${ms} ms (the client side stopped reading ${url}); the request was aborted.`,
-        ),
-      );
-      request.abort(new TimeoutReason(`stream idle for ${ms} ms`));
-      reader.cancel().catch(() => undefined);
-      done();
-    }, ms);
   };
   const body = new ReadableStream<Uint8Array>(
     {
-      start: arm,
       async pull(controller) {
+        if (!reader) {
+          reader = source.getReader();
+          idle.onIdle = () => {
+            controller.error(idle.error);
+            reader!.cancel().catch(() => undefined);
+          };
+        }
         try {
-          pulling = true;
+          if (idle.error) throw idle.error;
+          idle.waiting();
           const chunk = await reader.read();
-          pulling = false;
-          if (timedOut) return; // already failed with the timeout
+          idle.received();
+          if (idle.error) return; // the body already failed with the timeout
           if (chunk.done) {
-            done();
+            end();
             controller.close();
           } else {
-            arm(controller);
             controller.enqueue(chunk.value);
           }
         } catch (error) {
-          pulling = false;
-          done();
-          if (!timedOut) controller.error(error);
+          idle.received();
+          end();
+          controller.error(idle.error ?? error);
         }
       },
       cancel(reason) {
-        done();
-        return reader.cancel(reason);
+        end();
+        return reader ? reader.cancel(reason) : source.cancel(reason);
       },
     },
     { highWaterMark: 0 },
@@ -166,103 +153,108 @@ function errorCode(error: unknown): string | undefined {
 function connectionError(error: unknown, method: string, url: string): APIConnectionError {
   const code = errorCode(error);
   const detail = error instanceof Error ? error.message : String(error);
-  const connect = code !== undefined && CONNECT_FAILURES.has(code);
-  const failure = new APIConnectionError(
-    connect
-      ? `Could not connect to ${url} (${code}): is the base URL right and the server up?`
-      : `Connection error on ${method} ${url}: ${detail}${code ? ` (${code})` : ''}`,
-    { cause: error },
-  );
-  if (connect) failure.connectFailed = true;
-  return failure;
+  if (code !== undefined && CONNECT_FAILURES.has(code)) {
+    const failure = new APIConnectionError(`Could not connect to ${url} (${code}): is the base URL right and the server up?`, { cause: error });
+    failure.connectFailed = true;
+    return failure;
+  }
+  // Node's fetch gives the reason as a code on the cause; a browser's fetch rejects with a
+  // bare TypeError whatever went wrong.
+  if (code === undefined && error instanceof TypeError) {
+    const failure = new APIConnectionError(
+      `Could not reach ${url} (${detail}): is the base URL right, the server up and, in a browser, this origin allowed by its CORS policy?`,
+      { cause: error },
+    );
+    failure.reasonUnknown = true;
+    return failure;
+  }
+  return new APIConnectionError(`Connection error on ${method} ${url}: ${detail}${code ? ` (${code})` : ''}`, { cause: error });
 }
 
-export function createTransport(config: TransportConfig, state: CallState): (input: RequestInfo | URL, init?: RequestInit) => Promise<Response> {
-  return async (input, init) => {
-    const original = input instanceof Request && !init ? input : new Request(input, init);
-    // Buffered once so that every attempt can send it again.
-    const serialized = serializedBodies.get(original);
-    const body = serialized ?? (original.body ? await original.arrayBuffer() : undefined);
-    const headers = new Headers(original.headers);
-    if (config.idempotencyKey && !headers.has(IDEMPOTENCY_HEADER)) headers.set(IDEMPOTENCY_HEADER, config.idempotencyKey);
-    // A streamed answer is not stored by the server: its key cannot replay it, so a
-    // streaming request is never sent again once it may have reached the server.
-    const idempotent = !config.stream && isIdempotent(original.method, headers);
-    // A caller-given Authorization header wins over the client's credentials.
-    const authorize = headers.has('authorization') ? undefined : config.authorize;
-    let retriesDone = 0;
-    let reauthorized = false;
+/** Sends a call's request, retrying as `decideRetry` says; rejects with the typed error. */
+export async function send(request: OutgoingRequest, config: TransportConfig): Promise<Sent> {
+  const { method, url, headers, body } = request;
+  if (config.idempotencyKey && !(IDEMPOTENCY_HEADER in headers)) headers[IDEMPOTENCY_HEADER] = config.idempotencyKey;
+  // A streamed answer is not stored by the server: its key cannot replay it, so a
+  // streaming request is never sent again once it may have reached the server.
+  const idempotent = !config.stream && (IDEMPOTENT_METHODS.has(method) || IDEMPOTENCY_HEADER in headers);
+  // A caller-given Authorization header wins over the client's credentials.
+  const credential = 'authorization' in headers ? undefined : config.credential;
+  let retriesDone = 0;
+  let reauthorized = false;
 
-    for (;;) {
-      if (config.signal?.aborted) throw new APIUserAbortError(undefined, { cause: config.signal.reason });
-      const sent = await authorize?.(headers);
-      const linked = linkSignals(config.signal);
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        linked.abort(new TimeoutReason(`no answer within ${config.timeoutMs} ms`));
-      }, config.timeoutMs);
-      let failure: unknown;
-      try {
-        // No `credentials` (edge runtimes reject it), and `redirect` only when not the default.
-        const attempt: RequestInit = {
-          method: original.method,
-          headers,
-          body: body ?? null,
-          ...(original.redirect !== 'follow' ? { redirect: original.redirect } : {}),
-          signal: linked.signal,
+  for (;;) {
+    if (config.signal?.aborted) throw new APIUserAbortError(undefined, { cause: config.signal.reason });
+    const sent = credential ? await credential() : undefined;
+    if (sent) headers.authorization = `Bearer ${sent}`;
+    const linked = linkSignals(config.signal);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      linked.abort(new TimeoutReason(`no answer within ${config.timeoutMs} ms`));
+    }, config.timeoutMs);
+    let failure: unknown;
+    try {
+      // No `credentials` or `redirect` (edge runtimes reject them); `body` only when there is one.
+      const init: RequestInit = body === undefined ? { method, headers, signal: linked.signal } : { method, headers, body, signal: linked.signal };
+      const response = await (config.fetch ? config.fetch(new Request(url, init)) : globalThis.fetch(url, init));
+      if (response.ok && config.stream) {
+        clearTimeout(timer);
+        const ms = config.timeoutMs;
+        const idle = new IdleTimer(
+          ms,
+          (serverSide) =>
+            new APIConnectionTimeoutError(
+              serverSide
+                ? `Stream idle timeout: the server sent nothing for ${ms} ms (${url}); the request was aborted.`
+                : `Stream idle timeout: the stream was not read for ${ms} ms (the client side never started reading ${url}); the request was aborted.`,
+            ),
+          () => {
+            linked.abort(new TimeoutReason(`stream idle for ${ms} ms`));
+            linked.dispose();
+            if (response.body && !response.body.locked) response.body.cancel().catch(() => undefined);
+          },
+        );
+        const abort = (reason?: unknown) => {
+          idle.stop();
+          linked.abort(reason);
+          linked.dispose();
         };
-        const response = await (config.fetch ? config.fetch(new Request(original.url, attempt)) : globalThis.fetch(original.url, attempt));
-        if (response.ok && config.stream) {
-          clearTimeout(timer);
-          const streamed = withIdleTimeout(response, config.timeoutMs, linked, linked.dispose, original.url);
-          state.response = streamed;
-          state.abort = linked.abort;
-          state.dispose = linked.dispose;
-          return streamed;
-        }
-        // Read inside the timeout, so a body that never ends is a timeout too.
-        const content = response.ok ? await response.arrayBuffer() : await response.text();
-        clearTimeout(timer);
-        linked.dispose();
-        if (response.ok) {
-          // The call parses `state.body` itself (core/body.ts); the generated client is asked
-          // for no parsing (`parseAs: 'stream'`), so the used-up response is all it needs.
-          state.response = response;
-          state.body = content as ArrayBuffer;
-          return response;
-        }
-        failure = makeAPIError({ status: response.status, body: parseBody(content as string), headers: response.headers });
-      } catch (error) {
-        clearTimeout(timer);
-        linked.dispose();
-        if (config.signal?.aborted) throw new APIUserAbortError(undefined, { cause: error });
-        failure =
-          error instanceof PlatformError
-            ? error
-            : timedOut
-              ? new APIConnectionTimeoutError(
-                  `Request timed out: the server did not answer ${original.method} ${original.url} within ${config.timeoutMs} ms.`,
-                )
-              : connectionError(error, original.method, original.url);
+        return { response, idle, abort, dispose: linked.dispose };
       }
-
-      if (failure instanceof AuthenticationError && authorize && !reauthorized && config.reauthorize?.(sent)) {
-        reauthorized = true;
-        continue;
-      }
-      const decision = decideRetry(failure, { retriesDone, idempotent, random: config.random }, config.policy);
-      if (!decision.retry) {
-        if (failure instanceof APIConnectionError && retriesDone > 0) failure.message += ` (gave up after ${retriesDone + 1} attempts)`;
-        throw failure;
-      }
-      config.onRetry?.({ attempt: retriesDone + 1, delayMs: decision.delayMs, error: failure, reason: decision.reason });
-      try {
-        await sleep(decision.delayMs, config.signal);
-      } catch (reason) {
-        throw new APIUserAbortError(undefined, { cause: reason });
-      }
-      retriesDone += 1;
+      // Read inside the timeout, so a body that never ends is a timeout too.
+      const content = response.ok ? await response.arrayBuffer() : await response.text();
+      clearTimeout(timer);
+      linked.dispose();
+      if (response.ok) return { response, body: content as ArrayBuffer };
+      failure = makeAPIError({ status: response.status, body: parseBody(content as string), headers: response.headers });
+    } catch (error) {
+      clearTimeout(timer);
+      linked.dispose();
+      if (config.signal?.aborted) throw new APIUserAbortError(undefined, { cause: error });
+      failure =
+        error instanceof PlatformError
+          ? error
+          : timedOut
+            ? new APIConnectionTimeoutError(`Request timed out: the server did not answer ${method} ${url} within ${config.timeoutMs} ms.`)
+            : connectionError(error, method, url);
     }
-  };
+
+    if (failure instanceof AuthenticationError && credential && !reauthorized && config.reauthorize?.(sent)) {
+      reauthorized = true;
+      continue;
+    }
+    const decision = decideRetry(failure, { retriesDone, idempotent, random: config.random }, config.policy);
+    if (!decision.retry) {
+      if (failure instanceof APIConnectionError && retriesDone > 0) failure.message += ` (gave up after ${retriesDone + 1} attempts)`;
+      throw failure;
+    }
+    config.onRetry?.({ attempt: retriesDone + 1, delayMs: decision.delayMs, error: failure, reason: decision.reason });
+    try {
+      await sleep(decision.delayMs, config.signal);
+    } catch (reason) {
+      throw new APIUserAbortError(undefined, { cause: reason });
+    }
+    retriesDone += 1;
+  }
 }

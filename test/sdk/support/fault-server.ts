@@ -24,6 +24,8 @@ export interface RecordedRequest {
   /** Resolves when the client closed the connection before the answer was complete. */
   aborted: Promise<void>;
   wasAborted: () => boolean;
+  /** The whole answer was written (not cut off by the client). */
+  finished: () => boolean;
 }
 
 export interface FaultServer {
@@ -66,6 +68,7 @@ export async function startFaultServer(): Promise<FaultServer> {
       at: Date.now(),
       aborted: abortedPromise,
       wasAborted: () => aborted,
+      finished: () => res.writableFinished,
     };
     requests.push(record);
     const traceId = traceIdFor(requests.length);
