@@ -16,7 +16,12 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { VERSION as OPENAI_VERSION } from 'openai/version';
-import { Platform } from '@inference-platform/sdk';
+import type * as Sdk from '../sdk/src/index.js';
+
+// The built bundle (sdk/dist, which `npm run bench:sdk` builds first), typed by its sources: a
+// fresh clone typechecks before anything is built, so the package is loaded at run time.
+const PACKAGE = '@inference-platform/sdk';
+const { Platform } = (await import(PACKAGE)) as typeof Sdk;
 
 const CALLS = Number(process.argv[2] ?? 500);
 const ROUNDS = 7;
