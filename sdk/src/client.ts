@@ -3,7 +3,7 @@
 // generated client's serializers; the transport (core/transport.ts) sends, retries and
 // types the errors.
 import { clientRoutesById as routesById, type ClientRoute } from '../../generated/contract/client-routes.js';
-import { paginatedOperations, resourceMethods } from '../../generated/sdk/resources.js';
+import { paginatedOperations, resourceMethods } from '../../generated/sdk/methods.js';
 import { APIPromise, PagePromise, withResponse, type WithResponse } from './core/api-promise.js';
 import { TokenCache, type AccessToken, type ClientCredentials } from './core/auth.js';
 import { parseBody, unreadCopy } from './core/body.js';

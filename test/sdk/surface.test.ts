@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { clientRoutesById } from '../../generated/contract/client-routes.js';
-import { paginatedOperations, resourceMethods } from '../../generated/sdk/resources.js';
+import { paginatedOperations, resourceMethods } from '../../generated/sdk/methods.js';
 import { loadContract } from '../../scripts/codegen/contract.js';
 import { generateSdkResources } from '../../scripts/codegen/sdk-resources.js';
 import {
@@ -175,16 +175,30 @@ describe('the resource generator', () => {
     writeFileSync(file, JSON.stringify(changed));
     const log: string[] = [];
     generateSdkResources(contract, { generatedDir: dir, mapFile: file, log: (line) => log.push(line) });
-    return { log, resources: readFileSync(join(dir, 'sdk', 'resources.ts'), 'utf8') };
+    const read = (file: string) => readFileSync(join(dir, 'sdk', file), 'utf8');
+    return { log, methods: read('methods.ts'), resources: read('resources.ts'), types: read('types.ts') };
   };
 
   it('gives an unmapped operation a default place by tag, and says so', () => {
     const { getMetrics: _dropped, ...operations } = map.operations;
     const before = run(map).log;
-    const { log, resources } = run({ ...map, operations });
+    const { log, methods, resources, types } = run({ ...map, operations });
     expect(log.filter((line) => !before.includes(line))).toEqual(['sdk-resources: getMetrics is not in the mapping; placed at client.management.getMetrics']);
-    expect(resources).toContain('["management.getMetrics", "getMetrics", [], 0, 0]');
-    expect(resources).toContain('getMetrics(options?: RequestOptions): ResultOf<"getMetrics">;');
+    expect(methods).toContain('["management.getMetrics", "getMetrics", [], 0, 0]');
+    expect(resources).toContain('getMetrics(options?: RequestOptions): APIPromise<GetMetricsResponse>;');
+    expect(types).toContain('export type GetMetricsResponse = DataOf<"getMetrics">;');
+  });
+
+  it('names every placed body, query and answer, and fails on a name given twice', () => {
+    const { types } = run(map);
+    expect(types).toContain('export type HealthResponse = DataOf<"getHealth">;'); // the answer's schema name
+    expect(types).toContain('export type AgentCreateParams = BodyOf<"createAgent">;'); // the mapping's
+    expect(types).toContain('  Response as ResponseObject,'); // renamed: the DOM has a Response
+    expect(types.match(/export type KeyResponse =/g)).toHaveLength(1); // getKey and revokeKey share their schema
+    const named = (id: string, names: Record<string, string>) => ({ ...map, operations: { ...map.operations, [id]: { ...map.operations[id], ...names } } });
+    expect(() => run(named('createAgent', { params: 'AgentUpdateParams' }))).toThrow(/type name 'AgentUpdateParams' is taken twice/);
+    expect(() => run(named('getMetrics', { response: 'Item' }))).toThrow(/type name 'Item' is taken twice \(.* and the answer of getMetrics\)/);
+    expect(() => run(named('getHealth', { query: 'HealthQuery' }))).toThrow(/'getHealth' has no query/);
   });
 
   it('fails loudly on a mapping of an unknown, deprecated or alias operation, or a collision', () => {
@@ -197,7 +211,7 @@ describe('the resource generator', () => {
 
   it('writes the same files as the committed generated/sdk (deterministic, up to date)', () => {
     run(map);
-    for (const file of ['resources.ts', 'types.ts']) {
+    for (const file of ['methods.ts', 'resources.ts', 'types.ts']) {
       expect(readFileSync(join(dir, 'sdk', file), 'utf8'), file).toBe(readFileSync(join(ROOT, 'generated', 'sdk', file), 'utf8'));
     }
   });
