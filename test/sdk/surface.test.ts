@@ -383,11 +383,34 @@ describe('configuration and failures', () => {
     }
   });
 
-  it('rejects a management call without a management base URL, naming the option and the variable', async () => {
+  it('checks the base URLs at construction, naming the option or the variable they came from', () => {
+    vi.stubEnv('PLATFORM_BASE_URL', '');
+    vi.stubEnv('PLATFORM_MANAGEMENT_BASE_URL', '');
+    try {
+      for (const bad of ['localhost:8080', 'api.example.com', 'not a url', 'ftp://api.example.com', 'https://api.example.com/?v=1']) {
+        expect(() => new Platform({ apiKey: 'sk_x', baseUrl: bad }), bad).toThrow(new RegExp(`Invalid base URL '${bad.replace(/[.?*]/g, '\\$&')}' in \`baseUrl\`: give an absolute http\\(s\\) URL`));
+        expect(() => new Platform({ apiKey: 'sk_x', baseUrl: api.url, managementBaseUrl: bad }), bad).toThrow(/in `managementBaseUrl`/);
+      }
+      vi.stubEnv('PLATFORM_BASE_URL', 'api.example.com');
+      expect(() => new Platform({ apiKey: 'sk_x' })).toThrow(/Invalid base URL 'api\.example\.com' in the PLATFORM_BASE_URL environment variable/);
+      vi.stubEnv('PLATFORM_BASE_URL', '');
+      vi.stubEnv('PLATFORM_MANAGEMENT_BASE_URL', 'localhost:9000');
+      expect(() => new Platform({ apiKey: 'sk_x', baseUrl: api.url })).toThrow(/in the PLATFORM_MANAGEMENT_BASE_URL environment variable/);
+      vi.stubEnv('PLATFORM_MANAGEMENT_BASE_URL', '');
+      const prefixed = new Platform({ apiKey: 'sk_x', baseUrl: 'https://gateway.example.com/platform/', managementBaseUrl: 'http://127.0.0.1:9000' });
+      expect([prefixed.baseUrl, prefixed.managementBaseUrl]).toEqual(['https://gateway.example.com/platform', 'http://127.0.0.1:9000']);
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+
+  it('needs no management base URL unless a management call is made: that call rejects at once, naming the option and the variable', async () => {
     vi.stubEnv('PLATFORM_MANAGEMENT_BASE_URL', '');
     try {
       const platform = new Platform({ apiKey: 'sk_x', baseUrl: api.url });
+      expect(platform.managementBaseUrl).toBe('');
       await expect(platform.management.health()).rejects.toThrow(/getHealth\(\) is a management operation: pass `managementBaseUrl`.*PLATFORM_MANAGEMENT_BASE_URL/);
+      expect(api.requests).toHaveLength(0);
     } finally {
       vi.unstubAllEnvs();
     }
