@@ -16,6 +16,7 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { VERSION as OPENAI_VERSION } from 'openai/version';
+import { median, signed } from './figures.js';
 import { Platform } from '@inference-platform/sdk';
 
 const CALLS = Number(process.argv[2] ?? 500);
@@ -93,12 +94,6 @@ async function measure(call: () => Promise<unknown>, calls: number): Promise<{ w
   return { wall, cpu: (used.user + used.system) / calls };
 }
 
-const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-/** A difference with its sign: `+12`, `-3`, `0`. */
-const signed = (value: number): string => {
-  const rounded = Math.round(value);
-  return rounded > 0 ? `+${rounded}` : String(rounded);
-};
 
 async function main(): Promise<void> {
   const child = fork(fileURLToPath(import.meta.url), ['--serve'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });

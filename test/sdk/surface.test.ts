@@ -107,6 +107,13 @@ describe('resource namespaces', () => {
     mgmt.script('GET /api/v1/agents/agt_1', { status: 200, body: agentBody('agt_1') });
     mgmt.script('PATCH /api/v1/agents/agt_1', { status: 200, body: agentBody('agt_1') });
     mgmt.script('GET /api/v1/health', { status: 200, body: health });
+    // Responses, embeddings, grounded and search: each namespace on its canonical path.
+    const response = { id: 'resp_1', object: 'response', status: 'completed', output: [], output_text: 'ok' };
+    api.script(`POST ${clientRoutesById.createResponse.path}`, { status: 200, body: response });
+    api.script(`POST ${clientRoutesById.createEmbeddings.path}`, { status: 200, body: { object: 'list', data: [], model: 'e', usage: { prompt_tokens: 1, total_tokens: 1 } } });
+    api.script(`POST ${clientRoutesById.createGroundedChatCompletion.path}`, { status: 200, body: completion });
+    api.script(`POST ${clientRoutesById.createGroundedResponse.path}`, { status: 200, body: response });
+    api.script(`POST ${clientRoutesById.searchCollection.path}`, { status: 200, body: { data: [], intent: null } });
     const log = logger();
     const platform = client({ logger: log });
 
@@ -119,12 +126,24 @@ describe('resource namespaces', () => {
     expect(agent.data.id).toBe('agt_1');
     await platform.management.agents.update('agt_1', { status: 'inactive' });
     await expect(platform.management.health()).resolves.toEqual(health);
+    await expect(platform.responses.create({ input: 'Hello', auto_routing: true })).resolves.toMatchObject({ object: 'response' });
+    await platform.embeddings.create({ model: 'local-embedding', input: ['a', 'b'] });
+    await platform.grounded.chat.create({ ...chat, rag_publisher: 'pub_1' });
+    await platform.grounded.responses.create({ input: 'Hello', auto_routing: true, rag_publisher: 'pub_1' });
+    await platform.search.query({ query: 'hope', collection: 'GlooProd', limit: 3 });
 
     expect(api.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
       'POST /ai/v2/guarded/chat/completions',
       'POST /ai/v2/code-assist/chat/completions',
       'PATCH /engine/v2/items?publisher_id=pub_1',
+      'POST /ai/v2/guarded/responses',
+      'POST /ai/v2/direct/embeddings',
+      'POST /ai/v2/grounded/chat/completions',
+      'POST /ai/v1/grounded/responses',
+      'POST /ai/v1/data/search',
     ]);
+    expect(JSON.parse(api.requests[4]!.body)).toEqual({ model: 'local-embedding', input: ['a', 'b'] });
+    expect(JSON.parse(api.requests[7]!.body)).toEqual({ query: 'hope', collection: 'GlooProd', limit: 3 });
     expect(api.requests[1]!.headers['x-test']).toBe('coding');
     expect(JSON.parse(api.requests[0]!.body)).toEqual(chat);
     expect(mgmt.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /api/v1/agents/agt_1', 'PATCH /api/v1/agents/agt_1', 'GET /api/v1/health']);
