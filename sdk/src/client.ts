@@ -40,7 +40,7 @@ export interface PlatformOptions {
    * request sent) with an error naming the option and the variable.
    */
   managementBaseUrl?: string | undefined;
-  /** Milliseconds per attempt (for a stream: until the response headers, then for each gap between chunks). Default 120 000. */
+  /** Milliseconds per attempt (for a stream: until the response headers, then for each wait on the server for the next chunk; the time your code holds a chunk is not counted). Default 120 000. */
   timeout?: number | undefined;
   /** Retries after the first attempt of a non-streaming request. Default 4 (5 attempts). */
   maxRetries?: number | undefined;

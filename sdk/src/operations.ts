@@ -41,7 +41,7 @@ export type StreamOf<K extends Operation> =
 
 /** Per-request overrides of the client's options. */
 export interface RequestOptions {
-  /** Milliseconds per attempt (for a stream: until the response headers, then for each gap between chunks). */
+  /** Milliseconds per attempt (for a stream: until the response headers, then for each wait on the server for the next chunk; the time your code holds a chunk is not counted). */
   timeout?: number;
   /** Retries after the first attempt (default 4, streams 2). */
   maxRetries?: number;
