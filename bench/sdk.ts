@@ -16,6 +16,7 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { VERSION as OPENAI_VERSION } from 'openai/version';
+import { median, signed } from './figures.js';
 import type * as Sdk from '../sdk/src/index.js';
 
 // The built bundle (sdk/dist, which `npm run bench:sdk` builds first), typed by its sources: a
@@ -98,12 +99,6 @@ async function measure(call: () => Promise<unknown>, calls: number): Promise<{ w
   return { wall, cpu: (used.user + used.system) / calls };
 }
 
-const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-/** A difference with its sign: `+12`, `-3`, `0`. */
-const signed = (value: number): string => {
-  const rounded = Math.round(value);
-  return rounded > 0 ? `+${rounded}` : String(rounded);
-};
 
 async function main(): Promise<void> {
   const child = fork(fileURLToPath(import.meta.url), ['--serve'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });

@@ -1,12 +1,18 @@
 // Emits the SDK's user-facing surface from the contract plus a small mapping file
 // (scripts/codegen/sdk-resources.map.json):
-//   generated/sdk/resources.ts  the resource namespaces (`client.chat.completions.create`,
-//                               `client.management.agents.get(id)`, ...) as a runtime table
-//                               and as typed interfaces, plus the flat operationId methods,
-//                               each with the operation's summary, description, parameter
-//                               docs and `@deprecated` as JSDoc;
-//   generated/sdk/types.ts      the request and response types under readable names.
-// Every type is written in terms of the operation types the SDK derives from the
+//   generated/sdk/methods.ts    the runtime tables: where each resource method sits
+//                               (`client.chat.completions.create`, `client.management.agents.get(id)`,
+//                               ...) and its arguments, the paginated operations, the
+//                               non-JSON request bodies;
+//   generated/sdk/resources.ts  the typed interfaces of the namespaces and of the flat
+//                               operationId methods, each with the operation's summary,
+//                               description, parameter docs and `@deprecated` as JSDoc
+//                               (types only: the package exports all of it);
+//   generated/sdk/types.ts      the request and response types under readable names, one
+//                               for every placed operation's body, query and answer; the
+//                               resource methods are written with them, so editors show
+//                               `AgentCreateParams`, not the generic type it is made of.
+// Every alias is written in terms of the operation types the SDK derives from the
 // generated hey-api client (sdk/src/operations.ts), so a changed or removed operation is a
 // compile error rather than a silent drift.
 //
@@ -15,6 +21,11 @@
 // name gets a default place, `client.<tag>.<operationId>`, and a note is printed; a mapping
 // entry that is not an operationId, names a deprecated operation or an alias, or collides
 // with another place fails the generator.
+//
+// Type names: the mapping's `params` / `query` / `response`, else for an answer the name of
+// its component schema (renamed by `renames` where it would shadow a global, e.g. the DOM's
+// `Response`), else `<OperationId>Params` / `Query` / `Response`. Two operations may share
+// an answer's schema name (the same type); any other clash fails the generator.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { deref, type ContractModel, type OperationModel } from './contract.js';
@@ -28,10 +39,15 @@ interface MapEntry {
   params?: string;
   /** Readable name of the query type (operations with a query). */
   query?: string;
+  /** Readable name of the answer's type (default: its component schema's name). */
+  response?: string;
 }
 interface ResourceMap {
   operations: Record<string, MapEntry>;
+  /** Component schemas exported under their own name (or their `renames` name). */
   schemas: string[];
+  /** Exported names of component schemas that would shadow a global type. */
+  renames?: Record<string, string>;
 }
 
 interface Placed {
@@ -43,6 +59,10 @@ interface Placed {
   hasQuery: boolean;
   bodyRequired: boolean;
   queryRequired: boolean;
+  /** Readable type names of the body, the query and the answer. */
+  names: { params?: string; query?: string; response: string };
+  /** The component schema the answer's name comes from, when it does. */
+  responseSchema: string | undefined;
 }
 
 type Json = Record<string, any>;
@@ -67,7 +87,10 @@ export function generateSdkResources(contract: ContractModel, options: { generat
     if (!entry.at.split('.').every((s) => IDENT.test(s))) fail(`'${id}': '${entry.at}' is not a dotted identifier path`);
   }
   const schemas = new Set(Object.keys(doc.components?.schemas ?? {}));
-  for (const name of map.schemas) if (!schemas.has(name)) fail(`schema '${name}' is not in components.schemas`);
+  for (const name of [...map.schemas, ...Object.keys(map.renames ?? {})]) if (!schemas.has(name)) fail(`schema '${name}' is not in components.schemas`);
+  const exportedName = (schema: string) => map.renames?.[schema] ?? schema;
+  /** The re-exported schemas, by exported name. */
+  const reexported = new Map(map.schemas.map((name) => [exportedName(name), name]));
 
   const placed: Placed[] = [];
   for (const op of contract.operations) {
@@ -77,16 +100,56 @@ export function generateSdkResources(contract: ContractModel, options: { generat
     if (!entry) options.log?.(`sdk-resources: ${op.operationId} is not in the mapping; placed at client.${camel(op.tag)}.${op.operationId}`);
     const parameters = parametersOf(doc, op);
     const query = parameters.filter((p) => p.in === 'query');
+    const hasBody = op.requestMediaType !== null;
+    const hasQuery = query.length > 0;
+    if (entry?.params && !hasBody) fail(`'${op.operationId}' has no request body for params '${entry.params}'`);
+    if (entry?.query && !hasQuery) fail(`'${op.operationId}' has no query for query '${entry.query}'`);
+    const success = op.responses.find((r) => r.status >= 200 && r.status < 300);
+    const schema = success?.jsonSchemaNames.length === 1 ? success.jsonSchemaNames[0] : undefined;
+    const base = pascal(op.operationId);
     placed.push({
       op,
       at: (entry?.at ?? `${camel(op.tag)}.${op.operationId}`).split('.'),
       entry,
       pathParams: orderedPathParams(op),
-      hasBody: op.requestMediaType !== null,
-      hasQuery: query.length > 0,
+      hasBody,
+      hasQuery,
       bodyRequired: op.requestRequired,
       queryRequired: query.some((p) => p.required === true),
+      names: {
+        ...(hasBody ? { params: entry?.params ?? `${base}Params` } : {}),
+        ...(hasQuery ? { query: entry?.query ?? `${base}Query` } : {}),
+        response: entry?.response ?? (schema ? exportedName(schema) : `${base}Response`),
+      },
+      responseSchema: entry?.response ? undefined : schema,
     });
+  }
+
+  // One owner per type name: an answer's schema name may be shared (the same type).
+  const owners = new Map<string, string>();
+  for (const p of placed) {
+    const claims: Array<[string | undefined, string]> = [
+      [p.names.params, `the body of ${p.op.operationId}`],
+      [p.names.params && p.op.sse ? `${p.names.params}Streaming` : undefined, `the streaming body of ${p.op.operationId}`],
+      [p.names.params && p.op.sse ? `${p.names.params}NonStreaming` : undefined, `the non-streaming body of ${p.op.operationId}`],
+      [p.names.query, `the query of ${p.op.operationId}`],
+    ];
+    for (const [name, what] of claims) {
+      if (!name) continue;
+      const owner = owners.get(name) ?? (reexported.has(name) ? `the schema ${reexported.get(name)}` : undefined);
+      if (owner) fail(`type name '${name}' is taken twice (${owner} and ${what})`);
+      owners.set(name, what);
+    }
+  }
+  const answerSchemas = new Map<string, string>();
+  for (const p of placed) {
+    const name = p.names.response;
+    const what = `the answer of ${p.op.operationId}`;
+    const same = p.responseSchema !== undefined && (answerSchemas.get(name) ?? reexported.get(name)) === p.responseSchema;
+    const owner = owners.get(name) ?? (reexported.has(name) ? `the schema ${reexported.get(name)}` : undefined);
+    if (owner && !same) fail(`type name '${name}' is taken twice (${owner} and ${what})`);
+    if (!owners.has(name)) owners.set(name, what);
+    if (p.responseSchema !== undefined) answerSchemas.set(name, p.responseSchema);
   }
 
   // Mapping order first (so the namespaces read like the product), then unmapped operations.
@@ -122,26 +185,9 @@ export function generateSdkResources(contract: ContractModel, options: { generat
   }
 
   // ---- resources.ts
-  const out: string[] = [HEADER];
-  out.push(`import type { APIPromise } from '../../sdk/src/core/api-promise.js';`);
-  out.push(`import type { BodyOf, DataOf, OperationMethod, PathOf, QueryOf, RequestOptions, ResultOf, StreamOf } from '../../sdk/src/operations.js';`);
-  out.push('');
-  out.push('/** Operations whose answers are cursor pages: calling one gives a `PagePromise`. */');
-  out.push(`export const paginatedOperations = ${literal(paginated)} as const;`);
-  out.push('export type PaginatedOperation = (typeof paginatedOperations)[number];');
-  out.push('');
-  out.push('/** Operations whose request body is not JSON, with its media type (every other body is JSON). */');
-  out.push(`export const formBodyMediaTypes = ${literal(formBodies)} as const;`);
-  out.push('');
-  out.push('/**');
-  out.push(' * Every resource method: [place, operationId, path parameter names in call order, takes a body, takes a query].');
-  out.push(' * Arguments are the path parameters, then the body, then the query, then the request options.');
-  out.push(' */');
-  out.push('export const resourceMethods: ReadonlyArray<readonly [at: string, operationId: string, path: readonly string[], body: 0 | 1, query: 0 | 1]> = [');
-  for (const p of placed) out.push(`  [${literal(p.at.join('.'))}, ${literal(p.op.operationId)}, ${literal(p.pathParams)}, ${p.hasBody ? 1 : 0}, ${p.hasQuery ? 1 : 0}],`);
-  out.push('];');
-  out.push('');
-
+  const paginatedSet = new Set(paginated);
+  /** Readable names the method signatures use (imported from types.ts). */
+  const used = new Set<string>();
   const interfaces: string[] = [];
   const emit = (node: Node, name: string, at: string[]): void => {
     const lines: string[] = [];
@@ -149,7 +195,7 @@ export function generateSdkResources(contract: ContractModel, options: { generat
     lines.push(`export interface ${name} {`);
     for (const [segment, child] of node.children) {
       if (child.leaf) {
-        lines.push(...methodSignatures(doc, child.leaf, segment).map((l) => `  ${l}`));
+        lines.push(...methodSignatures(doc, child.leaf, segment, paginatedSet.has(child.leaf.op.operationId), used).map((l) => `  ${l}`));
       }
       if (child.children.size) {
         const childName = `${name === 'PlatformResources' ? '' : name.replace(/Resource$/, '')}${pascal(segment)}Resource`;
@@ -161,6 +207,33 @@ export function generateSdkResources(contract: ContractModel, options: { generat
     interfaces.push(lines.join('\n'));
   };
   emit(root, 'PlatformResources', []);
+  const streams = new Set(placed.filter((p) => p.op.sse && p.hasBody).map((p) => (p.op.sse === 'named' ? 'ResponseStream' : 'ChatCompletionStream')));
+
+  // ---- methods.ts: the runtime tables
+  const tables: string[] = [HEADER];
+  tables.push('/** Operations whose answers are cursor pages: calling one gives a `PagePromise`. */');
+  tables.push(`export const paginatedOperations = ${literal(paginated)} as const;`);
+  tables.push('export type PaginatedOperation = (typeof paginatedOperations)[number];');
+  tables.push('');
+  tables.push('/** Operations whose request body is not JSON, with its media type (every other body is JSON). */');
+  tables.push(`export const formBodyMediaTypes = ${literal(formBodies)} as const;`);
+  tables.push('');
+  tables.push('/**');
+  tables.push(' * Every resource method: [place, operationId, path parameter names in call order, takes a body, takes a query].');
+  tables.push(' * Arguments are the path parameters, then the body, then the query, then the request options.');
+  tables.push(' */');
+  tables.push('export const resourceMethods: ReadonlyArray<readonly [at: string, operationId: string, path: readonly string[], body: 0 | 1, query: 0 | 1]> = [');
+  for (const p of placed) tables.push(`  [${literal(p.at.join('.'))}, ${literal(p.op.operationId)}, ${literal(p.pathParams)}, ${p.hasBody ? 1 : 0}, ${p.hasQuery ? 1 : 0}],`);
+  tables.push('];');
+  tables.push('');
+  write(join(options.generatedDir, 'sdk', 'methods.ts'), tables.join('\n'));
+
+  const out: string[] = [HEADER];
+  out.push(`import type { APIPromise${paginated.length ? ', PageItem, PagePromise' : ''} } from '../../sdk/src/core/api-promise.js';`);
+  if (streams.size) out.push(`import type { ${[...streams].sort().join(', ')} } from '../../sdk/src/core/streaming.js';`);
+  out.push(`import type { OperationMethod, RequestOptions } from '../../sdk/src/operations.js';`);
+  out.push(`import type { ${[...used].sort().join(', ')} } from './types.js';`);
+  out.push('');
   out.push(interfaces.reverse().join('\n\n'));
   out.push('');
 
@@ -169,7 +242,7 @@ export function generateSdkResources(contract: ContractModel, options: { generat
   out.push('/** One method per operationId (the low-level surface; deprecated operations live only here). */');
   out.push('export interface PlatformOperations {');
   for (const op of contract.operations) {
-    const lines = docLines(doc, op, placeOf, { flat: true });
+    const lines = [...docLines(doc, op, placeOf, { flat: true }), ...flatParamDocs(doc, op).map(escapeDoc)];
     out.push(...jsdoc(lines).map((l) => `  ${l}`));
     out.push(`  ${op.operationId}: OperationMethod<${literal(op.operationId)}>;`);
   }
@@ -179,28 +252,34 @@ export function generateSdkResources(contract: ContractModel, options: { generat
 
   // ---- types.ts: readable names
   const types: string[] = [HEADER];
-  types.push(`import type { BodyOf, QueryOf } from '../../sdk/src/operations.js';`);
+  types.push(`import type { BodyOf, DataOf, QueryOf } from '../../sdk/src/operations.js';`);
   types.push('');
   types.push('export type {');
-  for (const name of [...map.schemas].sort()) types.push(`  ${name},`);
+  for (const name of [...map.schemas].sort()) types.push(`  ${exportedName(name) === name ? name : `${name} as ${exportedName(name)}`},`);
   types.push(`} from '../client/types.gen.js';`);
   types.push('');
+  const emitted = new Set(reexported.keys());
   for (const p of placed) {
-    if (p.entry?.params) {
-      if (!p.hasBody) fail(`'${p.op.operationId}' has no request body for params '${p.entry.params}'`);
-      types.push(`/** Request body of \`client.${p.at.join('.')}()\` (${p.op.operationId}). */`);
-      types.push(`export type ${p.entry.params} = BodyOf<${literal(p.op.operationId)}>;`);
+    const { params, query, response } = p.names;
+    const method = `\`client.${p.at.join('.')}()\` (${p.op.operationId})`;
+    if (params) {
+      types.push(`/** Request body of ${method}. */`);
+      types.push(`export type ${params} = BodyOf<${literal(p.op.operationId)}>;`);
       if (p.op.sse) {
-        types.push(`/** \`${p.entry.params}\` with \`stream: true\`: the call resolves to a stream. */`);
-        types.push(`export type ${p.entry.params}Streaming = ${p.entry.params} & { stream: true };`);
-        types.push(`/** \`${p.entry.params}\` without \`stream: true\`: the call resolves to the JSON body. */`);
-        types.push(`export type ${p.entry.params}NonStreaming = ${p.entry.params} & { stream?: false | null };`);
+        types.push(`/** \`${params}\` with \`stream: true\`: the call resolves to a stream. */`);
+        types.push(`export type ${params}Streaming = ${params} & { stream: true };`);
+        types.push(`/** \`${params}\` without \`stream: true\`: the call resolves to the JSON body. */`);
+        types.push(`export type ${params}NonStreaming = ${params} & { stream?: false | null };`);
       }
     }
-    if (p.entry?.query) {
-      if (!p.hasQuery) fail(`'${p.op.operationId}' has no query for query '${p.entry.query}'`);
-      types.push(`/** Query of \`client.${p.at.join('.')}()\` (${p.op.operationId}). */`);
-      types.push(`export type ${p.entry.query} = QueryOf<${literal(p.op.operationId)}>;`);
+    if (query) {
+      types.push(`/** Query of ${method}. */`);
+      types.push(`export type ${query} = QueryOf<${literal(p.op.operationId)}>;`);
+    }
+    if (!emitted.has(response)) {
+      emitted.add(response);
+      types.push(`/** Answer of ${method}${paginatedSet.has(p.op.operationId) ? ': one page' : ''}. */`);
+      types.push(`export type ${response} = DataOf<${literal(p.op.operationId)}>;`);
     }
   }
   types.push('');
@@ -254,39 +333,75 @@ function oneLine(text: unknown): string {
   return typeof text === 'string' ? text.trim().replace(/\s*\n\s*/g, ' ') : '';
 }
 
-function methodSignatures(doc: Json, p: Placed, name: string): string[] {
-  const id = literal(p.op.operationId);
+/** The TypeScript type of a path parameter: its enum's literals, `number`, or `string`. */
+function pathParamType(doc: Json, param: Json | undefined): string {
+  const schema = deref(doc, param?.schema);
+  if (Array.isArray(schema?.enum) && schema.enum.every((v: unknown) => typeof v === 'string')) return schema.enum.map(literal).join(' | ');
+  return schema?.type === 'integer' || schema?.type === 'number' ? 'number' : 'string';
+}
+
+/** `@param` lines of the body and the query, under `prefix` (`query` / `params.query`). */
+function bodyAndQueryDocs(doc: Json, p: { op: OperationModel; hasBody: boolean; hasQuery: boolean }, prefix: { body: string; query: string }): string[] {
   const raw = rawOf(doc, p.op);
+  const lines: string[] = [];
+  const bodyDoc = oneLine(raw.requestBody ? deref(doc, raw.requestBody).description : undefined);
+  if (p.hasBody) lines.push(`@param ${prefix.body} ${bodyDoc || 'Request body.'}${p.op.sse ? ' With `stream: true` the call resolves to a stream.' : ''}`);
+  if (p.hasQuery) {
+    lines.push(`@param ${prefix.query} Query parameters.`);
+    for (const q of parametersOf(doc, p.op).filter((x) => x.in === 'query')) lines.push(`@param ${prefix.query}.${q.name}${q.description ? ` ${oneLine(q.description)}` : ''}`);
+  }
+  return lines;
+}
+
+const OPTIONS_DOC = '@param options Per-request options: timeout, retries, signal, headers, idempotency key.';
+
+/** `@param` lines of a flat method: `params` (`{ path, body, query }`) and `options`. */
+function flatParamDocs(doc: Json, op: OperationModel): string[] {
+  const parameters = parametersOf(doc, op);
+  const hasBody = op.requestMediaType !== null;
+  const hasQuery = parameters.some((x) => x.in === 'query');
+  const lines: string[] = [];
+  if (op.pathParams.length || hasBody || hasQuery) lines.push(`@param params ${['path', 'body', 'query'].filter((_, i) => [op.pathParams.length > 0, hasBody, hasQuery][i]).map((k) => `\`${k}\``).join(', ')} of the request.`);
+  for (const name of orderedPathParams(op)) {
+    const param = parameters.find((x) => x.in === 'path' && x.name === name);
+    lines.push(`@param params.path.${name}${param?.description ? ` ${oneLine(param.description)}` : ''}`);
+  }
+  lines.push(...bodyAndQueryDocs(doc, { op, hasBody, hasQuery }, { body: 'params.body', query: 'params.query' }));
+  lines.push(OPTIONS_DOC);
+  return lines;
+}
+
+/** The method's overloads, written with the readable type names (recorded in `used`). */
+function methodSignatures(doc: Json, p: Placed, name: string, paginated: boolean, used: Set<string>): string[] {
   const parameters = parametersOf(doc, p.op);
   const docs = docLines(doc, p.op, new Map(), { flat: false });
   const params: string[] = [];
   const paramDocs: string[] = [];
   for (const name of p.pathParams) {
     const param = parameters.find((x) => x.in === 'path' && x.name === name);
-    params.push(`${camel(name)}: PathOf<${id}>[${literal(name)}]`);
+    params.push(`${camel(name)}: ${pathParamType(doc, param)}`);
     paramDocs.push(`@param ${camel(name)} \`${name}\`${param?.description ? `: ${oneLine(param.description)}` : ''}`);
   }
-  const bodyDoc = oneLine(raw.requestBody ? deref(doc, raw.requestBody).description : undefined);
-  if (p.hasBody) paramDocs.push(`@param body ${bodyDoc || 'Request body.'}${p.op.sse ? ' With `stream: true` the call resolves to a stream.' : ''}`);
-  if (p.hasQuery) {
-    paramDocs.push('@param query Query parameters.');
-    for (const q of parameters.filter((x) => x.in === 'query')) paramDocs.push(`@param query.${q.name}${q.description ? ` ${oneLine(q.description)}` : ''}`);
-  }
-  paramDocs.push('@param options Per-request options: timeout, retries, signal, headers, idempotency key.');
+  paramDocs.push(...bodyAndQueryDocs(doc, p, { body: 'body', query: 'query' }), OPTIONS_DOC);
   const comment = jsdoc([...docs, ...paramDocs.map(escapeDoc)]);
-  const queryParam = p.hasQuery ? [`query${p.queryRequired ? '' : '?'}: QueryOf<${id}>`] : [];
+  const { params: body, query, response } = p.names;
+  for (const n of [query, response]) if (n) used.add(n);
+  const queryParam = query ? [`query${p.queryRequired ? '' : '?'}: ${query}`] : [];
   const options = 'options?: RequestOptions';
-  if (p.op.sse && p.hasBody) {
+  if (p.op.sse && body) {
+    const stream = p.op.sse === 'named' ? 'ResponseStream' : 'ChatCompletionStream';
     const variants: Array<[string, string]> = [
-      [`BodyOf<${id}> & { stream: true }`, `APIPromise<StreamOf<${id}>>`],
-      [`BodyOf<${id}> & { stream?: false | null }`, `APIPromise<DataOf<${id}>>`],
-      [`BodyOf<${id}>`, `APIPromise<DataOf<${id}> | StreamOf<${id}>>`],
+      [`${body}Streaming`, `APIPromise<${stream}>`],
+      [`${body}NonStreaming`, `APIPromise<${response}>`],
+      [body, `APIPromise<${response} | ${stream}>`],
     ];
-    return variants.flatMap(([body, result]) => [
-      ...comment,
-      `${name}(${[...params, `body: ${body}`, ...queryParam, options].join(', ')}): ${result};`,
-    ]);
+    return variants.flatMap(([type, result]) => {
+      used.add(type);
+      return [...comment, `${name}(${[...params, `body: ${type}`, ...queryParam, options].join(', ')}): ${result};`];
+    });
   }
-  const bodyParam = p.hasBody ? [`body${p.bodyRequired || (p.hasQuery && p.queryRequired) ? '' : '?'}: BodyOf<${id}>`] : [];
-  return [...comment, `${name}(${[...params, ...bodyParam, ...queryParam, options].join(', ')}): ResultOf<${id}>;`];
+  if (body) used.add(body);
+  const bodyParam = body ? [`body${p.bodyRequired || (p.hasQuery && p.queryRequired) ? '' : '?'}: ${body}`] : [];
+  const result = paginated ? `PagePromise<${response}, PageItem<${response}>>` : `APIPromise<${response}>`;
+  return [...comment, `${name}(${[...params, ...bodyParam, ...queryParam, options].join(', ')}): ${result};`];
 }

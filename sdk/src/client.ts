@@ -3,7 +3,7 @@
 // generated client's serializers; the transport (core/transport.ts) sends, retries and
 // types the errors.
 import { clientRoutesById as routesById, type ClientRoute } from '../../generated/contract/client-routes.js';
-import { paginatedOperations, resourceMethods } from '../../generated/sdk/resources.js';
+import { paginatedOperations, resourceMethods } from '../../generated/sdk/methods.js';
 import { APIPromise, PagePromise, withResponse, type WithResponse } from './core/api-promise.js';
 import { TokenCache, type AccessToken, type ClientCredentials } from './core/auth.js';
 import { parseBody, unreadCopy } from './core/body.js';
@@ -28,15 +28,19 @@ export interface PlatformOptions {
    * The access token is fetched from `/oauth2/token`, cached and refreshed before it expires.
    */
   clientCredentials?: ClientCredentials | undefined;
-  /** Inference and data API, e.g. `https://api.example.com`. Default: the `PLATFORM_BASE_URL` environment variable; required. */
+  /**
+   * Inference and data API, e.g. `https://api.example.com` (absolute http(s), no query or
+   * fragment; checked at construction). Default: the `PLATFORM_BASE_URL` environment variable; required.
+   */
   baseUrl?: string | undefined;
   /**
    * Platform-management API (`/api/v1/...`: health, metrics, agents, keys). Default: the
-   * `PLATFORM_MANAGEMENT_BASE_URL` environment variable; without either, management calls
-   * reject with an error naming both.
+   * `PLATFORM_MANAGEMENT_BASE_URL` environment variable. Checked at construction when set;
+   * optional, since only management calls need it: without it they reject at once (no
+   * request sent) with an error naming the option and the variable.
    */
   managementBaseUrl?: string | undefined;
-  /** Milliseconds per attempt (for a stream: until the response headers, then for each gap between chunks). Default 120 000. */
+  /** Milliseconds per attempt (for a stream: until the response headers, then for each wait on the server for the next chunk; the time your code holds a chunk is not counted). Default 120 000. */
   timeout?: number | undefined;
   /** Retries after the first attempt of a non-streaming request. Default 4 (5 attempts). */
   maxRetries?: number | undefined;
@@ -63,6 +67,29 @@ function env(name: string): string | undefined {
 }
 
 const trimSlash = (url: string): string => url.replace(/\/+$/, '');
+
+/**
+ * A base URL from its option, else its environment variable: absolute http(s), no query or
+ * fragment (paths are appended to it), without its trailing slash; undefined when neither
+ * is set. A bad one fails here, naming where it came from, not later as a refused call.
+ */
+function baseUrlFrom(value: string | undefined, option: string, variable: string): string | undefined {
+  const from = value ? `\`${option}\`` : `the ${variable} environment variable`;
+  const url = value || env(variable);
+  if (!url) return undefined;
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.search || parsed.hash) {
+    throw new PlatformError(
+      `Invalid base URL '${url}' in ${from}: give an absolute http(s) URL without query or fragment, e.g. new Platform({ ${option}: "https://api.example.com" }) or ${variable}=https://api.example.com.`,
+    );
+  }
+  return trimSlash(url);
+}
 
 /**
  * `User-Agent` outside browsers. A page or a web worker sends its own; ours would be a
@@ -112,14 +139,15 @@ export class Platform {
     const parent = inherited.get(options);
     this.#options = { ...options };
     this.#warned = parent?.warned ?? new Set();
-    const baseUrl = options.baseUrl || env('PLATFORM_BASE_URL');
+    const baseUrl = baseUrlFrom(options.baseUrl, 'baseUrl', 'PLATFORM_BASE_URL');
     if (!baseUrl) {
       throw new PlatformError(
         'Missing base URL: pass `baseUrl` to new Platform({ baseUrl: "https://..." }) or set the PLATFORM_BASE_URL environment variable.',
       );
     }
-    this.baseUrl = trimSlash(baseUrl);
-    this.managementBaseUrl = trimSlash(options.managementBaseUrl || env('PLATFORM_MANAGEMENT_BASE_URL') || '');
+    this.baseUrl = baseUrl;
+    // Optional: a client that never calls the management API needs none (its calls then reject, naming the option).
+    this.managementBaseUrl = baseUrlFrom(options.managementBaseUrl, 'managementBaseUrl', 'PLATFORM_MANAGEMENT_BASE_URL') ?? '';
     this.#policy = { ...DEFAULT_RETRY_POLICY, ...options.retry, maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES };
     this.#streamPolicy = { ...this.#policy, maxRetries: Math.min(options.maxStreamRetries ?? DEFAULT_STREAM_MAX_RETRIES, this.#policy.maxRetries) };
     this.#headers = mergeHeaders({ ...USER_AGENT }, options.defaultHeaders);
@@ -187,7 +215,7 @@ export class Platform {
     const baseUrl = options.baseUrl ? trimSlash(options.baseUrl) : route.api === 'management' ? this.managementBaseUrl : this.baseUrl;
     if (!baseUrl) {
       throw new PlatformError(
-        `${route.operationId}() is a management operation: pass \`managementBaseUrl\` to new Platform({ managementBaseUrl: "https://..." }) or set the PLATFORM_MANAGEMENT_BASE_URL environment variable.`,
+        `${route.operationId}() is a management operation: pass \`managementBaseUrl\` to new Platform({ managementBaseUrl: "https://..." }) or set the PLATFORM_MANAGEMENT_BASE_URL environment variable (it is checked when set, and needed only by management calls).`,
       );
     }
     const policy = streaming ? this.#streamPolicy : this.#policy;

@@ -5,7 +5,23 @@
 // internals (hey-api's `*Data` / `*Responses` / `*Errors` types, its client) are not exported.
 export { Platform, type PlatformOptions } from './client.js';
 export { VERSION } from './version.js';
-export type { BodyOf, DataOf, Operation, ParamsOf, RequestOptions } from './operations.js';
+// The operation types the low-level methods (`client.<operationId>`, `client.call`) are written with.
+export type {
+  BodyOf,
+  DataOf,
+  Operation,
+  OperationMethod,
+  ParamsOf,
+  PathOf,
+  QueryOf,
+  RequestArgs,
+  RequestOptions,
+  ResultOf,
+  StreamingMethod,
+  StreamOf,
+} from './operations.js';
+/** The client's namespaces (`PlatformResources`, `ManagementAgentsResource`, ...) and flat methods (`PlatformOperations`). */
+export type * from '../../generated/sdk/resources.js';
 
 export { APIPromise, PagePromise, type CursorPage, type PageItem, type WithResponse } from './core/api-promise.js';
 export type { ClientCredentials } from './core/auth.js';
@@ -45,16 +61,9 @@ export {
   RequestTimeoutError,
   ServiceUnavailableError,
   UnprocessableEntityError,
-  errorCatalog,
-  errorClasses,
   isErrorNamed,
-  makeAPIError,
-  statusErrorClasses,
   type APIErrorInit,
   type ErrorCategory,
-  type ErrorClassName,
-  type ErrorClassOf,
-  type ErrorClasses,
   type ErrorName,
   type NamedAPIError,
   type NamedErrorClass,

@@ -2,7 +2,7 @@
 // operation in openapi.yaml flows through `npm run generate` without hand-written types.
 import type { PlatformApi } from '../../generated/client/sdk.gen.js';
 import type { OperationId } from '../../generated/contract/routes.js';
-import type { PaginatedOperation } from '../../generated/sdk/resources.js';
+import type { PaginatedOperation } from '../../generated/sdk/methods.js';
 import type { APIPromise, PageItem, PagePromise } from './core/api-promise.js';
 import type { ChatCompletionStream, ResponseStream } from './core/streaming.js';
 import type { Fetch, RetryEvent } from './core/transport.js';
@@ -41,7 +41,7 @@ export type StreamOf<K extends Operation> =
 
 /** Per-request overrides of the client's options. */
 export interface RequestOptions {
-  /** Milliseconds per attempt (for a stream: until the response headers, then for each gap between chunks). */
+  /** Milliseconds per attempt (for a stream: until the response headers, then for each wait on the server for the next chunk; the time your code holds a chunk is not counted). */
   timeout?: number;
   /** Retries after the first attempt (default 4, streams 2). */
   maxRetries?: number;
@@ -66,12 +66,10 @@ export type RequestArgs<K extends Operation> = {} extends ParamsOf<K>
 /** What a non-streaming call returns: a page promise for cursor-paginated lists only. */
 export type ResultOf<K extends Operation> = K extends PaginatedOperation ? PagePromise<DataOf<K>, PageItem<DataOf<K>>> : APIPromise<DataOf<K>>;
 
-type WithBody<K extends Operation, Extra> = Omit<ParamsOf<K>, 'body'> & { body: BodyOf<K> & Extra };
-
 /** A stream-capable operation: `stream: true` gives a stream, otherwise the JSON body. */
 export interface StreamingMethod<K extends Operation> {
-  (params: WithBody<K, { stream: true }>, options?: RequestOptions): APIPromise<StreamOf<K>>;
-  (params: WithBody<K, { stream?: false | null }>, options?: RequestOptions): APIPromise<DataOf<K>>;
+  (params: Omit<ParamsOf<K>, 'body'> & { body: BodyOf<K> & { stream: true } }, options?: RequestOptions): APIPromise<StreamOf<K>>;
+  (params: Omit<ParamsOf<K>, 'body'> & { body: BodyOf<K> & { stream?: false | null } }, options?: RequestOptions): APIPromise<DataOf<K>>;
   (params: ParamsOf<K>, options?: RequestOptions): APIPromise<DataOf<K> | StreamOf<K>>;
 }
 
@@ -79,5 +77,5 @@ export type OperationMethod<K extends Operation> = [StreamOf<K>] extends [never]
   ? (...args: RequestArgs<K>) => ResultOf<K>
   : StreamingMethod<K>;
 
-/** One method per operationId, with the operation's docs (generated). */
+/** The namespaces and the flat operationId methods, with the operations' docs (generated). */
 export type { PlatformOperations, PlatformResources } from '../../generated/sdk/resources.js';

@@ -21,12 +21,11 @@ import {
   SpendingLimitExceededError,
   UnprocessableEntityError,
   ValidationError,
-  errorClasses,
   isErrorNamed,
-  makeAPIError,
-  statusErrorClasses,
   type ErrorName,
 } from '../../sdk/src/index.js';
+// The factories and tables behind the exported classes (not part of the package's exports).
+import { errorClasses, makeAPIError, statusErrorClasses } from '../../sdk/src/core/errors.js';
 
 const headers = (h: Record<string, string> = {}) => new Headers({ 'x-trace-id': 'trc_header', ...h });
 

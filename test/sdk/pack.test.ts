@@ -103,13 +103,13 @@ describe('the packed tarball', () => {
     const script = join(project, 'esm.mjs');
     writeFileSync(
       script,
-      `import { Platform, APIError, NotFoundError, errorClasses } from '@inference-platform/sdk';
+      `import { Platform, APIError, NotFoundError, SpendingLimitExceededError } from '@inference-platform/sdk';
 const platform = new Platform({ apiKey: 'sk_esm', baseUrl: process.argv[2], managementBaseUrl: process.argv[2] });
 const health = await platform.management.health();
 const stream = await platform.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] });
 const text = await stream.finalText();
 const error = await platform.getItem({ path: { item_id: 'x' } }).catch((e) => e);
-console.log(JSON.stringify({ status: health.data.status, text, notFound: error instanceof NotFoundError && error instanceof APIError, trace: error.traceId, named: typeof errorClasses.SPENDING_LIMIT_EXCEEDED }));
+console.log(JSON.stringify({ status: health.data.status, text, notFound: error instanceof NotFoundError && error instanceof APIError, trace: error.traceId, named: typeof SpendingLimitExceededError }));
 `,
     );
     const { stdout } = await run(process.execPath, [script, serverUrl], { cwd: project });

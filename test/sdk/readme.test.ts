@@ -6,8 +6,9 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as sdk from '../../sdk/src/index.js';
+import { expectDocumentedSurface } from './support/surface-checks.js';
 
 const run = promisify(execFile);
 const SDK = resolve(import.meta.dirname, '../../sdk');
@@ -30,7 +31,8 @@ describe('sdk/README.md', () => {
 
   it('names only error classes the package exports', () => {
     const names = new Set(readme.match(/\b[A-Z][A-Za-z]+Error\b/g));
-    for (const name of names) expect(sdk, name).toHaveProperty(name);
+    // JavaScript's own (`TypeError`, ...) aside.
+    for (const name of [...names].filter((n) => !(n in globalThis))) expect(sdk, name).toHaveProperty(name);
   });
 
   it('compiles its examples (strict) and the SDK source without Node types', async () => {
@@ -40,34 +42,42 @@ describe('sdk/README.md', () => {
     }
   }, 180_000);
 
-  it('compiles every example against the built package (its .d.ts, as installed users get it)', async () => {
-    const work = mkdtempSync(join(tmpdir(), 'sdk-readme-'));
-    try {
-      // A build of its own (pack.test.ts builds dist/ at the same time).
-      await run(resolve(SDK, '../node_modules/.bin/tsup'), ['--out-dir', join(work, 'dist')], { cwd: SDK });
-      const examples = readdirSync(join(SDK, 'examples')).filter((f) => f.endsWith('.ts')).map((f) => join(SDK, 'examples', f));
-      const config = {
-        compilerOptions: {
-          target: 'ES2022',
-          module: 'NodeNext',
-          moduleResolution: 'NodeNext',
-          lib: ['ES2022', 'DOM', 'DOM.Iterable'],
-          types: ['node'],
-          typeRoots: [resolve(SDK, '../node_modules/@types')],
-          strict: true,
-          noUncheckedIndexedAccess: true,
-          exactOptionalPropertyTypes: true,
-          skipLibCheck: false,
-          noEmit: true,
-          paths: { '@inference-platform/sdk': [join(work, 'dist', 'index.d.ts')] },
-        },
-        files: examples,
-      };
-      writeFileSync(join(work, 'tsconfig.json'), JSON.stringify(config));
-      const result = await run(process.execPath, [TSC, '-p', join(work, 'tsconfig.json')], { cwd: work }).catch((error: { stdout: string }) => error);
-      expect(result.stdout).toBe('');
-    } finally {
-      rmSync(work, { recursive: true, force: true });
-    }
+});
+
+describe('the built package (its .d.ts, as installed users get it)', () => {
+  let work: string;
+  beforeAll(async () => {
+    work = mkdtempSync(join(tmpdir(), 'sdk-readme-'));
+    // A build of its own (pack.test.ts builds dist/ at the same time).
+    await run(resolve(SDK, '../node_modules/.bin/tsup'), ['--out-dir', join(work, 'dist')], { cwd: SDK });
   }, 240_000);
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+  it('compiles every example against it', async () => {
+    const examples = readdirSync(join(SDK, 'examples')).filter((f) => f.endsWith('.ts')).map((f) => join(SDK, 'examples', f));
+    const config = {
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        lib: ['ES2022', 'DOM', 'DOM.Iterable'],
+        types: ['node'],
+        typeRoots: [resolve(SDK, '../node_modules/@types')],
+        strict: true,
+        noUncheckedIndexedAccess: true,
+        exactOptionalPropertyTypes: true,
+        skipLibCheck: false,
+        noEmit: true,
+        paths: { '@inference-platform/sdk': [join(work, 'dist', 'index.d.ts')] },
+      },
+      files: examples,
+    };
+    writeFileSync(join(work, 'tsconfig.json'), JSON.stringify(config));
+    const result = await run(process.execPath, [TSC, '-p', join(work, 'tsconfig.json')], { cwd: work }).catch((error: { stdout: string }) => error);
+    expect(result.stdout).toBe('');
+  }, 240_000);
+
+  it('shows readable, exported type names, the docs and @deprecated with the replacement on hover', () => {
+    expectDocumentedSurface(join(work, 'dist', 'index.js'));
+  }, 120_000);
 });

@@ -380,6 +380,22 @@ describe('streams: a lower ceiling, and only before the first event', () => {
     expect(error).toBeInstanceOf(ProviderInferenceError);
   });
 
+  it('caps maxStreamRetries by maxRetries, also in a client derived with withOptions()', async () => {
+    const attempts = async (platform: Platform) => {
+      server.reset();
+      server.script(CHAT, { status: 503, body: aiError('PROVIDER_UNAVAILABLE', 2002, true) });
+      const { error } = await drive((onRetry) => platform.createGuardedChatCompletion({ body: { ...chat, stream: true } }, { onRetry }));
+      expect(error).toBeInstanceOf(ProviderUnavailableError);
+      return server.requestsTo(CHAT).length;
+    };
+    expect(await attempts(client({ maxRetries: 0, maxStreamRetries: 2 }))).toBe(1);
+    expect(await attempts(client({ maxRetries: 1, maxStreamRetries: 2 }))).toBe(2);
+    const parent = client({ maxStreamRetries: 2 });
+    expect(await attempts(parent)).toBe(3);
+    expect(await attempts(parent.withOptions({ maxRetries: 0 }))).toBe(1);
+    expect(await attempts(client().withOptions({ maxRetries: 0 }))).toBe(1);
+  });
+
   it('does not retry an error event after the stream started', async () => {
     server.script(CHAT, {
       sse: [

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { clientRoutesById } from '../../generated/contract/client-routes.js';
-import { paginatedOperations, resourceMethods } from '../../generated/sdk/resources.js';
+import { paginatedOperations, resourceMethods } from '../../generated/sdk/methods.js';
 import { loadContract } from '../../scripts/codegen/contract.js';
 import { generateSdkResources } from '../../scripts/codegen/sdk-resources.js';
 import {
@@ -107,6 +107,13 @@ describe('resource namespaces', () => {
     mgmt.script('GET /api/v1/agents/agt_1', { status: 200, body: agentBody('agt_1') });
     mgmt.script('PATCH /api/v1/agents/agt_1', { status: 200, body: agentBody('agt_1') });
     mgmt.script('GET /api/v1/health', { status: 200, body: health });
+    // Responses, embeddings, grounded and search: each namespace on its canonical path.
+    const response = { id: 'resp_1', object: 'response', status: 'completed', output: [], output_text: 'ok' };
+    api.script(`POST ${clientRoutesById.createResponse.path}`, { status: 200, body: response });
+    api.script(`POST ${clientRoutesById.createEmbeddings.path}`, { status: 200, body: { object: 'list', data: [], model: 'e', usage: { prompt_tokens: 1, total_tokens: 1 } } });
+    api.script(`POST ${clientRoutesById.createGroundedChatCompletion.path}`, { status: 200, body: completion });
+    api.script(`POST ${clientRoutesById.createGroundedResponse.path}`, { status: 200, body: response });
+    api.script(`POST ${clientRoutesById.searchCollection.path}`, { status: 200, body: { data: [], intent: null } });
     const log = logger();
     const platform = client({ logger: log });
 
@@ -119,12 +126,24 @@ describe('resource namespaces', () => {
     expect(agent.data.id).toBe('agt_1');
     await platform.management.agents.update('agt_1', { status: 'inactive' });
     await expect(platform.management.health()).resolves.toEqual(health);
+    await expect(platform.responses.create({ input: 'Hello', auto_routing: true })).resolves.toMatchObject({ object: 'response' });
+    await platform.embeddings.create({ model: 'local-embedding', input: ['a', 'b'] });
+    await platform.grounded.chat.create({ ...chat, rag_publisher: 'pub_1' });
+    await platform.grounded.responses.create({ input: 'Hello', auto_routing: true, rag_publisher: 'pub_1' });
+    await platform.search.query({ query: 'hope', collection: 'GlooProd', limit: 3 });
 
     expect(api.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
       'POST /ai/v2/guarded/chat/completions',
       'POST /ai/v2/code-assist/chat/completions',
       'PATCH /engine/v2/items?publisher_id=pub_1',
+      'POST /ai/v2/guarded/responses',
+      'POST /ai/v2/direct/embeddings',
+      'POST /ai/v2/grounded/chat/completions',
+      'POST /ai/v1/grounded/responses',
+      'POST /ai/v1/data/search',
     ]);
+    expect(JSON.parse(api.requests[4]!.body)).toEqual({ model: 'local-embedding', input: ['a', 'b'] });
+    expect(JSON.parse(api.requests[7]!.body)).toEqual({ query: 'hope', collection: 'GlooProd', limit: 3 });
     expect(api.requests[1]!.headers['x-test']).toBe('coding');
     expect(JSON.parse(api.requests[0]!.body)).toEqual(chat);
     expect(mgmt.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /api/v1/agents/agt_1', 'PATCH /api/v1/agents/agt_1', 'GET /api/v1/health']);
@@ -175,16 +194,30 @@ describe('the resource generator', () => {
     writeFileSync(file, JSON.stringify(changed));
     const log: string[] = [];
     generateSdkResources(contract, { generatedDir: dir, mapFile: file, log: (line) => log.push(line) });
-    return { log, resources: readFileSync(join(dir, 'sdk', 'resources.ts'), 'utf8') };
+    const read = (file: string) => readFileSync(join(dir, 'sdk', file), 'utf8');
+    return { log, methods: read('methods.ts'), resources: read('resources.ts'), types: read('types.ts') };
   };
 
   it('gives an unmapped operation a default place by tag, and says so', () => {
     const { getMetrics: _dropped, ...operations } = map.operations;
     const before = run(map).log;
-    const { log, resources } = run({ ...map, operations });
+    const { log, methods, resources, types } = run({ ...map, operations });
     expect(log.filter((line) => !before.includes(line))).toEqual(['sdk-resources: getMetrics is not in the mapping; placed at client.management.getMetrics']);
-    expect(resources).toContain('["management.getMetrics", "getMetrics", [], 0, 0]');
-    expect(resources).toContain('getMetrics(options?: RequestOptions): ResultOf<"getMetrics">;');
+    expect(methods).toContain('["management.getMetrics", "getMetrics", [], 0, 0]');
+    expect(resources).toContain('getMetrics(options?: RequestOptions): APIPromise<GetMetricsResponse>;');
+    expect(types).toContain('export type GetMetricsResponse = DataOf<"getMetrics">;');
+  });
+
+  it('names every placed body, query and answer, and fails on a name given twice', () => {
+    const { types } = run(map);
+    expect(types).toContain('export type HealthResponse = DataOf<"getHealth">;'); // the answer's schema name
+    expect(types).toContain('export type AgentCreateParams = BodyOf<"createAgent">;'); // the mapping's
+    expect(types).toContain('  Response as ResponseObject,'); // renamed: the DOM has a Response
+    expect(types.match(/export type KeyResponse =/g)).toHaveLength(1); // getKey and revokeKey share their schema
+    const named = (id: string, names: Record<string, string>) => ({ ...map, operations: { ...map.operations, [id]: { ...map.operations[id], ...names } } });
+    expect(() => run(named('createAgent', { params: 'AgentUpdateParams' }))).toThrow(/type name 'AgentUpdateParams' is taken twice/);
+    expect(() => run(named('getMetrics', { response: 'Item' }))).toThrow(/type name 'Item' is taken twice \(.* and the answer of getMetrics\)/);
+    expect(() => run(named('getHealth', { query: 'HealthQuery' }))).toThrow(/'getHealth' has no query/);
   });
 
   it('fails loudly on a mapping of an unknown, deprecated or alias operation, or a collision', () => {
@@ -197,7 +230,7 @@ describe('the resource generator', () => {
 
   it('writes the same files as the committed generated/sdk (deterministic, up to date)', () => {
     run(map);
-    for (const file of ['resources.ts', 'types.ts']) {
+    for (const file of ['methods.ts', 'resources.ts', 'types.ts']) {
       expect(readFileSync(join(dir, 'sdk', file), 'utf8'), file).toBe(readFileSync(join(ROOT, 'generated', 'sdk', file), 'utf8'));
     }
   });
@@ -369,11 +402,34 @@ describe('configuration and failures', () => {
     }
   });
 
-  it('rejects a management call without a management base URL, naming the option and the variable', async () => {
+  it('checks the base URLs at construction, naming the option or the variable they came from', () => {
+    vi.stubEnv('PLATFORM_BASE_URL', '');
+    vi.stubEnv('PLATFORM_MANAGEMENT_BASE_URL', '');
+    try {
+      for (const bad of ['localhost:8080', 'api.example.com', 'not a url', 'ftp://api.example.com', 'https://api.example.com/?v=1']) {
+        expect(() => new Platform({ apiKey: 'sk_x', baseUrl: bad }), bad).toThrow(new RegExp(`Invalid base URL '${bad.replace(/[.?*]/g, '\\$&')}' in \`baseUrl\`: give an absolute http\\(s\\) URL`));
+        expect(() => new Platform({ apiKey: 'sk_x', baseUrl: api.url, managementBaseUrl: bad }), bad).toThrow(/in `managementBaseUrl`/);
+      }
+      vi.stubEnv('PLATFORM_BASE_URL', 'api.example.com');
+      expect(() => new Platform({ apiKey: 'sk_x' })).toThrow(/Invalid base URL 'api\.example\.com' in the PLATFORM_BASE_URL environment variable/);
+      vi.stubEnv('PLATFORM_BASE_URL', '');
+      vi.stubEnv('PLATFORM_MANAGEMENT_BASE_URL', 'localhost:9000');
+      expect(() => new Platform({ apiKey: 'sk_x', baseUrl: api.url })).toThrow(/in the PLATFORM_MANAGEMENT_BASE_URL environment variable/);
+      vi.stubEnv('PLATFORM_MANAGEMENT_BASE_URL', '');
+      const prefixed = new Platform({ apiKey: 'sk_x', baseUrl: 'https://gateway.example.com/platform/', managementBaseUrl: 'http://127.0.0.1:9000' });
+      expect([prefixed.baseUrl, prefixed.managementBaseUrl]).toEqual(['https://gateway.example.com/platform', 'http://127.0.0.1:9000']);
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+
+  it('needs no management base URL unless a management call is made: that call rejects at once, naming the option and the variable', async () => {
     vi.stubEnv('PLATFORM_MANAGEMENT_BASE_URL', '');
     try {
       const platform = new Platform({ apiKey: 'sk_x', baseUrl: api.url });
+      expect(platform.managementBaseUrl).toBe('');
       await expect(platform.management.health()).rejects.toThrow(/getHealth\(\) is a management operation: pass `managementBaseUrl`.*PLATFORM_MANAGEMENT_BASE_URL/);
+      expect(api.requests).toHaveLength(0);
     } finally {
       vi.unstubAllEnvs();
     }

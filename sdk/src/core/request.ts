@@ -3,7 +3,7 @@
 // does not change between calls (the serializer of each body media type, the query
 // serializer, the client's default headers) is settled once.
 import type { ClientRoute } from '../../../generated/contract/client-routes.js';
-import { formBodyMediaTypes } from '../../../generated/sdk/resources.js';
+import { formBodyMediaTypes } from '../../../generated/sdk/methods.js';
 import { createConfig } from '../../../generated/client/client/utils.gen.js';
 import {
   formDataBodySerializer,

@@ -1,7 +1,8 @@
-// The transport: a `fetch` built for one call and handed to the generated client. Every
-// attempt gets fresh credentials, the call's idempotency key and a signal merging the
-// caller's AbortSignal with the attempt's timeout; a failed attempt becomes a typed error
-// and `decideRetry` (core/retry.ts) says whether and when to try again.
+// The transport: sends one call's request (core/request.ts builds it). Every attempt gets
+// fresh credentials, the call's idempotency key and a signal merging the caller's
+// AbortSignal with the attempt's timeout; a failed attempt becomes a typed error and
+// `decideRetry` (core/retry.ts) says whether and when to try again. A streamed answer is
+// handed on unread, under its idle timeout (core/timeouts.ts).
 import {
   APIConnectionError,
   APIConnectionTimeoutError,
@@ -40,7 +41,7 @@ export interface OutgoingRequest {
 export interface TransportConfig {
   /** An injected fetch, given a `Request`; undefined: the global `fetch`, given the URL and init (cheaper). */
   fetch: Fetch | undefined;
-  /** Per attempt; for a stream, until the response headers arrive and then for each gap between chunks. */
+  /** Per attempt; for a stream, until the response headers arrive and then for each wait on the server for the next chunk. */
   timeoutMs: number;
   policy: RetryPolicy;
   /** The caller's signal. */
