@@ -173,6 +173,18 @@ describe('upstream faults (circuits kept closed, so every request meets its faul
       expect(calls()).toEqual([1, 1, 1]);
     });
 
+    it('is 500 PROVIDER_INFERENCE_ERROR (2013), retryable, when each one answers 500', async () => {
+      for (const u of Object.values(up)) u.faults.always({ type: 'server_error' });
+      const res = await chat(ask('m'));
+      const body = await res.json();
+      expect(res.status).toBe(500);
+      expect(body.error).toMatchObject({ name: 'PROVIDER_INFERENCE_ERROR', code: 2013, retryable: true, category: 'provider' });
+      expect(body.trace_id).toMatch(/^trc_/);
+      expect(contractProblems('createGuardedChatCompletion', 500, body)).toEqual([]);
+      expect(JSON.stringify(body)).not.toMatch(/The server had an error/);
+      expect(calls()).toEqual([1, 1, 1]);
+    });
+
     it('is 408 PROVIDER_TIMEOUT when none answers in time', async () => {
       for (const u of Object.values(up)) u.faults.always({ type: 'hang' });
       const res = await chat(ask('m'));
