@@ -39,10 +39,11 @@ export class ChatCompletions {
     if (guarded && !messages.some((m) => m.role === 'user')) {
       throw new ApiError('NO_USER_MESSAGE', 'messages must contain at least one message with role "user".', { param: 'messages' });
     }
-    if (guarded) await this.guardrails.checkInput(messages, ctx.signal);
     const sent = guarded ? withTradition(messages, body.tradition) : messages;
     const request = providerRequest(body, sent);
+    // A request that cannot be routed is a 400 before any guardrail (a moderation call) is spent on it.
     const plan = planRoute(this.gateway.catalog, guarded ? body : { model: body.model }, requestFeatures(request));
+    if (guarded) await this.guardrails.checkInput(messages, ctx.signal);
     const facts = (served: Served) => routingFacts(plan, served, guarded ? (body.tradition ?? null) : null);
     const id = `chatcmpl-${ctx.traceId.replace(/^trc_/, '')}`;
     const created = Math.floor(Date.now() / 1000);

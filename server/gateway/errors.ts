@@ -15,7 +15,8 @@ interface KindFacts {
 const KINDS: Record<ProviderErrorKind, KindFacts> = {
   timeout: { error: 'PROVIDER_TIMEOUT', failover: true, unhealthy: true },
   rate_limit: { error: 'RATE_LIMIT', failover: true, unhealthy: false },
-  server: { error: 'PROVIDER_SERVER_ERROR', failover: true, unhealthy: true },
+  // Spec 7.1/7.2: an upstream failing while it runs inference is 500 PROVIDER_INFERENCE_ERROR (2013).
+  server: { error: 'PROVIDER_INFERENCE_ERROR', failover: true, unhealthy: true },
   unavailable: { error: 'PROVIDER_UNAVAILABLE', failover: true, unhealthy: true },
   connection_dropped: { error: 'CONNECTION_DROPPED', failover: true, unhealthy: true },
   malformed_stream: { error: 'MALFORMED_PROVIDER_STREAM', failover: true, unhealthy: true },

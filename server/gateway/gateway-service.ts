@@ -9,6 +9,7 @@ import type { Metrics } from '../observability/metrics.js';
 import {
   ProviderError,
   type CallContext,
+  type CallTimeouts,
   type ChatMessage,
   type ChatRequest,
   type ChatResult,
@@ -70,6 +71,7 @@ interface Candidate {
 export class GatewayService {
   /** Each model's deployments as routing candidates, built once. */
   private readonly candidates = new Map<string, Candidate[]>();
+  private readonly timeouts: CallTimeouts;
 
   constructor(
     readonly catalog: Catalog,
@@ -77,6 +79,8 @@ export class GatewayService {
     readonly health: DeploymentHealth,
     private readonly metrics?: Metrics,
   ) {
+    const t = catalog.timeouts;
+    this.timeouts = { connectMs: t.connect_ms, firstTokenMs: t.first_token_ms, idleMs: t.idle_ms };
     for (const model of catalog.models.values()) {
       this.candidates.set(
         model.id,
@@ -89,8 +93,7 @@ export class GatewayService {
   }
 
   private callContext(signal: AbortSignal): CallContext {
-    const t = this.catalog.timeouts;
-    return { signal, timeouts: { connectMs: t.connect_ms, firstTokenMs: t.first_token_ms, idleMs: t.idle_ms } };
+    return { signal, timeouts: this.timeouts };
   }
 
   private eligible(c: Candidate, tried: ReadonlySet<string>, filter: ((c: Candidate) => boolean) | undefined): boolean {

@@ -2,7 +2,7 @@
 // `POST /v1/messages` and the answer (plain or streamed) back.
 import { createHttpClient, streamError, type JsonCall } from './http-client.js';
 import { cannotContinue, prefixRefused, TrimmedPrefix } from './prefix.js';
-import { readSse, type SseEvent } from './sse-reader.js';
+import { readSse, type SseStream } from './sse-reader.js';
 import {
   ProviderError,
   type ChatMessage,
@@ -240,14 +240,14 @@ interface WireStreamEvent {
   error?: unknown;
 }
 
-async function* streamEvents(events: AsyncIterable<SseEvent>, prefill: TrimmedPrefix | undefined): AsyncGenerator<ChatStreamEvent> {
+async function* streamEvents(sse: SseStream, prefill: TrimmedPrefix | undefined): AsyncGenerator<ChatStreamEvent> {
   // Content block index → OpenAI tool-call index (tool_use blocks counted from 0).
   const toolIndex = new Map<number, number>();
   let promptUsage = 0;
   let completionTokens = 0;
   let stopReason: string | null | undefined;
   let sawOutput = false;
-  for await (const { data } of events) {
+  for await (const { data } of sse) {
     const event = parseEvent(data);
     switch (event.type) {
       case 'message_start':
@@ -255,7 +255,9 @@ async function* streamEvents(events: AsyncIterable<SseEvent>, prefill: TrimmedPr
         completionTokens = event.message?.usage?.output_tokens ?? 0;
         break;
       case 'content_block_start':
+        // A text block opens at once, before its first token: only a tool call is output.
         if (event.content_block?.type === 'tool_use') {
+          sse.progress();
           const index = toolIndex.size;
           toolIndex.set(event.index ?? 0, index);
           sawOutput = true;
@@ -264,6 +266,7 @@ async function* streamEvents(events: AsyncIterable<SseEvent>, prefill: TrimmedPr
         }
         break;
       case 'content_block_delta': {
+        sse.progress();
         const delta = event.delta;
         if (delta?.type === 'text_delta' && delta.text) {
           const text = prefill ? prefill.take(delta.text) : delta.text;
@@ -278,6 +281,7 @@ async function* streamEvents(events: AsyncIterable<SseEvent>, prefill: TrimmedPr
         break;
       }
       case 'message_delta':
+        sse.progress();
         stopReason = event.delta?.stop_reason ?? stopReason;
         completionTokens = event.usage?.output_tokens ?? completionTokens;
         break;
@@ -287,7 +291,8 @@ async function* streamEvents(events: AsyncIterable<SseEvent>, prefill: TrimmedPr
         return;
       case 'error':
         throw streamError(event.error);
-      // ping, content_block_stop and unknown future events carry nothing we need.
+      // message_start comes before any token; ping, content_block_stop and unknown future
+      // events carry nothing we need (and meet no deadline).
     }
   }
   throw new ProviderError('connection_dropped', 'upstream stream closed before message_stop');

@@ -3,7 +3,7 @@
 // auth header and whether `usage` is reported, so one adapter serves them all.
 import { createHttpClient, streamError, type JsonCall } from './http-client.js';
 import { cannotContinue, prefixRefused } from './prefix.js';
-import { readSse } from './sse-reader.js';
+import { readSse, type SseStream } from './sse-reader.js';
 import {
   ProviderError,
   type CallContext,
@@ -179,11 +179,11 @@ function usage(wire: WireUsage | null | undefined): Usage | undefined {
   return { promptTokens: wire.prompt_tokens ?? 0, completionTokens: wire.completion_tokens ?? 0, ...(reasoning ? { reasoningTokens: reasoning } : {}) };
 }
 
-async function* streamEvents(events: AsyncIterable<{ data: string }>): AsyncGenerator<ChatStreamEvent> {
+async function* streamEvents(sse: SseStream): AsyncGenerator<ChatStreamEvent> {
   let finish: string | undefined;
   let finalUsage: Usage | undefined;
   let sawOutput = false;
-  for await (const { data } of events) {
+  for await (const { data } of sse) {
     if (data === '[DONE]') {
       if (!sawOutput && finish === undefined) throw new ProviderError('empty_stream', 'upstream stream ended without any output');
       // The usage chunk follows the finish_reason chunk, so `finish` waits for [DONE].
@@ -191,13 +191,21 @@ async function* streamEvents(events: AsyncIterable<{ data: string }>): AsyncGene
       return;
     }
     const chunk = parseChunk(data);
-    finalUsage = usage(chunk.usage) ?? finalUsage;
+    if (chunk.usage) {
+      finalUsage = usage(chunk.usage);
+      sse.progress();
+    }
     const choice = chunk.choices?.[0];
     if (!choice) continue;
-    if (choice.finish_reason) finish = choice.finish_reason;
+    if (choice.finish_reason) {
+      finish = choice.finish_reason;
+      sse.progress();
+    }
     const { content, refusal, tool_calls } = choice.delta ?? {};
+    // A role-only opening chunk (vLLM sends one at once) is not a token.
     if (!content && !refusal && !tool_calls?.length) continue;
     sawOutput = true;
+    sse.progress();
     yield {
       type: 'delta',
       ...(content ? { content } : {}),

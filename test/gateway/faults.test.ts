@@ -9,6 +9,7 @@ import { buildCatalog } from '../../server/gateway/catalog.js';
 import { estimateTokens } from '../../server/providers/local/tokens.js';
 import { contractProblems, eventProblems } from '../support/contract.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+import { ask, finishReasons, readStream } from './support.js';
 
 const ANSWER = 'The quick brown fox jumps over the lazy dog near the quiet river bank.';
 
@@ -57,20 +58,6 @@ async function setUp(circuit: Record<string, number | null>) {
   const up = { primary: await startFakeOpenAI({ answer: ANSWER }), fallback: await startFakeOpenAI({ answer: ANSWER }), claude: await startFakeAnthropic({ answer: ANSWER }) };
   const platform = await startTestPlatform({ logLevel: 'silent' }, { catalog: catalogFor(up, circuit) });
   return { up, platform };
-}
-
-const ask = (model: string, extra: Record<string, unknown> = {}) => ({ model, messages: [{ role: 'user', content: 'Tell me about the fox.' }], ...extra });
-
-/** The JSON payloads of an SSE answer, and whether it ended with [DONE]. */
-async function readStream(res: Response): Promise<{ chunks: any[]; done: boolean; text: string }> {
-  const frames = (await res.text())
-    .split('\n\n')
-    .filter((f) => f.startsWith('data: '))
-    .map((f) => f.slice(6));
-  const done = frames.at(-1) === '[DONE]';
-  const chunks = frames.filter((f) => f !== '[DONE]').map((f) => JSON.parse(f));
-  const text = chunks.flatMap((c) => (c.choices ?? []).map((choice: any) => choice.delta?.content ?? '')).join('');
-  return { chunks, done, text };
 }
 
 describe('upstream faults (circuits kept closed, so every request meets its fault)', () => {
@@ -173,6 +160,18 @@ describe('upstream faults (circuits kept closed, so every request meets its faul
       expect(calls()).toEqual([1, 1, 1]);
     });
 
+    it('is 500 PROVIDER_INFERENCE_ERROR (2013), retryable, when each one answers 500', async () => {
+      for (const u of Object.values(up)) u.faults.always({ type: 'server_error' });
+      const res = await chat(ask('m'));
+      const body = await res.json();
+      expect(res.status).toBe(500);
+      expect(body.error).toMatchObject({ name: 'PROVIDER_INFERENCE_ERROR', code: 2013, retryable: true, category: 'provider' });
+      expect(body.trace_id).toMatch(/^trc_/);
+      expect(contractProblems('createGuardedChatCompletion', 500, body)).toEqual([]);
+      expect(JSON.stringify(body)).not.toMatch(/The server had an error/);
+      expect(calls()).toEqual([1, 1, 1]);
+    });
+
     it('is 408 PROVIDER_TIMEOUT when none answers in time', async () => {
       for (const u of Object.values(up)) u.faults.always({ type: 'hang' });
       const res = await chat(ask('m'));
@@ -217,7 +216,7 @@ describe('upstream faults (circuits kept closed, so every request meets its faul
       expect(text).toBe(ANSWER);
       expect(done).toBe(true);
       for (const chunk of chunks) expect(eventProblems('createGuardedChatCompletion', chunk)).toEqual([]);
-      expect(chunks.filter((c) => c.choices?.[0]?.finish_reason).map((c) => c.choices[0].finish_reason)).toEqual(['stop']);
+      expect(finishReasons(chunks)).toEqual(['stop']);
       expect(chunks.some((c) => c.error)).toBe(false);
       expect(calls()).toEqual([1, 1, 0]);
       // The fallback was asked to continue the partial answer, not to start over.
@@ -294,7 +293,7 @@ describe('upstream faults (circuits kept closed, so every request meets its faul
       up.primary.faults.push({ type: 'content_filter_finish' });
       const { chunks, done } = await readStream(await chat(ask('m', { stream: true })));
       expect(done).toBe(true);
-      expect(chunks.filter((c) => c.choices?.[0]?.finish_reason).map((c) => c.choices[0].finish_reason)).toEqual(['content_filter']);
+      expect(finishReasons(chunks)).toEqual(['content_filter']);
       expect(chunks.some((c) => c.error)).toBe(false);
       expect(calls()).toEqual([1, 0, 0]);
     });

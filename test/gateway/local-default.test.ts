@@ -108,13 +108,14 @@ describe('chat completions on the local default', () => {
     expect((await post('/ai/v1/chat/completions', { messages, model: 'local-chat' })).status).toBe(200);
   });
 
-  it('accepts what OpenAI clients send: developer role, null content, stop null, unknown fields', async () => {
+  // openai and the Vercel AI SDK send back an assistant tool-call turn with content null or "".
+  it.each([null, ''])('accepts what OpenAI clients send: developer role, assistant content %j, stop null, unknown fields', async (content) => {
     const res = await post('/ai/v2/guarded/chat/completions', {
       model: 'local-chat',
       messages: [
         { role: 'developer', content: 'Answer briefly.' },
         { role: 'user', content: 'Weather?' },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'weather', arguments: '{}' } }] },
+        { role: 'assistant', content, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'weather', arguments: '{}' } }] },
         { role: 'tool', tool_call_id: 'call_1', content: 'Sunny, 21 °C' },
       ],
       stop: null,

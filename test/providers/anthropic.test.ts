@@ -237,12 +237,19 @@ describe('faults', () => {
     ['reset before headers', { type: 'reset' }, 'unavailable', {}],
     ['no answer', { type: 'hang' }, 'timeout', { timeout: 'connect' }],
     ['slow first token', { type: 'slow_first_token', ms: 1000 }, 'timeout', { timeout: 'first_token' }],
-    ['stream stall', { type: 'stall', afterChunks: 3 }, 'timeout', { timeout: 'idle' }],
+    // message_start, content_block_start and a ping come first: a stall after them is before the first token.
+    ['stream stall before the first token', { type: 'stall', afterChunks: 3 }, 'timeout', { timeout: 'first_token' }],
+    ['stream stall', { type: 'stall', afterChunks: 5 }, 'timeout', { timeout: 'idle' }],
     ['stream cut', { type: 'cut', afterChunks: 3 }, 'connection_dropped', {}],
     ['malformed event', { type: 'malformed', afterChunks: 3 }, 'malformed_stream', {}],
     ['no message_stop', { type: 'no_done' }, 'connection_dropped', {}],
     ['overloaded_error event', { type: 'stream_error', error: 'overloaded', afterChunks: 3 }, 'unavailable', {}],
     ['rate_limit_error event', { type: 'stream_error', error: 'rate_limit' }, 'rate_limit', {}],
+    // Pings every 50 ms: the first-token and idle deadlines (200 ms) must not take them for tokens.
+    ['opening events and pings, never a token', { type: 'no_tokens', pingEveryMs: 50 }, 'timeout', { timeout: 'first_token' }],
+    ['a stall kept alive by pings', { type: 'stall', afterChunks: 5, pingEveryMs: 50 }, 'timeout', { timeout: 'idle' }],
+    ['in-stream auth error', { type: 'stream_error', error: 'auth' }, 'auth', {}],
+    ['in-stream bad request', { type: 'stream_error', error: 'bad_request' }, 'bad_request', {}],
   ];
 
   it.each(cases)('%s', async (_name, fault, kind, details) => {

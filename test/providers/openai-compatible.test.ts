@@ -158,6 +158,11 @@ describe('faults', () => {
     ['no [DONE]', { type: 'no_done' }, 'connection_dropped', {}],
     ['in-stream rate limit', { type: 'stream_error', error: 'rate_limit' }, 'rate_limit', {}],
     ['in-stream overload', { type: 'stream_error', error: 'overloaded', afterChunks: 3 }, 'unavailable', {}],
+    // Pings every 50 ms: the first-token and idle deadlines (200 ms) must not take them for tokens.
+    ['opening events and pings, never a token', { type: 'no_tokens', pingEveryMs: 50 }, 'timeout', { timeout: 'first_token' }],
+    ['a stall kept alive by pings', { type: 'stall', afterChunks: 3, pingEveryMs: 50 }, 'timeout', { timeout: 'idle' }],
+    ['in-stream auth error', { type: 'stream_error', error: 'auth' }, 'auth', {}],
+    ['in-stream bad request', { type: 'stream_error', error: 'bad_request' }, 'bad_request', {}],
   ];
 
   it.each(cases)('%s', async (_name, fault, kind, details) => {

@@ -1,6 +1,8 @@
 // The project's SDK against the real gateway, in-process (local provider, in-memory
-// database): guarded chat completions plain and streamed, the v1 route, models,
-// embeddings, and the typed errors of 400 / 403 / 422 with name, code, retryable and trace id.
+// database): guarded chat completions plain and streamed, tools and a tool-call loop,
+// response_format json_schema, the v1 route, models, embeddings, and the typed errors of
+// 400 / 403 / 422 with name, code, retryable and trace id.
+import AjvModule from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   APIError,
@@ -119,6 +121,80 @@ describe('guarded chat completions through the SDK', () => {
     expect(data).toMatchObject({ object: 'chat.completion', model: 'local-chat' });
     expect(data.choices[0]!.finish_reason).toBe('stop');
     expect(data.choices[0]!.message.content!.length).toBeGreaterThan(0);
+  });
+});
+
+describe('tools and structured answers through the SDK', () => {
+  const weather = {
+    type: 'function' as const,
+    function: {
+      name: 'get_weather',
+      description: 'The current weather of a city.',
+      parameters: { type: 'object', properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['celsius', 'fahrenheit'] } }, required: ['city'], additionalProperties: false },
+    },
+  };
+  const forced = { type: 'function' as const, function: { name: 'get_weather' } };
+  const question = [{ role: 'user' as const, content: 'What is the weather in Paris?' }];
+  const validArguments = (args: string) => {
+    const validate = new AjvModule.default({ allErrors: true }).compile(weather.function.parameters);
+    expect(validate(JSON.parse(args)), JSON.stringify(validate.errors)).toBe(true);
+  };
+
+  it('a forced tool call: finish_reason tool_calls and schema-valid arguments', async () => {
+    const data = await sdk.createGuardedChatCompletion({ body: { model: 'local-chat', messages: question, tools: [weather], tool_choice: forced } });
+    const choice = data.choices[0]!;
+    expect(choice.finish_reason).toBe('tool_calls');
+    expect(choice.message.content).toBeNull();
+    expect(choice.message.tool_calls).toHaveLength(1);
+    const call = choice.message.tool_calls![0]!;
+    expect([call.type, call.function.name, call.id.length > 0]).toEqual(['function', 'get_weather', true]);
+    validArguments(call.function.arguments);
+  });
+
+  it('a streamed tool call that the SDK reassembles', async () => {
+    const stream = await sdk.createGuardedChatCompletion({ body: { model: 'local-chat', messages: question, tools: [weather], tool_choice: forced, stream: true } });
+    const result = await stream.collect();
+    expect(result.finishReason).toBe('tool_calls');
+    expect(result.toolCalls.map((c) => c.function.name)).toEqual(['get_weather']);
+    validArguments(result.toolCalls[0]!.function.arguments);
+    expect(result.message).toMatchObject({ role: 'assistant', content: null, tool_calls: result.toolCalls });
+  });
+
+  it('a whole tool-call loop: the assistant turn sent back as is, the tool result, then text', async () => {
+    const first = await sdk.createGuardedChatCompletion({ body: { model: 'local-chat', messages: question, tools: [weather], tool_choice: forced } });
+    const assistant = first.choices[0]!.message;
+    const call = assistant.tool_calls![0]!;
+    const second = await sdk.createGuardedChatCompletion({
+      body: {
+        model: 'local-chat',
+        messages: [...question, assistant, { role: 'tool', tool_call_id: call.id, content: 'Sunny, 21 degrees celsius' }],
+        tools: [weather],
+      },
+    });
+    expect(second.choices[0]!.finish_reason).toBe('stop');
+    expect(second.choices[0]!.message.tool_calls ?? []).toEqual([]);
+    expect(second.choices[0]!.message.content!.length).toBeGreaterThan(0);
+  });
+
+  it('response_format json_schema: the content parses and validates, plain and streamed', async () => {
+    const schema = {
+      type: 'object',
+      properties: { title: { type: 'string' }, year: { type: 'integer' }, tags: { type: 'array', items: { type: 'string' } }, kind: { type: 'string', enum: ['book', 'article'] } },
+      required: ['title', 'year', 'tags', 'kind'],
+      additionalProperties: false,
+    };
+    const validate = new AjvModule.default({ allErrors: true }).compile(schema);
+    const body = {
+      model: 'local-chat',
+      messages: [{ role: 'user' as const, content: 'Describe a book about hope as JSON.' }],
+      response_format: { type: 'json_schema' as const, json_schema: { name: 'book', strict: true, schema } },
+    };
+    const data = await sdk.createGuardedChatCompletion({ body });
+    expect(data.choices[0]!.finish_reason).toBe('stop');
+    const value = JSON.parse(data.choices[0]!.message.content!);
+    expect(validate(value), JSON.stringify(validate.errors)).toBe(true);
+    const streamed = await (await sdk.createGuardedChatCompletion({ body: { ...body, stream: true } })).finalText();
+    expect(JSON.parse(streamed)).toEqual(value);
   });
 });
 
