@@ -167,6 +167,10 @@ describe('Chat API v1', () => {
   it("an unknown publisher is 400 detail, another organization's is 403 detail", async () => {
     expectDetail('sendChatMessage', await send({ query: 'Sabbath?', publishers: ['No Such Press'] }), 400, /No Such Press/);
     expectDetail('sendChatMessage', await send({ query: 'Sabbath?', publishers: [otherOrg.publisher] }), 403, /Other Chat Press/);
+    // Up to 1,000 names, looked up at once: every unknown one is named.
+    const unknown = Array.from({ length: 1000 }, (_, i) => `Unknown Chat Press ${i}`);
+    expectDetail('sendChatMessage', await send({ query: 'Sabbath?', publishers: unknown }), 400, /"Unknown Chat Press 0".*"Unknown Chat Press 999"/);
+    expect((await send({ query: 'Sabbath?', publishers: [...unknown, 'one more'] })).status).toBe(422);
   });
 
   it('needs the chat scope; an empty query is 400', async () => {

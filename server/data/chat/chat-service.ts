@@ -116,7 +116,7 @@ export class ChatService {
   /** The named publishers (each must be the caller's), or all of the organization's. */
   private async publishers(principal: Principal, names: string[] | undefined) {
     if (!names?.length) return this.prisma.publisher.findMany({ where: { organizationId: principal.organizationId }, orderBy: { name: 'asc' } });
-    return Promise.all([...new Set(names)].map((name) => this.sources.publisherNamed(principal, name)));
+    return this.sources.publishersNamed(principal, names);
   }
 
   /** The last exchanges of the chat, as conversation messages. */
