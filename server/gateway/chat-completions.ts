@@ -33,13 +33,22 @@ export class ChatCompletions {
     private readonly guardrails: Guardrails,
   ) {}
 
-  async create(body: ChatCompletionBody, ctx: CompletionContext): Promise<CompletionAnswer> {
+  /**
+   * What `create` refuses before any model call (no user message, the input guardrails, an
+   * invalid route selector), checked alone: for a caller with costly work to do before the
+   * completion (grounding retrieves passages), so a request refused anyway costs nothing.
+   */
+  async precheck(body: ChatCompletionBody, ctx: CompletionContext): Promise<void> {
     const guarded = ctx.mode === 'guarded';
-    const messages = normalizeMessages(body.messages as ChatMessage[]);
-    if (guarded && !messages.some((m) => m.role === 'user')) {
-      throw new ApiError('NO_USER_MESSAGE', 'messages must contain at least one message with role "user".', { param: 'messages' });
-    }
-    if (guarded) await this.guardrails.checkInput(messages, ctx.signal);
+    const messages = await this.checkedInput(body, ctx);
+    const sent = guarded ? withTradition(messages, body.tradition) : messages;
+    planRoute(this.gateway.catalog, guarded ? body : { model: body.model }, requestFeatures(providerRequest(body, sent)));
+  }
+
+  /** `inputChecked`: `precheck` passed on the caller's messages, to which only the platform's own content was added since. */
+  async create(body: ChatCompletionBody, ctx: CompletionContext, options: { inputChecked?: boolean } = {}): Promise<CompletionAnswer> {
+    const guarded = ctx.mode === 'guarded';
+    const messages = options.inputChecked ? normalizeMessages(body.messages as ChatMessage[]) : await this.checkedInput(body, ctx);
     const sent = guarded ? withTradition(messages, body.tradition) : messages;
     const request = providerRequest(body, sent);
     const plan = planRoute(this.gateway.catalog, guarded ? body : { model: body.model }, requestFeatures(request));
@@ -132,6 +141,17 @@ export class ChatCompletions {
       }
     }
     return { kind: 'stream', stream: chunks() };
+  }
+
+  /** The messages, once guarded mode's input rules pass: a user message, the input guardrails. */
+  private async checkedInput(body: ChatCompletionBody, ctx: CompletionContext): Promise<ChatMessage[]> {
+    const messages = normalizeMessages(body.messages as ChatMessage[]);
+    if (ctx.mode !== 'guarded') return messages;
+    if (!messages.some((m) => m.role === 'user')) {
+      throw new ApiError('NO_USER_MESSAGE', 'messages must contain at least one message with role "user".', { param: 'messages' });
+    }
+    await this.guardrails.checkInput(messages, ctx.signal);
+    return messages;
   }
 }
 
