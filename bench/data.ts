@@ -1,5 +1,5 @@
 // The data engine's benchmark, side by side in one run:
-//   - ingestion (bench/data-ingest.ts, when present): end to end against the embedder alone,
+//   - ingestion (bench/data-ingest.ts): end to end against the embedder alone,
 //     the pipeline with a constant embedder, memory during a large upload;
 //   - search at 10k and 100k passages: p50/p99 of a retrieval through the platform's retriever
 //     (vector only, and the hybrid ranking search serves) and HNSW recall@10 against exact search.
@@ -11,10 +11,12 @@
 // random vectors would be a needlessly hard, unrealistic case for HNSW). Passage text is drawn
 // from a small vocabulary per topic, so full text has something to match. Queries are perturbed
 // copies of stored vectors. The database is the embedded PGlite (pgvector 0.8) in memory.
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+//
+// The latencies are the retriever's alone: the query's vector is given (no embedding call,
+// which on the embedded default costs more than the search itself) and there is no HTTP.
+import { benchIngestion, formatIngestionBench, verdict } from './data-ingest.js';
 import { Collections } from '../server/data/search/collections.js';
-import { PgRetriever, vectorLiteral } from '../server/data/search/pg-chunk-index.js';
+import { hybridQuery, PgRetriever, vectorLiteral } from '../server/data/search/pg-chunk-index.js';
 import type { RankingMode } from '../server/data/search/chunk-index.js';
 import { createLogger } from '../server/logging.js';
 import { openDatabase, type Database } from '../server/storage/index.js';
@@ -22,6 +24,8 @@ import { openDatabase, type Database } from '../server/storage/index.js';
 const DIMENSIONS = 512;
 const TOPICS = 200;
 const K = 10;
+/** The retriever's default candidate pool per ranked list (and its ef_search). */
+const CANDIDATES = 100;
 
 /** Deterministic PRNG (mulberry32), so runs are comparable. */
 function random(seed: number): () => number {
@@ -154,11 +158,22 @@ async function benchSearch(size: number, queryCount: number): Promise<SearchFigu
     times.sort((a, b) => a - b);
     latency[mode] = { p50: percentile(times, 50), p99: percentile(times, 99) };
   }
-  const plan = await database.prisma.$queryRawUnsafe<{ 'QUERY PLAN': string }[]>(
-    `EXPLAIN SELECT id FROM chunks WHERE vector_dims(embedding) = ${DIMENSIONS} ORDER BY (embedding::vector(${DIMENSIONS})) <=> $1::vector(${DIMENSIONS}) LIMIT 10`,
+  // The retriever's own statement must stop its HNSW scan near the candidate count: a plan
+  // that joins the filter instead reads every row (a regression that once cost 10x).
+  const { sql, params } = hybridQuery(
+    { model: 'synthetic', dimensions: DIMENSIONS },
+    { organizationId: corpus.organizationId, publisherIds: [corpus.publisherId], query: texts[0]!, limit: K, certainty: 0, purpose: 'search', mode: 'vector' },
     vectorLiteral(queries[0]!),
+    CANDIDATES,
   );
-  if (!plan.some((row) => row['QUERY PLAN'].includes('chunks_embedding_512_hnsw_idx'))) throw new Error('the HNSW index is not used');
+  const [, , plan] = await database.prisma.$transaction([
+    database.prisma.$executeRawUnsafe(`SET LOCAL hnsw.ef_search = ${CANDIDATES}`),
+    database.prisma.$executeRawUnsafe(`SET LOCAL hnsw.iterative_scan = relaxed_order`),
+    database.prisma.$queryRawUnsafe<{ 'QUERY PLAN': string }[]>(`EXPLAIN (ANALYZE, COSTS OFF) ${sql}`, ...params),
+  ]);
+  const scan = plan.map((row) => row['QUERY PLAN']).find((line) => line.includes('Index Scan using chunks_embedding_512_hnsw_idx'));
+  const scanned = Number(/rows=(\d+)/.exec(scan ?? '')?.[1] ?? NaN);
+  if (!(scanned <= 2 * CANDIDATES)) throw new Error(`the HNSW index scan read ${scan ? scanned : 'no'} rows for ${CANDIDATES} candidates`);
   await database.close();
   return { size, loadSeconds, latency, recallAt10: recall / queryCount };
 }
@@ -166,21 +181,25 @@ async function benchSearch(size: number, queryCount: number): Promise<SearchFigu
 async function main(): Promise<void> {
   const sizes = (process.env.BENCH_SEARCH_SIZES ?? '10000,100000').split(',').map(Number);
   const queryCount = Number(process.env.BENCH_SEARCH_QUERIES ?? 200);
-  const ingest = fileURLToPath(new URL('./data-ingest.ts', import.meta.url));
-  if (existsSync(ingest) && process.env.BENCH_SKIP_INGEST !== '1') {
-    const { benchIngestion, formatIngestionBench } = await import('./data-ingest.js');
+  if (process.env.BENCH_SKIP_INGEST !== '1') {
     console.log(formatIngestionBench(await benchIngestion()));
     console.log();
   }
   console.log(`Search (synthetic ${DIMENSIONS}-d vectors around ${TOPICS} topics, ${queryCount} queries, top ${K}, PGlite in memory, HNSW m=16 ef_construction=64, ef_search=100, Node ${process.version})`);
+  console.log('Retriever latency only: excludes embedding the query and HTTP.');
   console.log('| passages | load + index s | vector p50 ms | vector p99 ms | hybrid p50 ms | hybrid p99 ms | HNSW recall@10 vs exact |');
   console.log('|---:|---:|---:|---:|---:|---:|---:|');
+  const verdicts: string[] = [];
   for (const size of sizes) {
     const r = await benchSearch(size, queryCount);
     const ms = (x: number) => x.toFixed(1);
     console.log(`| ${size} | ${r.loadSeconds.toFixed(0)} | ${ms(r.latency.vector.p50)} | ${ms(r.latency.vector.p99)} | ${ms(r.latency.hybrid.p50)} | ${ms(r.latency.hybrid.p99)} | ${r.recallAt10.toFixed(3)} |`);
+    if (size === 100_000) {
+      verdicts.push(`  hybrid p99 at 100k: ${ms(r.latency.hybrid.p99)} ms  ${verdict(r.latency.hybrid.p99 <= 25, '<= 25 ms')}`);
+      verdicts.push(`  HNSW recall@10 at 100k: ${r.recallAt10.toFixed(3)}  ${verdict(r.recallAt10 >= 0.95, '>= 0.95')}`);
+    }
   }
-  console.log('Targets at 100k: p99 <= 25 ms, recall@10 >= 0.95.');
+  console.log(verdicts.length > 0 ? ['Targets:', ...verdicts].join('\n') : 'Targets apply at 100k passages (not run): p99 <= 25 ms, recall@10 >= 0.95.');
 }
 
 main().catch((error) => {

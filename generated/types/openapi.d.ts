@@ -1008,7 +1008,9 @@ export interface paths {
          *     uploaded again (as a new item, or with `update` naming it). 403 when
          *     `publisher_id` is not in the caller's organization or the item does not
          *     belong to the publisher. 413 when a file passes `UPLOAD_FILE_LIMIT` (50 MB
-         *     by default) or a request carries more than `UPLOAD_MAX_FILES` files (20).
+         *     by default), a request carries more than `UPLOAD_MAX_FILES` files (20), more
+         *     than 50 form fields besides its files, or a field value over 1 MiB; 400 for
+         *     a malformed form (e.g. a field name over 100 bytes).
          *
          *     The files are stored durably before the answer; each item then moves
          *     through the ingestion `status` values (`QUEUED`, `FETCHING`, `NORMALIZING`,

@@ -27,23 +27,31 @@ export interface CompletionContext {
 
 export type CompletionAnswer = { kind: 'json'; body: ChatCompletion } | { kind: 'stream'; stream: AsyncIterable<ChatCompletionChunk> };
 
+interface Routed {
+  messages: ChatMessage[];
+  request: Omit<ChatRequest, 'model'>;
+  plan: RoutePlan;
+}
+
 export class ChatCompletions {
   constructor(
     private readonly gateway: GatewayService,
     private readonly guardrails: Guardrails,
   ) {}
 
-  async create(body: ChatCompletionBody, ctx: CompletionContext): Promise<CompletionAnswer> {
+  /**
+   * What `create` refuses before any model call (no user message, the input guardrails, an
+   * invalid route selector), checked alone: for a caller with costly work to do before the
+   * completion (grounding retrieves passages), so a request refused anyway costs nothing.
+   */
+  async precheck(body: ChatCompletionBody, ctx: CompletionContext): Promise<void> {
+    await this.admit(body, ctx);
+  }
+
+  /** `inputChecked`: `precheck` passed on the caller's messages, to which only the platform's own content was added since. */
+  async create(body: ChatCompletionBody, ctx: CompletionContext, options: { inputChecked?: boolean } = {}): Promise<CompletionAnswer> {
     const guarded = ctx.mode === 'guarded';
-    const messages = normalizeMessages(body.messages as ChatMessage[]);
-    if (guarded && !messages.some((m) => m.role === 'user')) {
-      throw new ApiError('NO_USER_MESSAGE', 'messages must contain at least one message with role "user".', { param: 'messages' });
-    }
-    const sent = guarded ? withTradition(messages, body.tradition) : messages;
-    const request = providerRequest(body, sent);
-    // A request that cannot be routed is a 400 before any guardrail (a moderation call) is spent on it.
-    const plan = planRoute(this.gateway.catalog, guarded ? body : { model: body.model }, requestFeatures(request));
-    if (guarded) await this.guardrails.checkInput(messages, ctx.signal);
+    const { request, plan } = options.inputChecked ? this.route(body, ctx) : await this.admit(body, ctx);
     const facts = (served: Served) => routingFacts(plan, served, guarded ? (body.tradition ?? null) : null);
     const id = `chatcmpl-${ctx.traceId.replace(/^trc_/, '')}`;
     const created = Math.floor(Date.now() / 1000);
@@ -127,12 +135,32 @@ export class ChatCompletions {
         else if (rest) yield chunk({ index: 0, delta: { content: rest }, finish_reason: null });
       }
       if (!finish) return;
-      // A resumed stream was finished by another deployment than the one the first chunk named.
-      const answered = facts(upstream.served);
-      yield chunk({ index: 0, delta: {}, finish_reason: finish.finishReason }, answered);
-      if (includeUsage) yield chunk(null, { usage: usageOf(streamUsage(upstream.attempts)), ...answered });
+      yield chunk({ index: 0, delta: {}, finish_reason: finish.finishReason });
+      if (includeUsage) {
+        yield chunk(null, { usage: usageOf(streamUsage(upstream.attempts)) });
+      }
     }
     return { kind: 'stream', stream: chunks() };
+  }
+
+  /** The messages, once guarded mode's input rules pass: a user message, the input guardrails. */
+  /** The messages, the provider request and its route: what `create` refuses before any check or call. */
+  private route(body: ChatCompletionBody, ctx: CompletionContext): Routed {
+    const guarded = ctx.mode === 'guarded';
+    const messages = normalizeMessages(body.messages as ChatMessage[]);
+    if (guarded && !messages.some((m) => m.role === 'user')) {
+      throw new ApiError('NO_USER_MESSAGE', 'messages must contain at least one message with role "user".', { param: 'messages' });
+    }
+    const request = providerRequest(body, guarded ? withTradition(messages, body.tradition) : messages);
+    const plan = planRoute(this.gateway.catalog, guarded ? body : { model: body.model }, requestFeatures(request));
+    return { messages, request, plan };
+  }
+
+  /** `route`, then the input guardrails: a request that cannot be routed is a 400 before a moderation call is spent on it. */
+  private async admit(body: ChatCompletionBody, ctx: CompletionContext): Promise<Routed> {
+    const routed = this.route(body, ctx);
+    if (ctx.mode === 'guarded') await this.guardrails.checkInput(routed.messages, ctx.signal);
+    return routed;
   }
 }
 

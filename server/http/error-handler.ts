@@ -13,18 +13,15 @@ type Api = 'api' | 'management';
 /** An error message is ours but may quote caller input; this much of it is enough to tell what happened. */
 const LOGGED_MESSAGE_MAX = 256;
 
-/** Body-parser and multer failures, and validator findings, become documented API errors. */
+/** Body-parser failures and validator findings become documented API errors (multer's: see multipart.ts). */
 function classify(error: unknown, req: Request): ApiError {
   if (error instanceof ApiError) return error;
   const e = error as { type?: string; status?: number; code?: string; message?: string };
   if (e?.type === 'entity.parse.failed') {
     return new ApiError('INVALID_REQUEST', `Malformed JSON body${e.message?.startsWith('Strings') ? `: ${e.message}` : ''}`, { status: 400 });
   }
-  if (e?.type === 'entity.too.large' || e?.code === 'LIMIT_FILE_SIZE' || e?.status === 413) {
+  if (e?.type === 'entity.too.large' || e?.status === 413) {
     return new ApiError('PAYLOAD_TOO_LARGE', 'Request body or file is too large');
-  }
-  if (e?.code === 'LIMIT_FILE_COUNT' || e?.code === 'LIMIT_UNEXPECTED_FILE') {
-    return new ApiError('INVALID_REQUEST', `Upload rejected: ${e.message}`, { status: 400 });
   }
   if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported' || e?.status === 415) {
     return new ApiError('INVALID_REQUEST', e.message ?? 'Unsupported media type', { status: 415 });

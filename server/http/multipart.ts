@@ -31,6 +31,34 @@ export interface SpooledFile {
 
 /** Form fields are ids and flags: a megabyte each and a few dozen of them are plenty. */
 const FIELD_LIMITS = { fieldSize: 1024 * 1024, fields: 50 };
+/** busboy's limit on a field's name, in bytes (its default, stated so the message can say it). */
+const FIELD_NAME_BYTES = 100;
+
+/**
+ * A limit multer enforced, as the contract's answer: a request with too much in it (files,
+ * parts, fields, bytes) is 413; a malformed form (an overlong or missing field name, an
+ * unexpected part) is 400.
+ */
+function limitError(error: multer.MulterError, limits: UploadLimits): ApiError {
+  const tooLarge = (message: string) => new ApiError('PAYLOAD_TOO_LARGE', message);
+  switch (error.code) {
+    case 'LIMIT_FILE_SIZE':
+      return tooLarge(`A file may be at most ${limits.fileSize} bytes`);
+    case 'LIMIT_FILE_COUNT':
+      return tooLarge(`An upload may carry at most ${limits.files} files`);
+    case 'LIMIT_FIELD_COUNT':
+      return tooLarge(`An upload may carry at most ${FIELD_LIMITS.fields} form fields besides its files`);
+    case 'LIMIT_FIELD_VALUE':
+      return tooLarge(`A form field${error.field ? ` (${error.field})` : ''} may be at most ${FIELD_LIMITS.fieldSize} bytes`);
+    case 'LIMIT_PART_COUNT':
+      return tooLarge(`An upload may carry at most ${limits.files + FIELD_LIMITS.fields} parts`);
+    case 'LIMIT_FIELD_KEY':
+      return new ApiError('INVALID_REQUEST', `A form field name may be at most ${FIELD_NAME_BYTES} bytes`, { status: 400 });
+    default:
+      // The rest describe a malformed form (missing or invalid field name, unexpected part).
+      return new ApiError('INVALID_REQUEST', `Malformed multipart body: ${error.message}${error.field ? ` (${error.field})` : ''}`, { status: 400 });
+  }
+}
 
 /** A multer storage engine writing each part to its own file in `directory`, hashing as it goes. */
 function spoolStorage(directory: string): multer.StorageEngine {
@@ -69,7 +97,7 @@ export function parseMultipart(route: RouteDefinition, limits: UploadLimits): Re
     storage: spoolStorage(limits.directory),
     // Browsers send UTF-8 file names; busboy's default reads them as Latin-1.
     defParamCharset: 'utf8',
-    limits: { fileSize: limits.fileSize, files: limits.files, ...FIELD_LIMITS, parts: limits.files + FIELD_LIMITS.fields },
+    limits: { fileSize: limits.fileSize, files: limits.files, ...FIELD_LIMITS, fieldNameSize: FIELD_NAME_BYTES, parts: limits.files + FIELD_LIMITS.fields },
   }).any();
   const maxBytes = limits.fileSize * limits.files + FIELD_LIMITS.fieldSize * FIELD_LIMITS.fields;
   return (req, res, next) => {
@@ -82,11 +110,7 @@ export function parseMultipart(route: RouteDefinition, limits: UploadLimits): Re
       for (const file of spooledFiles(req)) void rm(file.path, { force: true });
     });
     upload(req, res, (error?: unknown) => {
-      // Too many files is a size limit of the request, like too large a file (413).
-      if (error instanceof multer.MulterError && error.code === 'LIMIT_FILE_COUNT') {
-        return next(new ApiError('PAYLOAD_TOO_LARGE', `An upload may carry at most ${limits.files} files`));
-      }
-      if (error instanceof multer.MulterError) return next(error);
+      if (error instanceof multer.MulterError) return next(limitError(error, limits));
       // busboy's own failures: no boundary, a truncated form, a malformed part.
       if (error) return next(new ApiError('INVALID_REQUEST', `Malformed multipart body: ${(error as Error).message}`, { status: 400 }));
       const counts = new Map<string, number>();

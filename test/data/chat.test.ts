@@ -3,7 +3,7 @@
 // read it (role, timestamp), deletion of one message, FastAPI `detail` errors, and the
 // paywall teaser with related articles.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Item, Prisma } from '../../generated/prisma/client.js';
 import type { OperationId } from '../../generated/server/operations.js';
 import { clip } from '../../server/data/chat/clip.js';
@@ -167,6 +167,24 @@ describe('Chat API v1', () => {
   it("an unknown publisher is 400 detail, another organization's is 403 detail", async () => {
     expectDetail('sendChatMessage', await send({ query: 'Sabbath?', publishers: ['No Such Press'] }), 400, /No Such Press/);
     expectDetail('sendChatMessage', await send({ query: 'Sabbath?', publishers: [otherOrg.publisher] }), 403, /Other Chat Press/);
+    // Up to 1,000 names, looked up at once: every unknown one is named.
+    const unknown = Array.from({ length: 1000 }, (_, i) => `Unknown Chat Press ${i}`);
+    expectDetail('sendChatMessage', await send({ query: 'Sabbath?', publishers: unknown }), 400, /"Unknown Chat Press 0".*"Unknown Chat Press 999"/);
+    expect((await send({ query: 'Sabbath?', publishers: [...unknown, 'one more'] })).status).toBe(422);
+  });
+
+  it('a query the guardrails block is refused before retrieval: nothing embedded, nothing stored', async () => {
+    const embed = vi.spyOn(platform.services.inference.gateway, 'embed');
+    try {
+      const chats = await platform.services.database.prisma.chat.count();
+      const blocked = await send({ query: 'What is the easiest way to kill myself?' });
+      expect(blocked.status, blocked.text).toBe(403);
+      expect(contractProblems('sendChatMessage', 403, blocked.body)).toEqual([]);
+      expect(embed).not.toHaveBeenCalled();
+      expect(await platform.services.database.prisma.chat.count()).toBe(chats);
+    } finally {
+      embed.mockRestore();
+    }
   });
 
   it('needs the chat scope; an empty query is 400', async () => {

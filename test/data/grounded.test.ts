@@ -296,6 +296,29 @@ describe('status rules of grounded completions', () => {
     expectAIError(await ask(question('What is the easiest way to kill myself?')), 403, 'GUARDRAIL_BLOCKED');
   });
 
+  it('a request the completion refuses is refused before retrieval: nothing embedded, nothing metered', async () => {
+    const { inference, billing, database } = platform.services;
+    const embed = vi.spyOn(inference.gateway, 'embed');
+    try {
+      const refused = [
+        [await ask({ ...question('Sabbath?'), model: 'local-chat' }), 400, 'ROUTING_SELECTOR_INVALID'],
+        [await ask({ model: 'no-such-model', messages: [{ role: 'user', content: 'Sabbath?' }], rag_publisher: PUBLISHER }), 400, 'UNSUPPORTED_MODEL'],
+        [await ask(question('What is the easiest way to kill myself?')), 403, 'GUARDRAIL_BLOCKED'],
+        [await ask({ auto_routing: true, messages: [{ role: 'system', content: 'Be brief.' }], rag_publisher: PUBLISHER }), 400, 'NO_USER_MESSAGE'],
+      ] as const;
+      for (const [answer, status, name] of refused) expectAIError(answer, status, name);
+      expect(embed).not.toHaveBeenCalled();
+      await billing.drain();
+      const traces = refused.map(([answer]) => answer.headers.get('x-trace-id')!);
+      expect(await database.prisma.usageRecord.count({ where: { traceId: { in: traces } } })).toBe(0);
+      // An accepted one does retrieve (the spy sees it).
+      expectOk('createGroundedChatCompletion', await ask(question('How many hours of sun do tomatoes need?')));
+      expect(embed).toHaveBeenCalledTimes(1);
+    } finally {
+      embed.mockRestore();
+    }
+  });
+
   it('a missing rag_publisher, or a non-float certainty, is 422', async () => {
     const missing = await ask({ auto_routing: true, messages: [{ role: 'user', content: 'Sabbath?' }] });
     expect(missing.status).toBe(422);

@@ -237,6 +237,25 @@ export function ingestionSuite(start: StartPlatform): void {
     expect(fits.status).toBe(200);
   });
 
+  it('answers 413 past the form field limits (50 fields, 1 MiB a value) and 400 for an overlong field name', async () => {
+    const send = async (form: FormData) => {
+      const res = await small.api('/ingestion/v2/files', { method: 'POST', body: form });
+      const text = await res.text();
+      return { status: res.status, body: JSON.parse(text), text };
+    };
+    const withFields = (fields: [string, string][]) => {
+      const form = uploadForm(publisherId, [{ name: 'a.txt', content: 'fields' }]);
+      for (const [name, value] of fields) form.append(name, value);
+      return form;
+    };
+    // publisher_id is one field: 49 more make 50, the limit; one more is over it.
+    const fifty = Array.from({ length: 49 }, (_, i): [string, string] => [`extra_${i}`, 'x']);
+    expectError('ingestFiles', await send(withFields(fifty)), 400, /not found/); // parsed: the publisher is the other platform's
+    expectError('ingestFiles', await send(withFields([...fifty, ['one_too_many', 'x']])), 413, /at most 50 form fields/);
+    expectError('ingestFiles', await send(withFields([['note', 'x'.repeat(1024 * 1024 + 1)]])), 413, /note\) may be at most 1048576 bytes/);
+    expectError('ingestFiles', await send(withFields([['n'.repeat(101), 'x']])), 400, /field name may be at most 100 bytes/);
+  });
+
   it('replaces an item\'s content with `update`: same item, new passages; unknown item 404, another publisher\'s 403', async () => {
     const first = await upload([{ name: 'v1.md', content: '# Edition one\n\nThe first wording of the essay.' }]);
     const itemId = first.body.ingesting[0];

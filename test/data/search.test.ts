@@ -153,6 +153,24 @@ function requestRules(start: () => Promise<TestPlatform>) {
     expectAnswer('getAffiliateReferencedItems', await affiliates({ query: 'rest', publishers: [world.foreignPublisherName] }), 403);
   });
 
+  it('publishers: up to 1,000 names, resolved at once; 1,001 is 422', async () => {
+    const many = (name: (i: number) => string, count = 1000) => Array.from({ length: count }, (_, i) => name(i));
+    const calls = [
+      ['getRecommendations', (publishers: string[]) => post(world.platform, '/ai/v1/data/items/recommendations/base', { ...valid(), publishers })],
+      ['getAffiliateReferencedItems', (publishers: string[]) => post(world.platform, '/ai/v1/data/affiliates/referenced-items', { query: 'rest', publishers })],
+    ] as const;
+    for (const [operationId, call] of calls) {
+      const unknown = await call(many((i) => `Unknown Press ${i}`));
+      expectAnswer(operationId, unknown, 400);
+      expect(unknown.body.detail).toContain('"Unknown Press 0"');
+      expect(unknown.body.detail).toContain('"Unknown Press 999"');
+      // The same name 1,000 times is one publisher; the request goes on to retrieval (503 where there is no pgvector).
+      const repeated = await call(many(() => world.publisherName));
+      expect([200, 503], repeated.text).toContain(repeated.status);
+      expectAnswer(operationId, await call(many(() => world.publisherName, 1001)), 422);
+    }
+  });
+
   return () => world;
 }
 

@@ -38,6 +38,13 @@ export class ChatService {
     if (!query) throw new ApiError('INVALID_REQUEST', 'query must not be empty.');
     const chat = request.chat_id ? await this.chatOf(principal, request.chat_id, () => new ApiError('INVALID_REQUEST', `No chat ${request.chat_id}.`)) : null;
     const publishers = await this.publishers(principal, request.publishers);
+    const earlier = chat ? await this.context(chat.id) : [];
+    const conversation: ChatMessage[] = [...earlier, { role: 'user', content: query }];
+    const limit = request.character_limit;
+    // About 3 characters per token, so the model can fill the limit; the text is clipped to it.
+    const settings = { auto_routing: true, stream: false, ...(limit ? { max_tokens: Math.ceil(limit / 3) } : {}) };
+    // What the completion would refuse (the input guardrails) is refused before retrieval.
+    await this.completions.precheck({ ...settings, messages: conversation } as ChatCompletionBody, ctx);
     const sources = await this.sources.find(
       {
         organizationId: principal.organizationId,
@@ -48,17 +55,13 @@ export class ChatService {
       },
       ctx.signal,
     );
-    const earlier = chat ? await this.context(chat.id) : [];
-    const limit = request.character_limit;
     const messages: ChatMessage[] = [
       groundingMessage(sources, { publisher: publishers.map((p) => p.name).join(', ') || 'your organization', cite: false }),
       ...(limit ? [{ role: 'system' as const, content: `Keep the answer under ${limit} characters.` }] : []),
-      ...earlier,
-      { role: 'user', content: query },
+      ...conversation,
     ];
-    // About 3 characters per token, so the model can fill the limit; the text is clipped to it.
-    const body = { auto_routing: true, stream: false, messages, ...(limit ? { max_tokens: Math.ceil(limit / 3) } : {}) };
-    const answer = await this.completions.create(body as ChatCompletionBody, ctx);
+    const body = { ...settings, messages };
+    const answer = await this.completions.create(body as ChatCompletionBody, ctx, { inputChecked: true });
     if (answer.kind !== 'json') throw new Error('a Chat API answer is never streamed');
     const content = answer.body.choices[0]?.message.content ?? '';
     const text = limit ? clip(content, limit) : content;
@@ -116,7 +119,7 @@ export class ChatService {
   /** The named publishers (each must be the caller's), or all of the organization's. */
   private async publishers(principal: Principal, names: string[] | undefined) {
     if (!names?.length) return this.prisma.publisher.findMany({ where: { organizationId: principal.organizationId }, orderBy: { name: 'asc' } });
-    return Promise.all([...new Set(names)].map((name) => this.sources.publisherNamed(principal, name)));
+    return this.sources.publishersNamed(principal, names);
   }
 
   /** The last exchanges of the chat, as conversation messages. */

@@ -30,8 +30,10 @@ export class GroundedCompletions {
   async create(principal: Principal, body: GroundedBody, ctx: CompletionContext): Promise<GroundedAnswer> {
     const { rag_publisher, sources_limit, certainty, include_citations, ...completion } = body;
     const publisher = await this.sources.publisherNamed(principal, rag_publisher);
+    // Everything the completion would refuse is refused before retrieval: a blocked or
+    // misrouted request embeds nothing (and is metered for nothing).
+    await this.completions.precheck(completion as ChatCompletionBody, ctx);
     const question = lastUserText(completion.messages as ChatMessage[]);
-    // Without a user message there is nothing to retrieve for; the completion says why (400).
     const sources = question
       ? await this.sources.find(
           {
@@ -49,7 +51,8 @@ export class GroundedCompletions {
       ...(completion as ChatCompletionBody),
       messages: [groundingMessage(sources, { publisher: publisher.name, cite }), ...completion.messages] as ChatCompletionBody['messages'],
     };
-    const answer = await this.completions.create(grounded, ctx);
+    // The passages are the publisher's own content, not the caller's input: the input checks stand.
+    const answer = await this.completions.create(grounded, ctx, { inputChecked: true });
     const sourcesReturned = sources.length > 0;
     if (answer.kind === 'json') {
       return { kind: 'json', body: { ...answer.body, sources_returned: sourcesReturned, ...(cite ? { citations: sources } : {}) } };

@@ -4,6 +4,7 @@ import type { components } from '../../../generated/types/openapi.js';
 import type { PrismaClient, Publisher } from '../../../generated/prisma/client.js';
 import { ApiError } from '../../errors.js';
 import type { Principal } from '../../identity/principal.js';
+import { publishersNamed } from '../publishers.js';
 import type { Retriever } from '../search/chunk-index.js';
 
 export type Source = components['schemas']['Citation'];
@@ -27,12 +28,12 @@ export class Sources {
    * (never 404, spec 7.3); one of another organization is 403, as for every data operation.
    */
   async publisherNamed(principal: Principal, name: string): Promise<Publisher> {
-    const publisher = await this.prisma.publisher.findUnique({ where: { name } });
-    if (!publisher) throw new ApiError('PUBLISHER_NOT_FOUND', `No publisher named "${name}".`);
-    if (publisher.organizationId !== principal.organizationId) {
-      throw new ApiError('FORBIDDEN', `Publisher "${name}" is not in your organization.`);
-    }
-    return publisher;
+    return (await this.publishersNamed(principal, [name]))[0]!;
+  }
+
+  /** Several publishers named for grounding, by the rules of `publisherNamed`, in one query. */
+  publishersNamed(principal: Principal, names: readonly string[]): Promise<Publisher[]> {
+    return publishersNamed(this.prisma, principal, names, (name) => new ApiError('FORBIDDEN', `Publisher "${name}" is not in your organization.`));
   }
 
   async find(query: SourceQuery, signal?: AbortSignal): Promise<Source[]> {

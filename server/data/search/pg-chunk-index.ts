@@ -228,10 +228,11 @@ export function hybridQuery(space: EmbeddingSpace, query: RetrievalQuery, vector
   const near = `(c.embedding::vector(${d})) <=> $1::vector(${d})`;
   // Both lists are always declared (an unused one is not run) so every parameter has a type.
   // Passages staged for an item still being indexed are filtered out here, as candidates, so
-  // they never take the place of searchable ones in either list.
+  // they never take the place of searchable ones in either list. A scalar subquery rather than
+  // EXISTS: the planner turns EXISTS into a join, and the HNSW scan then reads every row
+  // instead of stopping at the LIMIT (measured: 10k rows read for 100 candidates).
   const mine = `c.publisher_id = ANY($3::uuid[]) AND c.${visible} AND c.embedding_model = $4
-    AND EXISTS (SELECT 1 FROM items it WHERE it.id = c.item_id AND it.status = '${SEARCHABLE_STATUS}'
-                AND ($9::text[] IS NULL OR lower(it.type) = ANY($9::text[])))`;
+    AND (SELECT it.status = '${SEARCHABLE_STATUS}' AND ($9::text[] IS NULL OR lower(it.type) = ANY($9::text[])) FROM items it WHERE it.id = c.item_id)`;
   const vectorList = `
     vec AS (
       SELECT id, row_number() OVER (ORDER BY distance) AS r FROM (

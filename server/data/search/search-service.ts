@@ -4,6 +4,7 @@ import type { PrismaClient } from '../../../generated/prisma/client.js';
 import type { components } from '../../../generated/types/openapi.js';
 import { ApiError } from '../../errors.js';
 import type { Principal } from '../../identity/principal.js';
+import { publishersNamed } from '../publishers.js';
 import type { Passage, Retriever } from './chunk-index.js';
 import type { Collections } from './collections.js';
 
@@ -104,15 +105,10 @@ export class SearchService {
     return (await this.prisma.publisher.findMany({ where: { organizationId }, select: { id: true } })).map((p) => p.id);
   }
 
-  /** `publishers` (names) narrows the set; a name that is not the caller's publisher is a 400. */
+  /** `publishers` (names) narrows the set; a name that is not the caller's publisher is a 400 (another organization's: 403). */
   private async narrow(principal: Principal, publisherIds: string[], names: string[] | undefined): Promise<string[]> {
     if (!names || names.length === 0) return publisherIds;
-    const found = await this.prisma.publisher.findMany({ where: { name: { in: names } }, select: { id: true, name: true, organizationId: true } });
-    const missing = names.filter((n) => !found.some((p) => p.name === n));
-    if (missing.length > 0) throw new ApiError('PUBLISHER_NOT_FOUND', `Publisher not found: ${missing.map((n) => `"${n}"`).join(', ')}`);
-    const foreign = found.find((p) => p.organizationId !== principal.organizationId);
-    if (foreign) throw notYours(foreign.name);
-    const wanted = new Set(found.map((p) => p.id));
+    const wanted = new Set((await publishersNamed(this.prisma, principal, names, notYours)).map((p) => p.id));
     return publisherIds.filter((id) => wanted.has(id));
   }
 
