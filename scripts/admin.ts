@@ -12,6 +12,7 @@ import { QUOTA_CACHE_MS, QuotaSettings } from '../server/limits/quotas.js';
 import { loadConfig } from '../server/config.js';
 import { createIdentity } from '../server/identity/index.js';
 import { createLogger } from '../server/logging.js';
+import { Metrics } from '../server/observability/metrics.js';
 import { openDatabase } from '../server/storage/database.js';
 import { connectRedis } from '../server/storage/redis.js';
 
@@ -121,7 +122,9 @@ async function main(): Promise<void> {
   // With REDIS_URL, running servers drop their cached billing settings at once; without it,
   // within BILLING_SETTINGS_CACHE_MS (server/billing/settings-cache.ts).
   const billingChanges = redis ? await redisSettingsChanges(redis, logger) : localSettingsChanges();
-  const billing = () => new BillingService(prisma, loadCatalog(), logger, billingChanges);
+  // With REDIS_URL, changes also reach the servers' copies of the billing gates at once.
+  const billingService = new BillingService(prisma, loadCatalog(), logger, { changes: billingChanges, hot: redis ? { redis: redis.hotPath, metrics: new Metrics() } : undefined });
+  const billing = () => billingService;
   try {
     switch (command) {
       case 'create-org': {
@@ -157,7 +160,7 @@ async function main(): Promise<void> {
       }
       case 'add-credit': {
         const org = await identity.organizations.findOrganization(args[0]);
-        const entry = await new CreditService(prisma).add(org.id, credit!, values.reason ?? 'operator top-up');
+        const entry = await billing().addCredit(org.id, credit!, values.reason ?? 'operator top-up');
         console.log(`added ${formatUsd(credit!)} to ${org.name}; ledger balance ${formatUsd(entry.balanceMicros)}`);
         break;
       }

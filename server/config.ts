@@ -38,6 +38,10 @@ const schema = z.object({
     .string()
     .regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL')
     .optional(),
+  INSTANCE_ID: z
+    .string()
+    .regex(/^[\w.:-]{1,200}$/, 'expected letters, digits and . : _ - (e.g. a host name)')
+    .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   JSON_BODY_LIMIT: bytes('10mb'),
   UPLOAD_FILE_LIMIT: bytes('50mb'),
@@ -80,6 +84,11 @@ export type Config = {
   databaseUrl: string | undefined;
   dataDir: string;
   redisUrl: string | undefined;
+  /**
+   * Names this instance across restarts (billing holds it left open are released when it
+   * starts again); unset: the host name and port, or a random id when the port is 0.
+   */
+  instanceId: string | undefined;
   logLevel: z.infer<typeof schema>['LOG_LEVEL'];
   jsonBodyLimit: number;
   uploadFileLimit: number;
@@ -147,6 +156,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: c.DATABASE_URL,
     dataDir: c.DATA_DIR,
     redisUrl: c.REDIS_URL,
+    instanceId: c.INSTANCE_ID,
     logLevel: c.LOG_LEVEL,
     jsonBodyLimit: c.JSON_BODY_LIMIT,
     uploadFileLimit: c.UPLOAD_FILE_LIMIT,
