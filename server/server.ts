@@ -21,6 +21,7 @@ import { inferenceIdempotencyStore } from './storage/idempotency-cache.js';
 import { idempotencyStage } from './http/idempotency.js';
 import { AgentService } from './agents/agent-service.js';
 import { billingStage } from './billing/admission.js';
+import { Estimator } from './billing/estimate.js';
 import { BillingService } from './billing/billing-service.js';
 import { localSettingsChanges, redisSettingsChanges } from './billing/settings-cache.js';
 import { ChatService } from './data/chat/chat-service.js';
@@ -39,6 +40,7 @@ import { Metrics } from './observability/metrics.js';
 import { ResponsesService } from './responses/responses-service.js';
 import { ResponseStore } from './responses/store.js';
 import { createLocalEmbedder } from './providers/local/local-embedder.js';
+import { estimateMessageTokens } from './providers/local/tokens.js';
 
 export interface RunningPlatform {
   apiUrl: string;
@@ -147,11 +149,16 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     idempotency.startSweeping();
     cleanup.push(async () => idempotency.stopSweeping());
     const stores = { durable: idempotency, inference: inferenceIdempotencyStore(redis, logger, metrics) };
+    // A request's worst case, with the conversation it continues (stored response, or chat).
+    const estimator = new Estimator(inference.gateway.catalog, {
+      response: (organizationId, id) => services.responses.historyTokens(organizationId, id),
+      chat: async (organizationId, chatId) => estimateMessageTokens(await services.chats.contextOf(organizationId, chatId)),
+    });
     const admission = [
       // Before idempotency: a 429 must not become the stored answer of the client's retry key.
-      rateLimitStage(rateLimits.limiter, quotas, inference.gateway.catalog),
+      rateLimitStage(rateLimits.limiter, quotas, estimator),
       idempotencyStage(stores, { waitMs: config.idempotencyWaitMs, pollMs: 100 }),
-      billingStage(billing, inference.gateway.catalog, logger),
+      billingStage(billing, estimator, logger),
       ...(options.admission ?? []),
     ];
     const apps = await createApps({ services, logger, authenticator: identity.authenticator, admission });

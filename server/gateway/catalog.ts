@@ -61,7 +61,10 @@ const modelSchema = z.object({
   dimensions: z.number().int().positive().optional(),
   shortenable: z.boolean().default(false),
   capabilities: capabilitiesSchema.default({ tools: false, reasoning: false, vision: false, streaming: true, image_generation: false }),
-  pricing: z.object({ input_per_1m: z.number().min(0), output_per_1m: z.number().min(0) }).default({ input_per_1m: 0, output_per_1m: 0 }),
+  // per_image: USD per image the model draws with the image_generation tool.
+  pricing: z
+    .object({ input_per_1m: z.number().min(0), output_per_1m: z.number().min(0), per_image: z.number().min(0).default(0) })
+    .default({ input_per_1m: 0, output_per_1m: 0, per_image: 0 }),
   deprecated: z.boolean().default(false),
   deployments: z.array(id).min(1),
 });

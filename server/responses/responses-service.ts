@@ -11,6 +11,7 @@ import type { Guardrails } from '../gateway/guardrails.js';
 import type { Principal } from '../identity/principal.js';
 import { planRoute, requestFeatures } from '../gateway/routing.js';
 import { withTradition } from '../gateway/tradition.js';
+import { estimateMessageTokens } from '../providers/local/tokens.js';
 import type { ChatMessage, ToolCall } from '../providers/types.js';
 import { type Grounding, groundResponse } from './grounded.js';
 import { drawImages } from './images.js';
@@ -139,6 +140,12 @@ export class ResponsesService {
       finished,
     });
     return { kind: 'stream', stream };
+  }
+
+  /** Tokens of the stored conversation `previousId` names, as the model would be sent it (0 when not found). */
+  async historyTokens(organizationId: string, previousId: string): Promise<number> {
+    const stored = await this.store.conversation(organizationId, previousId);
+    return stored ? estimateMessageTokens(toMessages(stored.items)) : 0;
   }
 
   /** The stored conversation a follow-up continues (404 when it is not the caller's, or expired). */

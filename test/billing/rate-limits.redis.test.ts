@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { routesById } from '../../generated/contract/routes.js';
-import { estimateRequest } from '../../server/billing/admission.js';
+import { estimateRequest } from '../../server/billing/estimate.js';
 import { RedisWindows } from '../../server/limits/redis-window.js';
 import { describePostgres, useTestDatabase } from '../support/postgres.js';
 import { describeRedis, TEST_REDIS_URL } from '../support/redis.js';
