@@ -259,8 +259,9 @@ export class BillingService {
       for (const attempt of call) {
         if (!attempt.usage) continue;
         const model = this.catalog.models.get(attempt.modelId);
-        const cost = costMicros(model, attempt.usage);
-        const charged = first ? cost : costMicros(model, { promptTokens: 0, completionTokens: attempt.usage.completionTokens });
+        const images = attempt.images ?? 0;
+        const cost = costMicros(model, { ...attempt.usage, images });
+        const charged = first ? cost : costMicros(model, { promptTokens: 0, completionTokens: attempt.usage.completionTokens, images });
         first = false;
         billed += charged;
         rows.push({
@@ -271,6 +272,7 @@ export class BillingService {
           provider: this.catalog.deployments.get(attempt.deploymentId)?.provider ?? null,
           inputTokens: attempt.usage.promptTokens,
           outputTokens: attempt.usage.completionTokens,
+          images,
           costMicros: cost,
           billedMicros: charged,
           product: s.product,

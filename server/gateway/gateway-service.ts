@@ -358,8 +358,8 @@ export class GatewayService {
     try {
       const result = await provider.generateImage({ ...request, model: served.deployment.image_model ?? served.deployment.model }, this.callContext(signal));
       finish({ ok: true, latencyMs: performance.now() - started });
-      // Metering hook (usage-scope.ts): the prompt is what an image call is measured by here.
-      trackUsage([{ deploymentId, modelId: served.model.id, outcome: 'ok', usage: { promptTokens: estimateTokens(request.prompt), completionTokens: 0 } }])();
+      // Metering hook (usage-scope.ts): one image, at the model's per-image price.
+      trackUsage([{ deploymentId, modelId: served.model.id, outcome: 'ok', usage: { promptTokens: 0, completionTokens: 0 }, images: 1 }])();
       return result;
     } catch (error) {
       const facts = kindFacts(error);

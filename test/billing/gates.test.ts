@@ -277,3 +277,41 @@ describe('the deprecated Chat API (POST /ai/v1/message): each message is a meter
     expect(refused.headers.get('x-ratelimit-limit')).toBe('1');
   });
 });
+
+describe('image generation', () => {
+  it('bills each drawn image at the model’s per-image price, and holds one in the estimate', async () => {
+    const artist = await startTestPlatform(
+      { logLevel: 'silent' },
+      {
+        catalog: pricedCatalog({
+          models: [{ id: 'artist', family: 'local', context_window: 32_768, max_output_tokens: 4_096, capabilities: { tools: true, image_generation: true }, pricing: { input_per_1m: 1, output_per_1m: 2, per_image: 0.5 }, deployments: ['local-chat'] }],
+        }),
+      },
+    );
+    try {
+      const org = await createOrg(artist, 'artist');
+      await artist.services.billing.setMode(org.id, 'prepaid');
+      const draw = () =>
+        artist.api('/ai/v2/responses', {
+          method: 'POST',
+          key: org.key,
+          body: JSON.stringify({ model: 'artist', max_output_tokens: 50, input: 'Draw a lighthouse.', tools: [{ type: 'image_generation' }], tool_choice: { type: 'image_generation' } }),
+        });
+      // $0.40 covers the tokens but not the image ($0.50).
+      await artist.services.billing.addCredit(org.id, 400_000n, 'test');
+      expect((await draw()).status).toBe(402);
+      await artist.services.billing.addCredit(org.id, 1_000_000n, 'test');
+      const res = await draw();
+      expect(res.status).toBe(200);
+      expect((await res.json()).output.some((item: { type: string }) => item.type === 'image_generation_call')).toBe(true);
+      await settled(artist, org.id);
+      const rows = await artist.services.database.prisma.usageRecord.findMany({ where: { organizationId: org.id } });
+      const image = rows.find((r) => r.images === 1)!;
+      expect(image).toMatchObject({ inputTokens: 0, outputTokens: 0, costMicros: 500_000n, billedMicros: 500_000n });
+      const billed = rows.reduce((sum, r) => sum + r.billedMicros, 0n);
+      expect(await artist.services.billing.credit.balance(org.id)).toBe(1_400_000n - billed);
+    } finally {
+      await artist.close();
+    }
+  });
+});

@@ -301,6 +301,7 @@ export const UsageRecordScalarFieldEnum = {
   provider: 'provider',
   inputTokens: 'inputTokens',
   outputTokens: 'outputTokens',
+  images: 'images',
   costMicros: 'costMicros',
   billedMicros: 'billedMicros',
   product: 'product',
