@@ -3769,6 +3769,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -3794,6 +3795,7 @@ export interface components {
         AIConflict: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -3819,6 +3821,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -3843,6 +3846,7 @@ export interface components {
         AIInternalError: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -3868,6 +3872,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -3893,6 +3898,7 @@ export interface components {
         AIPayloadTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -3918,6 +3924,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -3943,6 +3950,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -3967,6 +3975,7 @@ export interface components {
         AIServiceUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4005,6 +4014,7 @@ export interface components {
                 "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                 "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4029,6 +4039,7 @@ export interface components {
         AIUnauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4058,6 +4069,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4085,6 +4097,7 @@ export interface components {
         AIUnsupportedMediaType: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4171,6 +4184,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4204,6 +4218,7 @@ export interface components {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4231,6 +4246,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4258,6 +4274,7 @@ export interface components {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4284,6 +4301,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4311,6 +4329,7 @@ export interface components {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4338,6 +4357,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4365,6 +4385,7 @@ export interface components {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4394,6 +4415,7 @@ export interface components {
                 /** @description Successor-version link; absent on the gateway-shape `request_timeout`. */
                 Link?: string;
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4420,6 +4442,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4461,6 +4484,7 @@ export interface components {
                 "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                 "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4487,6 +4511,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4519,6 +4544,7 @@ export interface components {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4548,6 +4574,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4641,6 +4668,7 @@ export interface components {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4660,6 +4688,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4680,6 +4709,7 @@ export interface components {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4699,6 +4729,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4719,6 +4750,7 @@ export interface components {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4738,6 +4770,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4757,6 +4790,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4776,6 +4810,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4806,6 +4841,7 @@ export interface components {
                 "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                 "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4825,6 +4861,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4844,6 +4881,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4864,6 +4902,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4884,6 +4923,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5161,6 +5201,7 @@ export interface components {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5188,6 +5229,7 @@ export interface components {
         DetailBadGateway: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5210,6 +5252,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5227,6 +5270,7 @@ export interface components {
         DetailConflict: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5245,6 +5289,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5262,6 +5307,7 @@ export interface components {
         DetailInternalError: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5280,6 +5326,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5297,6 +5344,7 @@ export interface components {
         DetailPayloadTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5314,6 +5362,7 @@ export interface components {
         DetailServiceUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5331,6 +5380,7 @@ export interface components {
         DetailUnsupportedMediaType: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5349,6 +5399,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5418,6 +5469,7 @@ export interface components {
         EmbeddingsServiceUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5443,6 +5495,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5466,6 +5519,7 @@ export interface components {
         GatewayForbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5484,6 +5538,7 @@ export interface components {
         GatewayUnauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5502,6 +5557,7 @@ export interface components {
         GatewayUnprocessable: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5676,6 +5732,7 @@ export interface components {
         HeadersTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5694,6 +5751,7 @@ export interface components {
         ManagementBadRequest: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5719,6 +5777,7 @@ export interface components {
         ManagementConflict: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5745,6 +5804,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5770,6 +5830,7 @@ export interface components {
         ManagementInternalError: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5796,6 +5857,7 @@ export interface components {
             headers: {
                 Allow: components["headers"]["Allow"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5821,6 +5883,7 @@ export interface components {
         ManagementNotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5846,6 +5909,7 @@ export interface components {
         ManagementPayloadTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5871,6 +5935,7 @@ export interface components {
         ManagementUnauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5897,6 +5962,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5933,6 +5999,7 @@ export interface components {
         ManagementUnsupportedMediaType: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5959,6 +6026,7 @@ export interface components {
             headers: {
                 Allow: components["headers"]["Allow"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -6076,6 +6144,7 @@ export interface components {
         RequestTimeout: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -6177,6 +6246,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -6235,6 +6305,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -6457,6 +6528,14 @@ export interface components {
         /** @description The trace id again, under the name many proxies and log tools look for. Sent on every answer the platform routes (not on the 408/431 answered before routing). */
         XRequestId: string;
         /**
+         * @description Whether retrying this error unchanged can succeed: `true` exactly when the error's
+         *     `retryable` is true in `x-error-catalog` (timeouts, quotas with `Retry-After`,
+         *     provider and platform failures), `false` otherwise (e.g. 402 INSUFFICIENT_CREDIT and
+         *     429 SPENDING_LIMIT_EXCEEDED / 1005). OpenAI's SDKs obey it instead of retrying every
+         *     429 and 5xx. Sent on every error answer the platform routes.
+         */
+        XShouldRetry: "true" | "false";
+        /**
          * @description On streamed grounded responses, whether any grounding source was retrieved (`true` / `false`).
          * @example true
          */
@@ -6601,6 +6680,7 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Should-Retry": components["headers"]["XShouldRetry"];
                     "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
@@ -6622,6 +6702,7 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Should-Retry": components["headers"]["XShouldRetry"];
                     "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
@@ -9231,6 +9312,7 @@ export interface operations {
                     Link: components["headers"]["Link"];
                     Sunset: components["headers"]["Sunset"];
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Should-Retry": components["headers"]["XShouldRetry"];
                     "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
@@ -9252,6 +9334,7 @@ export interface operations {
                     Link: components["headers"]["Link"];
                     Sunset: components["headers"]["Sunset"];
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Should-Retry": components["headers"]["XShouldRetry"];
                     "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
@@ -9275,6 +9358,7 @@ export interface operations {
                     Link: components["headers"]["Link"];
                     Sunset: components["headers"]["Sunset"];
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Should-Retry": components["headers"]["XShouldRetry"];
                     "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
@@ -9296,6 +9380,7 @@ export interface operations {
                     Link: components["headers"]["Link"];
                     Sunset: components["headers"]["Sunset"];
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Should-Retry": components["headers"]["XShouldRetry"];
                     "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
@@ -9317,6 +9402,7 @@ export interface operations {
                     Link: components["headers"]["Link"];
                     Sunset: components["headers"]["Sunset"];
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Should-Retry": components["headers"]["XShouldRetry"];
                     "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
