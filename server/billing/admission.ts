@@ -44,9 +44,13 @@ export function billingStage(billing: BillingService, estimator: Estimator, logg
       const traceId = traceIdOf(res);
       const product = coding ? String(req.params.coding_product) : null;
       const settings = await billing.settings(organizationId);
-      const charge = gated && settings.mode === 'prepaid';
+      const prepaid = settings.mode === 'prepaid';
+      const charge = gated && prepaid;
+      // A weekly cap binds whenever it is set (spec 7.3.1, part 8): an unmetered
+      // organization's requests hold against the cap alone (the coding route never counts).
+      const capped = gated && !coding && settings.weeklyCapMicros !== null;
       let reservation: Reservation | null = null;
-      if (charge) {
+      if (charge || capped) {
         const estimate = await estimator.of(res, route, req.body, organizationId);
         reservation = await billing.reserve({
           organizationId,
@@ -56,6 +60,7 @@ export function billingStage(billing: BillingService, estimator: Estimator, logg
           product,
           estimateMicros: estimate.micros,
           traceId,
+          debit: prepaid,
         });
       }
       const scope = new UsageScope();

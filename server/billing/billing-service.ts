@@ -157,13 +157,25 @@ export class BillingService {
     await this.cachedSettings.changed(organizationId);
   }
 
+  /**
+   * Sets (null: removes) the weekly cap. The week's spend is counted again from the usage
+   * records, so a cap set on an organization whose spend was not tracked (unmetered, no cap
+   * until now) counts what it spent this week.
+   */
   async setWeeklyCap(organizationId: string, capMicros: bigint | null): Promise<void> {
     await ensureBillingAccount(this.prisma, organizationId);
+    await this.unmeteredUsage.flush();
+    const week = weekStart();
     const [, state] = await this.prisma.$transaction([
       this.prisma.organization.update({ where: { id: organizationId }, data: { weeklyCapMicros: capMicros } }),
       // The account's version moves too: a copy of the credit pool (Redis) carries the cap.
       this.prisma.$queryRaw<AccountColumns[]>`
-        UPDATE billing_accounts SET version = version + 1 WHERE organization_id = ${organizationId}::uuid RETURNING ${ACCOUNT_COLUMNS}`,
+        UPDATE billing_accounts SET
+          version = version + 1,
+          week_start = ${week}::timestamptz,
+          week_spent_micros = (SELECT COALESCE(sum(billed_micros), 0) FROM usage_records
+                               WHERE organization_id = ${organizationId}::uuid AND product IS NULL AND created_at >= ${week}::timestamptz)
+        WHERE organization_id = ${organizationId}::uuid RETURNING ${ACCOUNT_COLUMNS}`,
     ]);
     await this.cachedSettings.changed(organizationId);
     await this.installCopy(organizationId, null, accountState(state[0], capMicros));
@@ -219,7 +231,7 @@ export class BillingService {
     const held = await holdInDatabase(this.prisma, { ...request, id: reservation.id, incarnation: this.incarnations.incarnation });
     if (held) return { ...reservation, kept: 'database' };
     const state = await readPool(this.prisma, request.organizationId, request.product);
-    throw refusal(request.product, state, state?.reservedMicros ?? 0n, request.estimateMicros);
+    throw refusal(request, state, state?.reservedMicros ?? 0n);
   }
 
   /**
@@ -231,13 +243,13 @@ export class BillingService {
   private async reserveInRedis(holds: RedisHolds, r: ReserveRequest, reservation: Reservation): Promise<boolean> {
     const hold = { ...reservation, organizationId: r.organizationId, owner: this.incarnations.incarnation };
     for (let attempt = 0; ; attempt++) {
-      const outcome = await this.onRedis(() => holds.reserve(hold, this.incarnations.dead));
+      const outcome = await this.onRedis(() => holds.reserve(hold, this.incarnations.dead, r.debit));
       if (outcome === null) return false;
       if (outcome.kind === 'ok') return true;
       const state = await readPool(this.prisma, r.organizationId, r.product);
       const current = outcome.kind === 'refused' && (!state || state.version <= outcome.version);
       if (!state || current || attempt === 2) {
-        throw refusal(r.product, state, (state?.reservedMicros ?? 0n) + (outcome.kind === 'refused' ? outcome.heldMicros : 0n), r.estimateMicros);
+        throw refusal(r, state, (state?.reservedMicros ?? 0n) + (outcome.kind === 'refused' ? outcome.heldMicros : 0n));
       }
       if ((await this.onRedis(() => holds.install(r.organizationId, r.product, state))) === null) return false;
     }
@@ -289,6 +301,8 @@ export class BillingService {
       return { billedMicros: billed };
     }
     const week = weekStart();
+    // The balance (or allowance) pays only for prepaid requests; the week's spend counts every
+    // request settled here (an unmetered organization's held against its cap too).
     const charge = s.charge ? billed : 0n;
     const state = await this.prisma.$transaction(async (tx) => {
       if (rows.length > 0) await tx.usageRecord.createMany({ data: rows });
@@ -327,7 +341,7 @@ export class BillingService {
           UPDATE billing_accounts a SET
             balance_micros = a.balance_micros - ${charge}::bigint,
             reserved_micros = a.reserved_micros - ${held}::bigint,
-            week_spent_micros = CASE WHEN a.week_start = ${week}::timestamptz THEN a.week_spent_micros ELSE 0 END + ${charge}::bigint,
+            week_spent_micros = CASE WHEN a.week_start = ${week}::timestamptz THEN a.week_spent_micros ELSE 0 END + ${billed}::bigint,
             week_start = ${week}::timestamptz,
             version = a.version + 1
           FROM organizations o

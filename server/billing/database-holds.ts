@@ -16,6 +16,11 @@ export interface ReserveRequest {
   product: string | null;
   estimateMicros: bigint;
   traceId: string;
+  /**
+   * Whether the balance pays (prepaid); false: an unmetered organization's request, held
+   * against its weekly cap alone.
+   */
+  debit: boolean;
 }
 
 export interface DatabaseHold extends ReserveRequest {
@@ -26,7 +31,7 @@ export interface DatabaseHold extends ReserveRequest {
 
 /**
  * Takes the hold when it fits (API credit: a positive balance covering the open holds plus
- * this one, and the weekly cap over this week's spend plus the holds; a plan: its allowance
+ * this one when it pays, and the weekly cap over this week's spend plus the holds; a plan: its allowance
  * over the period's use plus the holds); false when it does not (or no plan exists).
  */
 export async function holdInDatabase(prisma: PrismaClient, h: DatabaseHold): Promise<boolean> {
@@ -41,8 +46,8 @@ export async function holdInDatabase(prisma: PrismaClient, h: DatabaseHold): Pro
           version = a.version + 1
         FROM organizations o
         WHERE a.organization_id = ${h.organizationId}::uuid AND o.id = a.organization_id
-          AND a.balance_micros - a.reserved_micros > 0
-          AND a.balance_micros - a.reserved_micros - ${h.estimateMicros}::bigint >= 0
+          AND (NOT ${h.debit}::boolean OR (a.balance_micros - a.reserved_micros > 0
+               AND a.balance_micros - a.reserved_micros - ${h.estimateMicros}::bigint >= 0))
           AND (o.weekly_cap_micros IS NULL
                OR (CASE WHEN a.week_start = ${week}::timestamptz THEN a.week_spent_micros ELSE 0 END)
                   + a.reserved_micros + ${h.estimateMicros}::bigint <= o.weekly_cap_micros)

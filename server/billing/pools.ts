@@ -97,7 +97,8 @@ export async function readPool(prisma: PrismaClient, organizationId: string, pro
  * clear it), then the balance (402 INSUFFICIENT_CREDIT); for a plan, no plan (402 NO_PLAN)
  * or a spent allowance (402 GC_ALLOWANCE_EXHAUSTED), both with `topup_available`.
  */
-export function refusal(product: string | null, state: PoolState | null, heldMicros: bigint, estimateMicros: bigint): ApiError {
+export function refusal(request: { product: string | null; estimateMicros: bigint; debit: boolean }, state: PoolState | null, heldMicros: bigint): ApiError {
+  const { product, estimateMicros } = request;
   if (product !== null) {
     if (!state) return new ApiError('NO_PLAN', `The organization has no coding-agent plan for ${product}.`, { topupAvailable: false });
     return new ApiError('GC_ALLOWANCE_EXHAUSTED', `The ${product} plan allowance of ${formatUsd(state.capMicros ?? 0n)} per ${state.period} is spent.`, {
@@ -106,7 +107,8 @@ export function refusal(product: string | null, state: PoolState | null, heldMic
   }
   const s = state!;
   const spent = currentSpend(s);
-  if (s.capMicros !== null && spent + heldMicros + estimateMicros > s.capMicros) {
+  // Held against the cap alone (an unmetered organization), only the cap can refuse.
+  if (s.capMicros !== null && (spent + heldMicros + estimateMicros > s.capMicros || !request.debit)) {
     return new ApiError(
       'SPENDING_LIMIT_EXCEEDED',
       `The organization's weekly spending cap of ${formatUsd(s.capMicros)} is reached (${formatUsd(spent)} spent this week, ` +

@@ -45,7 +45,7 @@ redis.call('HDEL', KEYS[2], ARGV[1])
 return install(KEYS[1], {unpack(ARGV, 2)})`;
 
 // KEYS: pool, holds; ARGV: estimate, week start, month start, hold id, owner, now, stale ms,
-// hold TTL ms, dead owners (comma-separated). Replies {'load'}, {'refused', version, held
+// hold TTL ms, dead owners (comma-separated), whether the balance pays ('1'). Replies {'load'}, {'refused', version, held
 // here}, or {'ok'}.
 const RESERVE = `
 local f = redis.call('HMGET', KEYS[1], 'v', 'bal', 'spent', 'ps', 'per', 'dbres', 'cap', 'at')
@@ -68,7 +68,7 @@ local current = (f[5] == 'week') and ARGV[2] or ARGV[3]
 local spent = (f[4] == current) and tonumber(f[3]) or 0
 local inFlight = tonumber(f[6]) + held
 if f[7] ~= '' and spent + inFlight + estimate > tonumber(f[7]) then return {'refused', f[1], held} end
-if f[2] ~= '' then
+if f[2] ~= '' and ARGV[10] == '1' then
   local available = tonumber(f[2]) - inFlight
   if available <= 0 or available - estimate < 0 then return {'refused', f[1], held} end
 end
@@ -109,7 +109,7 @@ export class RedisHolds {
   }
 
   /** Checks and takes a hold against the pool's copy and every open hold, in one script. */
-  async reserve(hold: HotHold, deadOwners: readonly string[]): Promise<HotReserve> {
+  async reserve(hold: HotHold, deadOwners: readonly string[], debit: boolean): Promise<HotReserve> {
     const now = hold.createdAt.getTime();
     const reply = await this.redis.billingReserve(
       ...keysOf(hold.organizationId, hold.product),
@@ -122,6 +122,7 @@ export class RedisHolds {
       POOL_STALE_MS,
       RESERVATION_TTL_MS,
       deadOwners.join(','),
+      debit ? '1' : '0',
     );
     if (reply[0] === 'ok') return { kind: 'ok' };
     if (reply[0] === 'load') return { kind: 'load' };

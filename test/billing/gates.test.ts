@@ -164,6 +164,28 @@ describe('weekly spending cap', () => {
     expect((await chat(org, ask())).status).toBe(200);
   });
 
+  it('binds an unmetered organization too (spec 7.3.1, part 8): spend is counted, nothing is debited', async () => {
+    const org = await createOrg(platform, 'capfree');
+    expect((await chat(org, ask())).status).toBe(200);
+    await settled(platform, org.id);
+    const [first] = await prisma().usageRecord.findMany({ where: { organizationId: org.id } });
+    // Set mid-week: what the organization spent before counts.
+    await billing().setWeeklyCap(org.id, first.billedMicros + 200_000n);
+    expect((await billing().account(org.id)).weekSpentMicros).toBe(first.billedMicros);
+    expect((await chat(org, ask())).status).toBe(200);
+    await settled(platform, org.id);
+    const refused = await chat(org, ask());
+    expect(refused.status).toBe(429);
+    expect((await refused.json()).error.name).toBe('SPENDING_LIMIT_EXCEEDED');
+    const usage = await prisma().usageRecord.aggregate({ where: { organizationId: org.id }, _sum: { billedMicros: true } });
+    expect((await billing().account(org.id)).weekSpentMicros).toBe(usage._sum.billedMicros);
+    expect(await prisma().creditLedger.count({ where: { organizationId: org.id } })).toBe(0);
+    // The coding route does not count against the cap.
+    expect((await chat(org, ask(), '/ai/v2/code-assist/chat/completions')).status).toBe(200);
+    await billing().setWeeklyCap(org.id, null);
+    expect((await chat(org, ask())).status).toBe(200);
+  });
+
   it('counts the week from Monday 00:00 UTC: last week’s spend does not count', async () => {
     const org = await prepaid('week', 10_000_000n);
     await billing().setWeeklyCap(org.id, 150_000n);
@@ -223,7 +245,7 @@ describe('coding-agent plans', () => {
 describe('reserve then settle', () => {
   it('releases holds a crashed instance left open, without charging them', async () => {
     const org = await prepaid('crash', 1_000_000n);
-    const hold = await billing().reserve({ organizationId: org.id, apiKeyId: null, operation: 'createGuardedChatCompletion', model: 'priced', product: null, estimateMicros: 900_000n, traceId: 'trc_crash' });
+    const hold = await billing().reserve({ organizationId: org.id, apiKeyId: null, operation: 'createGuardedChatCompletion', model: 'priced', product: null, estimateMicros: 900_000n, traceId: 'trc_crash', debit: true });
     // The hold blocks what it covers...
     expect((await chat(org, ask())).status).toBe(402);
     expect(await billing().reconcile(0)).toBeGreaterThanOrEqual(1);

@@ -96,6 +96,15 @@ describeRedis('billing holds in Redis', () => {
     expect((await chat(org)).status).toBe(200);
   });
 
+  it('holds an unmetered organization against its weekly cap alone', async () => {
+    const org = await createOrg(platform, 'hotfree');
+    await billing().setWeeklyCap(org.id, 200_000n);
+    expect((await chat(org)).status).toBe(200); // no credit at all: the balance does not gate it
+    await settled(platform, org.id);
+    expect((await chat(org)).status).toBe(429);
+    expect(await prisma().creditLedger.count({ where: { organizationId: org.id } })).toBe(0);
+  });
+
   it('draws coding-agent plans in Redis too, and rolls their period when settling', async () => {
     const org = await prepaid('hotplan', 10_000_000n);
     const coding = () => platform.api('/ai/v2/code-assist/chat/completions', { method: 'POST', key: org.key, body: JSON.stringify(ask()) });
