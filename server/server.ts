@@ -103,7 +103,7 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     // Rate limits (server/limits): counted in Redis when configured, else in process.
     const rateLimits = createRateLimiter(redis, logger, metrics);
     cleanup.push(() => rateLimits.close());
-    const quotas = new QuotaSettings(database.prisma);
+    const quotas = new QuotaSettings(database.prisma, config);
     const search = createSearchIndex(database, inference.gateway, { collection: config.searchCollection, embeddingModel: config.searchEmbeddingModel });
     const sources = new Sources(database.prisma, search.retriever);
     // Responses API (server/responses): stored responses expire after the retention, swept.

@@ -38,8 +38,8 @@ export function rateLimitStage(limiter: RateLimiter, quotas: QuotaSettings, esti
       const principal = res.locals.principal as Principal | undefined;
       if (!principal) return next();
       const org = principal.organizationId;
-      const { organization, keys } = await quotas.of(org);
-      const keyQuota = principal.kind === 'api_key' ? keys.get(principal.credentialId) : undefined;
+      const { organization, keys, keyDefault } = await quotas.of(org);
+      const keyQuota = principal.kind === 'api_key' ? (keys.get(principal.credentialId) ?? keyDefault ?? undefined) : undefined;
       if (!organization && !keyQuota) return next();
       let tokens: number | null = null;
       // Only a tokens-per-minute quota needs the estimate (billing reuses it).

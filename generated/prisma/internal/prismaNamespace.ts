@@ -2110,7 +2110,8 @@ export const OrganizationScalarFieldEnum = {
   name: 'name',
   createdAt: 'createdAt',
   billingMode: 'billingMode',
-  weeklyCapMicros: 'weeklyCapMicros'
+  weeklyCapMicros: 'weeklyCapMicros',
+  ratePlan: 'ratePlan'
 } as const
 
 export type OrganizationScalarFieldEnum = (typeof OrganizationScalarFieldEnum)[keyof typeof OrganizationScalarFieldEnum]
