@@ -4,7 +4,8 @@
 // is refused (402 INSUFFICIENT_CREDIT, 429 SPENDING_LIMIT_EXCEEDED, 402 NO_PLAN /
 // GC_ALLOWANCE_EXHAUSTED on the coding route). Every inference request, prepaid or not,
 // runs in a usage scope the gateway reports into, and is settled when the response closes:
-// answered, failed, cut, or left by its client.
+// answered, failed, cut, or left by its client. Search operations run in one too: their
+// query embeddings are recorded (never gated).
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { routesById, type RouteDefinition } from '../../generated/contract/routes.js';
@@ -24,17 +25,25 @@ function inferenceTag(route: RouteDefinition): string {
   return route.replacedBy ? routesById[route.replacedBy].tag : route.tag;
 }
 
-/** Whether the operation is a model call that is metered (POSTs of the inference tags). */
+/** Whether the operation is a model call that is metered and gated (POSTs of the inference tags). */
 export function isInferenceOperation(route: RouteDefinition): boolean {
   return route.method === 'post' && INFERENCE_TAGS.has(inferenceTag(route));
 }
 
+/**
+ * Whether the operation's model calls are metered: inference, and search (its query is
+ * embedded by an embedding model), which is recorded but never gated (it declares no 402).
+ */
+export function isMeteredOperation(route: RouteDefinition): boolean {
+  return isInferenceOperation(route) || (route.method === 'post' && inferenceTag(route) === 'search');
+}
+
 export function billingStage(billing: BillingService, estimator: Estimator, logger: Logger): AdmissionStage {
   return (route) => {
-    if (!isInferenceOperation(route)) return (_req, _res, next) => next();
+    if (!isMeteredOperation(route)) return (_req, _res, next) => next();
     // Every metered operation declares 402 (the Chat API's message included; a test holds
     // it); the coding route draws on its product's plan, never on API credit.
-    const gated = '402' in route.errorBodies;
+    const gated = isInferenceOperation(route) && '402' in route.errorBodies;
     const coding = route.operationId === 'createCodingChatCompletion';
     const handler: RequestHandler = async (req, res, next) => {
       const principal = res.locals.principal as Principal | undefined;

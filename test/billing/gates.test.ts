@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
-import { ask, createOrg, INPUT_MICROS, OUTPUT_MICROS, pricedCatalog, settled, type TestOrg } from './support.js';
+import { ask, createOrg, indexPassages, INPUT_MICROS, OUTPUT_MICROS, pricedCatalog, settled, type TestOrg } from './support.js';
 
 let platform: TestPlatform;
 beforeAll(async () => {
@@ -54,6 +54,20 @@ describe('metering', () => {
     const [r] = await prisma().usageRecord.findMany({ where: { organizationId: org.id } });
     expect(r).toMatchObject({ model: 'local-embedding', operation: 'createEmbeddingsAlias', inputTokens: body.usage.prompt_tokens, outputTokens: 0 });
     expect(r.costMicros).toBe(BigInt(body.usage.prompt_tokens) * 100n);
+  });
+
+  it('records the query embedding of a search (never gated: a prepaid organization with no credit still searches)', async () => {
+    const org = await prepaid('search');
+    const publisher = await platform.services.identity.organizations.createPublisher(org.name, `${org.name}-pub`);
+    const { plaintext: key } = await platform.services.identity.keys.issue(org.id, { scopes: ['data:read'], label: 'search', expiresAt: null });
+    await indexPassages(platform, publisher.id, ['Sabbath rest is received before it is achieved.']);
+    const res = await platform.api('/ai/v1/data/search', { method: 'POST', key, body: JSON.stringify({ query: 'rest and sabbath', collection: 'GlooProd', tenant: publisher.name }) });
+    expect(res.status).toBe(200);
+    await settled(platform, org.id);
+    const [r] = await prisma().usageRecord.findMany({ where: { organizationId: org.id } });
+    expect(r).toMatchObject({ operation: 'searchCollection', model: 'local-embedding', outputTokens: 0 });
+    expect(r.inputTokens).toBeGreaterThan(0);
+    expect(await prisma().creditLedger.count({ where: { organizationId: org.id, amountMicros: { lt: 0 } } })).toBe(0);
   });
 
   it('bills a request repeated with the same Idempotency-Key once', async () => {
