@@ -107,12 +107,14 @@ export class ResponsesService {
       }
       const incomplete = incompleteReason(finishReason);
       const calls = result.toolCalls ?? [];
-      const output: OutputItem[] = result.usage.reasoningTokens ? [reasoningItem()] : [];
+      const output: OutputItem[] = [];
       if (content || result.refusal) output.push(messageItem(content, result.refusal, incomplete ? 'incomplete' : 'completed', content ? annotations(content) : []));
       output.push(...calls.filter((c) => !internal(c.function.name)).map((c) => functionCallItem(c, 'completed')));
       if (imageTool && incomplete !== 'content_filter') {
         for await (const run of drawImages(this.gateway, served, imageTool, calls.filter((c) => internal(c.function.name)), ctx.signal)) output.push(await run.done);
       }
+      // Last, as a stream can only tell it (from its final usage): the same order either way.
+      if (result.usage.reasoningTokens) output.push(reasoningItem());
       const response = responseObject(frame(served), {
         status: incomplete ? 'incomplete' : 'completed',
         output,
