@@ -85,17 +85,23 @@ export class ResponsesService {
     const call = { plan, request, operation: ctx.operation, signal: ctx.signal, log: ctx.log };
     const internal = (name: string) => imageTool !== undefined && name === IMAGE_FUNCTION;
     const annotations = grounding?.annotations ?? (() => []);
+    // The answer is made (and billed) whether or not it can be stored: a failed write costs
+    // the caller only a later previous_response_id (404), so it is logged, never thrown.
     const finished = async (response: ResponseObject) => {
       if (body.store === false) return;
-      await this.store.save({
-        id: response.id,
-        organizationId: ctx.organizationId,
-        previousResponseId: response.previous_response_id ?? null,
-        model: response.model,
-        status: response.status,
-        input: items,
-        output: response.output,
-      });
+      try {
+        await this.store.save({
+          id: response.id,
+          organizationId: ctx.organizationId,
+          previousResponseId: response.previous_response_id ?? null,
+          model: response.model,
+          status: response.status,
+          input: items,
+          output: response.output,
+        });
+      } catch (error) {
+        ctx.log.error({ err: error, responseId: response.id }, 'could not store a response: previous_response_id will not find it');
+      }
     };
 
     if (!body.stream) {

@@ -299,6 +299,26 @@ describe('previous_response_id', () => {
     expect(res.status).toBe(404);
   });
 
+  it('a store that fails does not fail the answer (made and billed): JSON and stream complete, only the follow-up is 404', async () => {
+    const store = (platform.services.responses as unknown as { store: { save: (...args: unknown[]) => Promise<void> } }).store;
+    const save = store.save;
+    store.save = async () => {
+      throw new Error('the database is away');
+    };
+    try {
+      const plain = await ok(await create({ model: 'local-chat', input: 'Hello there, friend.' }));
+      expect(plain.status).toBe('completed');
+      const streamed = await create({ model: 'local-chat', input: 'Hello there, friend.', stream: true });
+      expect(streamed.status).toBe(200);
+      const text = await streamed.text();
+      expect(text).toContain('event: response.completed');
+      expect(text).not.toContain('event: error');
+      expect((await create({ model: 'local-chat', previous_response_id: plain.id, input: 'And then?' })).status).toBe(404);
+    } finally {
+      store.save = save;
+    }
+  });
+
   it('an expired response cannot be continued', async () => {
     const first = await ok(await create({ model: 'local-chat', input: 'Hello there, friend.' }));
     await platform.services.database.prisma.storedResponse.update({ where: { id: first.id }, data: { expiresAt: new Date(Date.now() - 1000) } });
