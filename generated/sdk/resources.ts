@@ -591,9 +591,11 @@ export interface GroundedResponsesResource {
    *
    * Responses request plus grounding on a publisher's content (`rag_publisher`,
    * `sources_limit` 1 to 10, `certainty_threshold`). The JSON answer reports
-   * `sources_returned`; a stream reports it in the `X-Sources-Returned` response
-   * header. Zero sources is not an error. Path unchanged since v1 (not
-   * deprecated).
+   * `sources_returned` and `citations`; a stream reports `sources_returned` in the
+   * `X-Sources-Returned` response header before its first event, and its terminal
+   * event's response (`response.completed` or `response.incomplete`) carries
+   * `sources_returned` and `citations` like the JSON answer. Zero sources is not an
+   * error. Path unchanged since v1 (not deprecated).
    *
    * `POST /ai/v1/grounded/responses` (operation `createGroundedResponse`).
    * @param body Request body. With `stream: true` the call resolves to a stream.
@@ -605,9 +607,11 @@ export interface GroundedResponsesResource {
    *
    * Responses request plus grounding on a publisher's content (`rag_publisher`,
    * `sources_limit` 1 to 10, `certainty_threshold`). The JSON answer reports
-   * `sources_returned`; a stream reports it in the `X-Sources-Returned` response
-   * header. Zero sources is not an error. Path unchanged since v1 (not
-   * deprecated).
+   * `sources_returned` and `citations`; a stream reports `sources_returned` in the
+   * `X-Sources-Returned` response header before its first event, and its terminal
+   * event's response (`response.completed` or `response.incomplete`) carries
+   * `sources_returned` and `citations` like the JSON answer. Zero sources is not an
+   * error. Path unchanged since v1 (not deprecated).
    *
    * `POST /ai/v1/grounded/responses` (operation `createGroundedResponse`).
    * @param body Request body. With `stream: true` the call resolves to a stream.
@@ -619,9 +623,11 @@ export interface GroundedResponsesResource {
    *
    * Responses request plus grounding on a publisher's content (`rag_publisher`,
    * `sources_limit` 1 to 10, `certainty_threshold`). The JSON answer reports
-   * `sources_returned`; a stream reports it in the `X-Sources-Returned` response
-   * header. Zero sources is not an error. Path unchanged since v1 (not
-   * deprecated).
+   * `sources_returned` and `citations`; a stream reports `sources_returned` in the
+   * `X-Sources-Returned` response header before its first event, and its terminal
+   * event's response (`response.completed` or `response.incomplete`) carries
+   * `sources_returned` and `citations` like the JSON answer. Zero sources is not an
+   * error. Path unchanged since v1 (not deprecated).
    *
    * `POST /ai/v1/grounded/responses` (operation `createGroundedResponse`).
    * @param body Request body. With `stream: true` the call resolves to a stream.
@@ -918,9 +924,11 @@ export interface PlatformOperations {
    *
    * Responses request plus grounding on a publisher's content (`rag_publisher`,
    * `sources_limit` 1 to 10, `certainty_threshold`). The JSON answer reports
-   * `sources_returned`; a stream reports it in the `X-Sources-Returned` response
-   * header. Zero sources is not an error. Path unchanged since v1 (not
-   * deprecated).
+   * `sources_returned` and `citations`; a stream reports `sources_returned` in the
+   * `X-Sources-Returned` response header before its first event, and its terminal
+   * event's response (`response.completed` or `response.incomplete`) carries
+   * `sources_returned` and `citations` like the JSON answer. Zero sources is not an
+   * error. Path unchanged since v1 (not deprecated).
    *
    * `POST /ai/v1/grounded/responses` (operation `createGroundedResponse`).
    * Prefer `client.grounded.responses.create()`.

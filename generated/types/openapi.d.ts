@@ -226,9 +226,11 @@ export interface paths {
          * Create a grounded response
          * @description Responses request plus grounding on a publisher's content (`rag_publisher`,
          *     `sources_limit` 1 to 10, `certainty_threshold`). The JSON answer reports
-         *     `sources_returned`; a stream reports it in the `X-Sources-Returned` response
-         *     header. Zero sources is not an error. Path unchanged since v1 (not
-         *     deprecated).
+         *     `sources_returned` and `citations`; a stream reports `sources_returned` in the
+         *     `X-Sources-Returned` response header before its first event, and its terminal
+         *     event's response (`response.completed` or `response.incomplete`) carries
+         *     `sources_returned` and `citations` like the JSON answer. Zero sources is not an
+         *     error. Path unchanged since v1 (not deprecated).
          */
         post: operations["createGroundedResponse"];
         delete?: never;
@@ -5723,7 +5725,7 @@ export interface components {
                  *     data: {"type":"response.output_item.done","sequence_number":6,"output_index":0,"item":{"type":"message","id":"msg_01JDQ8Q3B5D7F9H1K3M5P7R9TW","role":"assistant","status":"completed","content":[{"type":"output_text","text":"The author treats Sabbath rest as a gift.","annotations":[]}]}}
                  *
                  *     event: response.completed
-                 *     data: {"type":"response.completed","sequence_number":7,"response":{"id":"resp_01JDQ8Q3B5D7F9H1K3M5P7R9TV","object":"response","created_at":1735689600,"status":"completed","model":"gloo-openai-gpt-5-mini","output":[{"type":"message","id":"msg_01JDQ8Q3B5D7F9H1K3M5P7R9TW","role":"assistant","status":"completed","content":[{"type":"output_text","text":"The author treats Sabbath rest as a gift.","annotations":[]}]}],"output_text":"The author treats Sabbath rest as a gift.","incomplete_details":null,"error":null,"usage":{"input_tokens":640,"output_tokens":9,"total_tokens":649}}}
+                 *     data: {"type":"response.completed","sequence_number":7,"response":{"id":"resp_01JDQ8Q3B5D7F9H1K3M5P7R9TV","object":"response","created_at":1735689600,"status":"completed","model":"gloo-openai-gpt-5-mini","output":[{"type":"message","id":"msg_01JDQ8Q3B5D7F9H1K3M5P7R9TW","role":"assistant","status":"completed","content":[{"type":"output_text","text":"The author treats Sabbath rest as a gift.","annotations":[]}]}],"output_text":"The author treats Sabbath rest as a gift.","incomplete_details":null,"error":null,"usage":{"input_tokens":640,"output_tokens":9,"total_tokens":649},"sources_returned":true,"citations":[{"item_id":"6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d","title":"Sabbath Rest in a Busy Week","publisher":"Example Publishing","url":"https://example.org/articles/sabbath-rest","snippet":"Rest is received before it is achieved.","certainty":0.83}]}}
                  */
                 "text/event-stream": components["schemas"]["ResponseStreamEvent"];
             };

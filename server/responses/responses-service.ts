@@ -4,7 +4,7 @@
 // chat messages; the gateway routes, fails over, resumes and meters as for chat
 // completions; the answer comes back as typed output items, or as named stream events.
 import type { Logger } from 'pino';
-import type { Source, Sources } from '../data/grounding/sources.js';
+import type { Sources } from '../data/grounding/sources.js';
 import { ApiError } from '../errors.js';
 import type { GatewayService, Served } from '../gateway/gateway-service.js';
 import type { Guardrails } from '../gateway/guardrails.js';
@@ -44,10 +44,14 @@ export class ResponsesService {
     private readonly sources: Sources,
   ) {}
 
-  /** A guarded response grounded on a publisher's content; zero sources is an ordinary answer. */
-  async createGrounded(principal: Principal, body: GroundedResponseBody, ctx: ResponseContext): Promise<{ answer: ResponseAnswer; citations: Source[] }> {
-    const { grounding, citations } = await groundResponse(this.sources, principal, body, ctx.signal);
-    return { answer: await this.create(body, ctx, grounding), citations };
+  /**
+   * A guarded response grounded on a publisher's content; zero sources is an ordinary
+   * answer. The answer (JSON, or the stream's terminal event) reports sources_returned and
+   * citations; `sourcesReturned` is for the stream's header.
+   */
+  async createGrounded(principal: Principal, body: GroundedResponseBody, ctx: ResponseContext): Promise<{ answer: ResponseAnswer; sourcesReturned: boolean }> {
+    const grounding = await groundResponse(this.sources, principal, body, ctx.signal);
+    return { answer: await this.create(body, ctx, grounding), sourcesReturned: grounding.report.sources_returned };
   }
 
   async create(body: ResponseBody, ctx: ResponseContext, grounding?: Grounding): Promise<ResponseAnswer> {
@@ -128,7 +132,7 @@ export class ResponsesService {
         incomplete,
       });
       await finished(response);
-      return { kind: 'json', body: response };
+      return { kind: 'json', body: { ...response, ...grounding?.report } };
     }
 
     // The commit point: until the first upstream event a failure is still an HTTP error.
@@ -140,6 +144,7 @@ export class ResponsesService {
       internal,
       runInternal: (calls: ToolCall[]) => drawImages(this.gateway, upstream.served, imageTool!, calls, ctx.signal),
       annotations,
+      report: grounding?.report,
       describeError: (error) => {
         // The stream reports it in-band (error, response.failed); the log keeps the cause.
         ctx.log.error({ err: error }, 'response stream failed after it started');

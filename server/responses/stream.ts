@@ -21,6 +21,8 @@ export interface StreamOptions {
   runInternal(calls: ToolCall[]): AsyncIterable<{ started(): OutputItem; done: Promise<OutputItem> }>;
   /** Annotations of the answer's text (grounding citations). */
   annotations: (text: string) => Record<string, unknown>[];
+  /** Fields the terminal event's response adds (grounded: sources_returned, citations). */
+  report?: Record<string, unknown>;
   describeError(error: unknown): { error: AIErrorObject; traceId: string };
   /** Called once with the final response (completed or incomplete), to store it. */
   finished(response: ResponseObject): Promise<void>;
@@ -187,7 +189,7 @@ export async function* responseEvents(options: StreamOptions): AsyncGenerator<St
     state.incomplete = incomplete;
     const final = snapshot();
     await options.finished(final);
-    yield event({ type: incomplete ? 'response.incomplete' : 'response.completed', response: final });
+    yield event({ type: incomplete ? 'response.incomplete' : 'response.completed', response: { ...final, ...options.report } });
   } catch (error) {
     const { error: enriched, traceId } = options.describeError(error);
     // The failed snapshot keeps what was sent, its unfinished items marked incomplete (failed: an image).

@@ -181,7 +181,7 @@ describe('responseEvents', () => {
     const events = await run([{ type: 'delta', toolCalls: [{ index: 0, id: 'call_i', type: 'function', function: { name: 'image_generation', arguments: '{"prompt":"a cat"}' } }] }, { type: 'finish', finishReason: 'tool_calls' }], {
       internal: (name) => name === 'image_generation',
       runInternal: async function* () {
-        const done = Promise.reject(new ProviderError('server_error', 'image model down'));
+        const done = Promise.reject(new ProviderError('server', 'image model down'));
         done.catch(() => undefined);
         yield { started: () => ({ type: 'image_generation_call' as const, id: 'ig_1', status: 'in_progress' as const, result: null }), done };
       },
