@@ -1826,6 +1826,8 @@ export interface components {
         };
         /** @description Responses API fields shared by v1 and v2 (unknown fields are ignored). */
         CreateResponseRequestCommon: {
+            /** @description Not supported: a response is answered within its request (there is nothing to poll), so `true` is 400 `INVALID_REQUEST`; `false` is the default. */
+            background?: boolean;
             /** @description A string (one user message) or typed input items. */
             input: string | components["schemas"]["ResponseInputItem"][];
             /** @description System-level instructions. */
@@ -1863,7 +1865,7 @@ export interface components {
                 /** @description Format of the answer: `text`, `json_object` or `json_schema`. */
                 format?: components["schemas"]["ResponseTextFormat"];
             };
-            /** @description Whether and which tool the model must call: `auto` (default when tools are given), `none`, `required`, or one named function. */
+            /** @description Whether and which tool the model must call: `auto` (default when tools are given), `none`, `required`, one named function, or `image_generation`; a built-in tool is 400 naming it. */
             tool_choice?: components["schemas"]["ResponseToolChoice"];
             /** @description Tools (functions) the model may call. */
             tools?: components["schemas"]["ResponseTool"][];
@@ -2896,16 +2898,15 @@ export interface components {
             usage: components["schemas"]["ResponseUsage"] | null;
         };
         /**
-         * @description A built-in tool of OpenAI's Responses API that this platform does not run. It
-         *     is accepted by the schema so that the answer can say so: 400
+         * @description A built-in tool of OpenAI's Responses API that this platform does not run (any
+         *     type but `function` and `image_generation`: `web_search`, its dated variants such
+         *     as `web_search_preview_2025_03_11`, `file_search`, `code_interpreter`, `mcp`, …).
+         *     It is accepted by the schema so that the answer can say so: 400
          *     `INVALID_REQUEST` naming the tool, never silently ignored.
          */
         ResponseBuiltinTool: {
-            /**
-             * @description The built-in tool's kind. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            type: "web_search" | "web_search_preview" | "file_search" | "code_interpreter" | "computer_use_preview" | "mcp" | "local_shell";
+            /** @description The built-in tool's kind. */
+            type: string;
         };
         ResponseCompletedEvent: {
             /** @description The complete response (`status: completed`), with usage. */
@@ -3099,8 +3100,8 @@ export interface components {
             /** @description Whether the model must follow the schema exactly (structured outputs); null lets the provider decide. */
             strict?: boolean | null;
             /**
-             * @description Tool kind: always `function`. (enum property replaced by openapi-typescript)
-             * @enum {string}
+             * @description Tool kind: always `function`.
+             * @constant
              */
             type: "function";
         };
@@ -3180,8 +3181,8 @@ export interface components {
              */
             size?: "auto" | "1024x1024" | "1024x1536" | "1536x1024";
             /**
-             * @description Tool kind: always `image_generation`. (enum property replaced by openapi-typescript)
-             * @enum {string}
+             * @description Tool kind: always `image_generation`.
+             * @constant
              */
             type: "image_generation";
         };
@@ -3518,6 +3519,7 @@ export interface components {
              */
             type: "json_schema";
         };
+        /** @description A function tool, the `image_generation` tool, or a built-in tool (refused by name); told apart by `type`. */
         ResponseTool: components["schemas"]["ResponseFunctionTool"] | components["schemas"]["ResponseImageGenerationTool"] | components["schemas"]["ResponseBuiltinTool"];
         ResponseToolChoice: ("none" | "auto" | "required") | {
             /** @description Name of the function the model must call. */
@@ -3533,6 +3535,9 @@ export interface components {
              * @constant
              */
             type: "image_generation";
+        } | {
+            /** @description The built-in tool's kind. */
+            type: string;
         };
         ResponseUsage: {
             /** @description Tokens in the input. */
