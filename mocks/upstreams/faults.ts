@@ -94,6 +94,8 @@ export interface FakeConfig {
   chunkIntervalMs: number;
   /** When set, requests without this key are refused with 401. */
   apiKey?: string;
+  /** The model refuses: the answer text comes as `refusal` (OpenAI's structured refusal), content null. */
+  refuse?: boolean;
 }
 
 export interface FakeUpstream {

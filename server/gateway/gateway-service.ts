@@ -223,10 +223,15 @@ export class GatewayService {
       let current = opened;
       let text = '';
       let toolCallsSent = false;
+      // A refusal is never resumed (another upstream would go on as text, not as a refusal).
+      let refusal = '';
       // Text of earlier attempts: a resumed attempt is billed for its own part only.
       let before = '';
       // What an attempt produced, when the upstream never reported it (it broke, or was left).
-      const estimate = (): Usage => ({ promptTokens: promptTokens + estimateTokens(before), completionTokens: estimateTokens(text.slice(before.length)) });
+      const estimate = (): Usage => ({
+        promptTokens: promptTokens + estimateTokens(before),
+        completionTokens: estimateTokens(text.slice(before.length)) + estimateTokens(refusal),
+      });
       try {
         while (true) {
           try {
@@ -237,6 +242,7 @@ export class GatewayService {
                 return;
               }
               if (event.content) text += event.content;
+              if (event.refusal) refusal += event.refusal;
               if (event.toolCalls?.length) toolCallsSent = true;
               yield event;
             }
@@ -247,7 +253,7 @@ export class GatewayService {
             if (call.signal.aborted) return;
             const facts = kindFacts(error);
             call.log.warn({ deployment: current.candidate.deployment.id, kind: facts.kind, err: error, sentChars: text.length }, 'upstream stream broke after it started');
-            if (!facts.failover || !gateway.resumes(call.operation) || toolCallsSent) throw toCallerError(error);
+            if (!facts.failover || !gateway.resumes(call.operation) || toolCallsSent || refusal) throw toCallerError(error);
             before = text;
             current = await gateway.openStream(call, attempts, text, tried).catch(() => {
               throw toCallerError(error);
