@@ -12,6 +12,7 @@ import { QUOTA_CACHE_MS, QuotaSettings } from '../server/limits/quotas.js';
 import { loadConfig } from '../server/config.js';
 import { createIdentity } from '../server/identity/index.js';
 import { createLogger } from '../server/logging.js';
+import { Metrics } from '../server/observability/metrics.js';
 import { openDatabase } from '../server/storage/database.js';
 import { connectRedis } from '../server/storage/redis.js';
 
@@ -27,13 +28,15 @@ const USAGE = `Usage: npm run admin -- <command> [options]
   revoke-oauth-client <client_id>          revokes the client and its tokens
   add-credit <org> <usd> [--reason text]   prepaid credit for the billing gate
   set-billing <org> prepaid|unmetered      billing mode (new organizations: unmetered, no gate)
-  set-weekly-cap <org> <usd|none>          weekly spending cap of a prepaid organization
+  set-weekly-cap <org> <usd|none>          weekly spending cap of an organization
                                            (ISO week: Monday 00:00 UTC to Monday 00:00 UTC)
   set-coding-plan <org> <product> <usd> [--topup] [--period month|week]
                                            coding-agent allowance per period (default month)
   set-rate-limit <org> [--key <key id>] [--rpm n] [--tpm n]
                                            requests / tokens per minute of the organization,
-                                           or of one of its keys; neither: no limit
+                                           or of one of its keys (over its plan's); neither:
+                                           back to the plan's
+  set-rate-plan <org> <plan|default>       the organization's rate-limit plan (RATE_LIMIT_PLANS)
   usage <org> [--since YYYY-MM-DD]         usage per model (default: since this week's Monday)
   list-orgs                                organizations with their publishers
 
@@ -51,6 +54,7 @@ const ARITY: Record<string, number> = {
   'set-weekly-cap': 2,
   'set-coding-plan': 3,
   'set-rate-limit': 1,
+  'set-rate-plan': 2,
   usage: 1,
   'list-orgs': 0,
 };
@@ -121,7 +125,9 @@ async function main(): Promise<void> {
   // With REDIS_URL, running servers drop their cached billing settings at once; without it,
   // within BILLING_SETTINGS_CACHE_MS (server/billing/settings-cache.ts).
   const billingChanges = redis ? await redisSettingsChanges(redis, logger) : localSettingsChanges();
-  const billing = () => new BillingService(prisma, loadCatalog(), logger, billingChanges);
+  // With REDIS_URL, changes also reach the servers' copies of the billing gates at once.
+  const billingService = new BillingService(prisma, loadCatalog(), logger, { changes: billingChanges, hot: redis ? { redis: redis.hotPath, metrics: new Metrics() } : undefined });
+  const billing = () => billingService;
   try {
     switch (command) {
       case 'create-org': {
@@ -157,7 +163,7 @@ async function main(): Promise<void> {
       }
       case 'add-credit': {
         const org = await identity.organizations.findOrganization(args[0]);
-        const entry = await new CreditService(prisma).add(org.id, credit!, values.reason ?? 'operator top-up');
+        const entry = await billing().addCredit(org.id, credit!, values.reason ?? 'operator top-up');
         console.log(`added ${formatUsd(credit!)} to ${org.name}; ledger balance ${formatUsd(entry.balanceMicros)}`);
         break;
       }
@@ -181,10 +187,19 @@ async function main(): Promise<void> {
       }
       case 'set-rate-limit': {
         const org = await identity.organizations.findOrganization(args[0]);
-        await new QuotaSettings(prisma).set(org.id, values.key ?? null, quota);
+        await new QuotaSettings(prisma, config).set(org.id, values.key ?? null, quota);
         const whose = values.key ? `key ${values.key} of ${org.name}` : org.name;
         const limits = [quota.requestsPerMinute && `${quota.requestsPerMinute} requests`, quota.tokensPerMinute && `${quota.tokensPerMinute} tokens`].filter(Boolean);
-        console.log(limits.length === 0 ? `${whose}: no rate limit` : `${whose}: ${limits.join(' and ')} per minute (in effect within ${QUOTA_CACHE_MS / 1000} s)`);
+        console.log(`${whose}: ${limits.length === 0 ? "its plan's limits" : `${limits.join(' and ')} per minute`} (in effect within ${QUOTA_CACHE_MS / 1000} s)`);
+        break;
+      }
+      case 'set-rate-plan': {
+        const org = await identity.organizations.findOrganization(args[0]);
+        const plan = args[1] === 'default' ? null : args[1];
+        await new QuotaSettings(prisma, config).setPlan(org.id, plan);
+        const name = plan ?? config.rateLimitDefaultPlan;
+        const limits = name ? JSON.stringify(config.rateLimitPlans[name]) : 'no default limits';
+        console.log(`${org.name}: rate-limit plan ${plan ?? `default (${name ?? 'none'})`}: ${limits} (in effect within ${QUOTA_CACHE_MS / 1000} s)`);
         break;
       }
       case 'usage': {

@@ -25,6 +25,23 @@ const bytes = (fallback: string) =>
       return Number(match[1]) * unit;
     });
 
+const perMinute = z.number().int().min(0).max(2_000_000_000);
+const planQuota = z.object({ rpm: perMinute.optional(), tpm: perMinute.optional() }).strict();
+/** `{"free": {"organization": {"rpm": 60, "tpm": 100000}, "key": {"rpm": 20}}, …}` */
+const ratePlans = z
+  .string()
+  .optional()
+  .transform((value, ctx) => {
+    if (!value) return {};
+    try {
+      return JSON.parse(value) as unknown;
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'expected JSON: {"<plan>": {"organization": {"rpm": n, "tpm": n}, "key": {"rpm": n, "tpm": n}}}' });
+      return z.NEVER;
+    }
+  })
+  .pipe(z.record(z.string().regex(/^[\w.-]{1,64}$/, 'plan names are letters, digits and . _ -'), z.object({ organization: planQuota.optional(), key: planQuota.optional() }).strict()));
+
 const schema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   PORT: port(8080),
@@ -37,6 +54,10 @@ const schema = z.object({
   REDIS_URL: z
     .string()
     .regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL')
+    .optional(),
+  INSTANCE_ID: z
+    .string()
+    .regex(/^[\w.:-]{1,200}$/, 'expected letters, digits and . : _ - (e.g. a host name)')
     .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   JSON_BODY_LIMIT: bytes('10mb'),
@@ -57,6 +78,8 @@ const schema = z.object({
   RESPONSE_RETENTION_DAYS: z.coerce.number().min(0).max(3650).default(30),
   SEARCH_COLLECTION: z.string().min(1).default('GlooProd'),
   SEARCH_EMBEDDING_MODEL: z.string().min(1).optional(),
+  RATE_LIMIT_PLANS: ratePlans,
+  RATE_LIMIT_DEFAULT_PLAN: z.string().min(1).optional(),
   CORS_ORIGINS: z
     .string()
     .optional()
@@ -73,6 +96,12 @@ const schema = z.object({
     }),
 });
 
+/** A rate-limit plan: default quotas of an organization on it and of each of its keys (per minute; absent: no limit). */
+export interface RatePlan {
+  organization?: { rpm?: number; tpm?: number };
+  key?: { rpm?: number; tpm?: number };
+}
+
 export type Config = {
   host: string;
   port: number;
@@ -80,6 +109,11 @@ export type Config = {
   databaseUrl: string | undefined;
   dataDir: string;
   redisUrl: string | undefined;
+  /**
+   * Names this instance across restarts (billing holds it left open are released when it
+   * starts again); unset: the host name and port, or a random id when the port is 0.
+   */
+  instanceId: string | undefined;
   logLevel: z.infer<typeof schema>['LOG_LEVEL'];
   jsonBodyLimit: number;
   uploadFileLimit: number;
@@ -107,6 +141,10 @@ export type Config = {
   bootstrapAdminKey: boolean;
   /** How long a stored Responses API answer can be continued with previous_response_id. */
   responseRetentionMs: number;
+  /** Rate-limit plans by name (RATE_LIMIT_PLANS); an organization's own limits override its plan's. */
+  rateLimitPlans: Record<string, RatePlan>;
+  /** The plan of organizations that have none (RATE_LIMIT_DEFAULT_PLAN); unset: no default limits. */
+  rateLimitDefaultPlan: string | undefined;
   /** Browser origins allowed to call the API port (CORS); empty: CORS off; `*`: any origin. */
   corsOrigins: string[];
   /** The multi-tenant collection every organization has (tenants are its publishers' names). */
@@ -140,6 +178,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     );
   }
   const c = parsed.data;
+  if (c.RATE_LIMIT_DEFAULT_PLAN !== undefined && !(c.RATE_LIMIT_DEFAULT_PLAN in c.RATE_LIMIT_PLANS)) {
+    throw new ConfigError([`RATE_LIMIT_DEFAULT_PLAN=${JSON.stringify(c.RATE_LIMIT_DEFAULT_PLAN)}: not a plan of RATE_LIMIT_PLANS (${Object.keys(c.RATE_LIMIT_PLANS).join(', ') || 'none'})`]);
+  }
   return {
     host: c.HOST,
     port: c.PORT,
@@ -147,6 +188,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: c.DATABASE_URL,
     dataDir: c.DATA_DIR,
     redisUrl: c.REDIS_URL,
+    instanceId: c.INSTANCE_ID,
     logLevel: c.LOG_LEVEL,
     jsonBodyLimit: c.JSON_BODY_LIMIT,
     uploadFileLimit: c.UPLOAD_FILE_LIMIT,
@@ -163,6 +205,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idempotencyWaitMs: c.IDEMPOTENCY_WAIT_MS,
     bootstrapAdminKey: c.BOOTSTRAP_ADMIN_KEY,
     responseRetentionMs: c.RESPONSE_RETENTION_DAYS * 24 * 60 * 60 * 1000,
+    rateLimitPlans: c.RATE_LIMIT_PLANS,
+    rateLimitDefaultPlan: c.RATE_LIMIT_DEFAULT_PLAN,
     corsOrigins: c.CORS_ORIGINS,
     searchCollection: c.SEARCH_COLLECTION,
     searchEmbeddingModel: c.SEARCH_EMBEDDING_MODEL,

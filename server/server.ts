@@ -1,5 +1,6 @@
 // Starts the platform: storage, identity, both HTTP listeners; and stops it gracefully.
 import { once } from 'node:events';
+import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import type { Logger } from 'pino';
@@ -20,7 +21,8 @@ import { inferenceIdempotencyStore } from './storage/idempotency-cache.js';
 import { idempotencyStage } from './http/idempotency.js';
 import { AgentService } from './agents/agent-service.js';
 import { billingStage } from './billing/admission.js';
-import { BillingService, RESERVATION_TTL_MS } from './billing/billing-service.js';
+import { Estimator } from './billing/estimate.js';
+import { BillingService } from './billing/billing-service.js';
 import { localSettingsChanges, redisSettingsChanges } from './billing/settings-cache.js';
 import { ChatService } from './data/chat/chat-service.js';
 import { Paywall } from './data/chat/paywall.js';
@@ -38,6 +40,7 @@ import { Metrics } from './observability/metrics.js';
 import { ResponsesService } from './responses/responses-service.js';
 import { ResponseStore } from './responses/store.js';
 import { createLocalEmbedder } from './providers/local/local-embedder.js';
+import { estimateMessageTokens } from './providers/local/tokens.js';
 
 export interface RunningPlatform {
   apiUrl: string;
@@ -84,19 +87,23 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     const embedder = createLocalEmbedder();
     const inference = await createInference(options.catalog ?? loadCatalog(), { logger, health, embedder, redis, metrics });
     cleanup.push(() => inference.close());
-    // Billing (server/billing): holds a crashed instance left open are released at start (all
-    // of them on PGlite, which has one owner), then swept every minute. Billing settings
-    // changes reach the other instances' caches through Redis when configured.
+    // Billing (server/billing): holds in Redis when configured, else in the database; holds a
+    // dead process left open are released at start (all of them on PGlite, which has one
+    // owner) and by every instance's heartbeat. Billing settings changes reach the other
+    // instances' caches through Redis when configured.
     const billingChanges = redis ? await redisSettingsChanges(redis, logger) : localSettingsChanges();
     cleanup.push(() => billingChanges.close());
-    const billing = new BillingService(database.prisma, inference.gateway.catalog, logger, billingChanges);
-    await billing.reconcile(database.kind === 'pglite' ? 0 : RESERVATION_TTL_MS);
-    const stopBillingSweep = billing.startSweeping();
-    cleanup.push(async () => (stopBillingSweep(), billing.drain()));
+    const billing = new BillingService(database.prisma, inference.gateway.catalog, logger, {
+      changes: billingChanges,
+      hot: redis ? { redis: redis.hotPath, metrics } : undefined,
+      instanceId: config.instanceId ?? (config.port !== 0 ? `${hostname()}:${config.port}` : undefined),
+    });
+    await billing.start(database.kind === 'pglite');
+    cleanup.push(() => billing.stop());
     // Rate limits (server/limits): counted in Redis when configured, else in process.
     const rateLimits = createRateLimiter(redis, logger, metrics);
     cleanup.push(() => rateLimits.close());
-    const quotas = new QuotaSettings(database.prisma);
+    const quotas = new QuotaSettings(database.prisma, config);
     const search = createSearchIndex(database, inference.gateway, { collection: config.searchCollection, embeddingModel: config.searchEmbeddingModel });
     const sources = new Sources(database.prisma, search.retriever);
     // Responses API (server/responses): stored responses expire after the retention, swept.
@@ -142,11 +149,16 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     idempotency.startSweeping();
     cleanup.push(async () => idempotency.stopSweeping());
     const stores = { durable: idempotency, inference: inferenceIdempotencyStore(redis, logger, metrics) };
+    // A request's worst case, with the conversation it continues (stored response, or chat).
+    const estimator = new Estimator(inference.gateway.catalog, {
+      response: (organizationId, id) => services.responses.historyTokens(organizationId, id),
+      chat: async (organizationId, chatId) => estimateMessageTokens(await services.chats.contextOf(organizationId, chatId)),
+    });
     const admission = [
       // Before idempotency: a 429 must not become the stored answer of the client's retry key.
-      rateLimitStage(rateLimits.limiter, quotas, inference.gateway.catalog),
+      rateLimitStage(rateLimits.limiter, quotas, estimator),
       idempotencyStage(stores, { waitMs: config.idempotencyWaitMs, pollMs: 100 }),
-      billingStage(billing, inference.gateway.catalog, logger),
+      billingStage(billing, estimator, logger),
       ...(options.admission ?? []),
     ];
     const apps = await createApps({ services, logger, authenticator: identity.authenticator, admission });

@@ -203,9 +203,11 @@ export class PlatformApi extends HeyApiClient {
      *
      * Responses request plus grounding on a publisher's content (`rag_publisher`,
      * `sources_limit` 1 to 10, `certainty_threshold`). The JSON answer reports
-     * `sources_returned`; a stream reports it in the `X-Sources-Returned` response
-     * header. Zero sources is not an error. Path unchanged since v1 (not
-     * deprecated).
+     * `sources_returned` and `citations`; a stream reports `sources_returned` in the
+     * `X-Sources-Returned` response header before its first event, and its terminal
+     * event's response (`response.completed` or `response.incomplete`) carries
+     * `sources_returned` and `citations` like the JSON answer. Zero sources is not an
+     * error. Path unchanged since v1 (not deprecated).
      *
      */
     public createGroundedResponse<ThrowOnError extends boolean = false>(options: Options<CreateGroundedResponseData, ThrowOnError>) {

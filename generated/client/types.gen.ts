@@ -1261,8 +1261,10 @@ export type ResponseImageGenerationTool = {
 };
 
 /**
- * A built-in tool of OpenAI's Responses API that this platform does not run. It
- * is accepted by the schema so that the answer can say so: 400
+ * A built-in tool of OpenAI's Responses API that this platform does not run (any
+ * type but `function` and `image_generation`: `web_search`, its dated variants such
+ * as `web_search_preview_2025_03_11`, `file_search`, `code_interpreter`, `mcp`, …).
+ * It is accepted by the schema so that the answer can say so: 400
  * `INVALID_REQUEST` naming the tool, never silently ignored.
  *
  */
@@ -1270,16 +1272,13 @@ export type ResponseBuiltinTool = {
     /**
      * The built-in tool's kind.
      */
-    type: 'web_search' | 'web_search_preview' | 'file_search' | 'code_interpreter' | 'computer_use_preview' | 'mcp' | 'local_shell';
+    type: string;
 };
 
-export type ResponseTool = ({
-    type: 'function';
-} & ResponseFunctionTool) | ({
-    type: 'image_generation';
-} & ResponseImageGenerationTool) | ({
-    type: 'web_search' | 'web_search_preview' | 'file_search' | 'code_interpreter' | 'computer_use_preview' | 'mcp' | 'local_shell';
-} & ResponseBuiltinTool);
+/**
+ * A function tool, the `image_generation` tool, or a built-in tool (refused by name); told apart by `type`.
+ */
+export type ResponseTool = ResponseFunctionTool | ResponseImageGenerationTool | ResponseBuiltinTool;
 
 export type ResponseToolChoice = 'none' | 'auto' | 'required' | {
     /**
@@ -1295,6 +1294,11 @@ export type ResponseToolChoice = 'none' | 'auto' | 'required' | {
      * Always `image_generation`: generate an image (the `image_generation` tool must be given).
      */
     type: 'image_generation';
+} | {
+    /**
+     * The built-in tool's kind.
+     */
+    type: string;
 };
 
 /**
@@ -1364,9 +1368,13 @@ export type CreateResponseRequestCommon = {
      */
     tools?: Array<ResponseTool>;
     /**
-     * Whether and which tool the model must call: `auto` (default when tools are given), `none`, `required`, or one named function.
+     * Whether and which tool the model must call: `auto` (default when tools are given), `none`, `required`, one named function, or `image_generation`; a built-in tool is 400 naming it.
      */
     tool_choice?: ResponseToolChoice;
+    /**
+     * Not supported: a response is answered within its request (there is nothing to poll), so `true` is 400 `INVALID_REQUEST`; `false` is the default.
+     */
+    background?: boolean;
     /**
      * Whether the model may ask for several tool calls in one turn.
      */

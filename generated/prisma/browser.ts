@@ -118,6 +118,12 @@ export type BillingReservation = Prisma.BillingReservationModel
  */
 export type CodingPlan = Prisma.CodingPlanModel
 /**
+ * Model BillingInstance
+ * One running process of the platform: the holds it takes record its incarnation, and its
+ * heartbeat says it is alive; a restart under the same instance id ends the previous one.
+ */
+export type BillingInstance = Prisma.BillingInstanceModel
+/**
  * Model RateLimit
  * Requests and tokens per minute for an organization (api_key_id null) or one of its
  * keys. null limits: unlimited. One organization-wide row per organization (a partial

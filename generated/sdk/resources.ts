@@ -553,9 +553,11 @@ export interface GroundedResponsesResource {
    *
    * Responses request plus grounding on a publisher's content (`rag_publisher`,
    * `sources_limit` 1 to 10, `certainty_threshold`). The JSON answer reports
-   * `sources_returned`; a stream reports it in the `X-Sources-Returned` response
-   * header. Zero sources is not an error. Path unchanged since v1 (not
-   * deprecated).
+   * `sources_returned` and `citations`; a stream reports `sources_returned` in the
+   * `X-Sources-Returned` response header before its first event, and its terminal
+   * event's response (`response.completed` or `response.incomplete`) carries
+   * `sources_returned` and `citations` like the JSON answer. Zero sources is not an
+   * error. Path unchanged since v1 (not deprecated).
    *
    * `POST /ai/v1/grounded/responses` (operation `createGroundedResponse`).
    * @param body Request body. With `stream: true` the call resolves to a stream.
@@ -567,9 +569,11 @@ export interface GroundedResponsesResource {
    *
    * Responses request plus grounding on a publisher's content (`rag_publisher`,
    * `sources_limit` 1 to 10, `certainty_threshold`). The JSON answer reports
-   * `sources_returned`; a stream reports it in the `X-Sources-Returned` response
-   * header. Zero sources is not an error. Path unchanged since v1 (not
-   * deprecated).
+   * `sources_returned` and `citations`; a stream reports `sources_returned` in the
+   * `X-Sources-Returned` response header before its first event, and its terminal
+   * event's response (`response.completed` or `response.incomplete`) carries
+   * `sources_returned` and `citations` like the JSON answer. Zero sources is not an
+   * error. Path unchanged since v1 (not deprecated).
    *
    * `POST /ai/v1/grounded/responses` (operation `createGroundedResponse`).
    * @param body Request body. With `stream: true` the call resolves to a stream.
@@ -581,9 +585,11 @@ export interface GroundedResponsesResource {
    *
    * Responses request plus grounding on a publisher's content (`rag_publisher`,
    * `sources_limit` 1 to 10, `certainty_threshold`). The JSON answer reports
-   * `sources_returned`; a stream reports it in the `X-Sources-Returned` response
-   * header. Zero sources is not an error. Path unchanged since v1 (not
-   * deprecated).
+   * `sources_returned` and `citations`; a stream reports `sources_returned` in the
+   * `X-Sources-Returned` response header before its first event, and its terminal
+   * event's response (`response.completed` or `response.incomplete`) carries
+   * `sources_returned` and `citations` like the JSON answer. Zero sources is not an
+   * error. Path unchanged since v1 (not deprecated).
    *
    * `POST /ai/v1/grounded/responses` (operation `createGroundedResponse`).
    * @param body Request body. With `stream: true` the call resolves to a stream.
@@ -908,9 +914,11 @@ export interface PlatformOperations {
    *
    * Responses request plus grounding on a publisher's content (`rag_publisher`,
    * `sources_limit` 1 to 10, `certainty_threshold`). The JSON answer reports
-   * `sources_returned`; a stream reports it in the `X-Sources-Returned` response
-   * header. Zero sources is not an error. Path unchanged since v1 (not
-   * deprecated).
+   * `sources_returned` and `citations`; a stream reports `sources_returned` in the
+   * `X-Sources-Returned` response header before its first event, and its terminal
+   * event's response (`response.completed` or `response.incomplete`) carries
+   * `sources_returned` and `citations` like the JSON answer. Zero sources is not an
+   * error. Path unchanged since v1 (not deprecated).
    *
    * `POST /ai/v1/grounded/responses` (operation `createGroundedResponse`).
    * Prefer `client.grounded.responses.create()`.

@@ -226,9 +226,11 @@ export interface paths {
          * Create a grounded response
          * @description Responses request plus grounding on a publisher's content (`rag_publisher`,
          *     `sources_limit` 1 to 10, `certainty_threshold`). The JSON answer reports
-         *     `sources_returned`; a stream reports it in the `X-Sources-Returned` response
-         *     header. Zero sources is not an error. Path unchanged since v1 (not
-         *     deprecated).
+         *     `sources_returned` and `citations`; a stream reports `sources_returned` in the
+         *     `X-Sources-Returned` response header before its first event, and its terminal
+         *     event's response (`response.completed` or `response.incomplete`) carries
+         *     `sources_returned` and `citations` like the JSON answer. Zero sources is not an
+         *     error. Path unchanged since v1 (not deprecated).
          */
         post: operations["createGroundedResponse"];
         delete?: never;
@@ -1829,6 +1831,8 @@ export interface components {
         };
         /** @description Responses API fields shared by v1 and v2 (unknown fields are ignored). */
         CreateResponseRequestCommon: {
+            /** @description Not supported: a response is answered within its request (there is nothing to poll), so `true` is 400 `INVALID_REQUEST`; `false` is the default. */
+            background?: boolean;
             /** @description A string (one user message) or typed input items. */
             input: string | components["schemas"]["ResponseInputItem"][];
             /** @description System-level instructions. */
@@ -1866,7 +1870,7 @@ export interface components {
                 /** @description Format of the answer: `text`, `json_object` or `json_schema`. */
                 format?: components["schemas"]["ResponseTextFormat"];
             };
-            /** @description Whether and which tool the model must call: `auto` (default when tools are given), `none`, `required`, or one named function. */
+            /** @description Whether and which tool the model must call: `auto` (default when tools are given), `none`, `required`, one named function, or `image_generation`; a built-in tool is 400 naming it. */
             tool_choice?: components["schemas"]["ResponseToolChoice"];
             /** @description Tools (functions) the model may call. */
             tools?: components["schemas"]["ResponseTool"][];
@@ -2899,16 +2903,15 @@ export interface components {
             usage: components["schemas"]["ResponseUsage"] | null;
         };
         /**
-         * @description A built-in tool of OpenAI's Responses API that this platform does not run. It
-         *     is accepted by the schema so that the answer can say so: 400
+         * @description A built-in tool of OpenAI's Responses API that this platform does not run (any
+         *     type but `function` and `image_generation`: `web_search`, its dated variants such
+         *     as `web_search_preview_2025_03_11`, `file_search`, `code_interpreter`, `mcp`, …).
+         *     It is accepted by the schema so that the answer can say so: 400
          *     `INVALID_REQUEST` naming the tool, never silently ignored.
          */
         ResponseBuiltinTool: {
-            /**
-             * @description The built-in tool's kind. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            type: "web_search" | "web_search_preview" | "file_search" | "code_interpreter" | "computer_use_preview" | "mcp" | "local_shell";
+            /** @description The built-in tool's kind. */
+            type: string;
         };
         ResponseCompletedEvent: {
             /** @description The complete response (`status: completed`), with usage. */
@@ -3102,8 +3105,8 @@ export interface components {
             /** @description Whether the model must follow the schema exactly (structured outputs); null lets the provider decide. */
             strict?: boolean | null;
             /**
-             * @description Tool kind: always `function`. (enum property replaced by openapi-typescript)
-             * @enum {string}
+             * @description Tool kind: always `function`.
+             * @constant
              */
             type: "function";
         };
@@ -3183,8 +3186,8 @@ export interface components {
              */
             size?: "auto" | "1024x1024" | "1024x1536" | "1536x1024";
             /**
-             * @description Tool kind: always `image_generation`. (enum property replaced by openapi-typescript)
-             * @enum {string}
+             * @description Tool kind: always `image_generation`.
+             * @constant
              */
             type: "image_generation";
         };
@@ -3521,6 +3524,7 @@ export interface components {
              */
             type: "json_schema";
         };
+        /** @description A function tool, the `image_generation` tool, or a built-in tool (refused by name); told apart by `type`. */
         ResponseTool: components["schemas"]["ResponseFunctionTool"] | components["schemas"]["ResponseImageGenerationTool"] | components["schemas"]["ResponseBuiltinTool"];
         ResponseToolChoice: ("none" | "auto" | "required") | {
             /** @description Name of the function the model must call. */
@@ -3536,6 +3540,9 @@ export interface components {
              * @constant
              */
             type: "image_generation";
+        } | {
+            /** @description The built-in tool's kind. */
+            type: string;
         };
         ResponseUsage: {
             /** @description Tokens in the input. */
@@ -3774,6 +3781,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -3799,6 +3807,7 @@ export interface components {
         AIConflict: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -3824,6 +3833,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -3848,6 +3858,7 @@ export interface components {
         AIInternalError: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -3873,6 +3884,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -3898,6 +3910,7 @@ export interface components {
         AIPayloadTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -3923,6 +3936,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -3948,6 +3962,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -3972,6 +3987,7 @@ export interface components {
         AIServiceUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4010,6 +4026,7 @@ export interface components {
                 "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                 "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4034,6 +4051,7 @@ export interface components {
         AIUnauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4063,6 +4081,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4090,6 +4109,7 @@ export interface components {
         AIUnsupportedMediaType: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4176,6 +4196,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4209,6 +4230,7 @@ export interface components {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4236,6 +4258,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4263,6 +4286,7 @@ export interface components {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4289,6 +4313,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4316,6 +4341,7 @@ export interface components {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4343,6 +4369,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4370,6 +4397,7 @@ export interface components {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4399,6 +4427,7 @@ export interface components {
                 /** @description Successor-version link; absent on the gateway-shape `request_timeout`. */
                 Link?: string;
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4425,6 +4454,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4466,6 +4496,7 @@ export interface components {
                 "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                 "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4492,6 +4523,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4524,6 +4556,7 @@ export interface components {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4553,6 +4586,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4646,6 +4680,7 @@ export interface components {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4665,6 +4700,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4685,6 +4721,7 @@ export interface components {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4704,6 +4741,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4724,6 +4762,7 @@ export interface components {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4743,6 +4782,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4762,6 +4802,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4781,6 +4822,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4811,6 +4853,7 @@ export interface components {
                 "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                 "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4830,6 +4873,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4849,6 +4893,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4869,6 +4914,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4889,6 +4935,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5166,6 +5213,7 @@ export interface components {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5193,6 +5241,7 @@ export interface components {
         DetailBadGateway: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5215,6 +5264,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5232,6 +5282,7 @@ export interface components {
         DetailConflict: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5250,6 +5301,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5267,6 +5319,7 @@ export interface components {
         DetailInternalError: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5285,6 +5338,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5302,6 +5356,7 @@ export interface components {
         DetailPayloadTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5319,6 +5374,7 @@ export interface components {
         DetailServiceUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5336,6 +5392,7 @@ export interface components {
         DetailUnsupportedMediaType: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5354,6 +5411,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5423,6 +5481,7 @@ export interface components {
         EmbeddingsServiceUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5448,6 +5507,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5471,6 +5531,7 @@ export interface components {
         GatewayForbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5489,6 +5550,7 @@ export interface components {
         GatewayUnauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5507,6 +5569,7 @@ export interface components {
         GatewayUnprocessable: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5672,7 +5735,7 @@ export interface components {
                  *     data: {"type":"response.output_item.done","sequence_number":6,"output_index":0,"item":{"type":"message","id":"msg_01JDQ8Q3B5D7F9H1K3M5P7R9TW","role":"assistant","status":"completed","content":[{"type":"output_text","text":"The author treats Sabbath rest as a gift.","annotations":[]}]}}
                  *
                  *     event: response.completed
-                 *     data: {"type":"response.completed","sequence_number":7,"response":{"id":"resp_01JDQ8Q3B5D7F9H1K3M5P7R9TV","object":"response","created_at":1735689600,"status":"completed","model":"gloo-openai-gpt-5-mini","output":[{"type":"message","id":"msg_01JDQ8Q3B5D7F9H1K3M5P7R9TW","role":"assistant","status":"completed","content":[{"type":"output_text","text":"The author treats Sabbath rest as a gift.","annotations":[]}]}],"output_text":"The author treats Sabbath rest as a gift.","incomplete_details":null,"error":null,"usage":{"input_tokens":640,"output_tokens":9,"total_tokens":649}}}
+                 *     data: {"type":"response.completed","sequence_number":7,"response":{"id":"resp_01JDQ8Q3B5D7F9H1K3M5P7R9TV","object":"response","created_at":1735689600,"status":"completed","model":"gloo-openai-gpt-5-mini","output":[{"type":"message","id":"msg_01JDQ8Q3B5D7F9H1K3M5P7R9TW","role":"assistant","status":"completed","content":[{"type":"output_text","text":"The author treats Sabbath rest as a gift.","annotations":[]}]}],"output_text":"The author treats Sabbath rest as a gift.","incomplete_details":null,"error":null,"usage":{"input_tokens":640,"output_tokens":9,"total_tokens":649},"sources_returned":true,"citations":[{"item_id":"6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d","title":"Sabbath Rest in a Busy Week","publisher":"Example Publishing","url":"https://example.org/articles/sabbath-rest","snippet":"Rest is received before it is achieved.","certainty":0.83}]}}
                  */
                 "text/event-stream": components["schemas"]["ResponseStreamEvent"];
             };
@@ -5681,6 +5744,7 @@ export interface components {
         HeadersTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5699,6 +5763,7 @@ export interface components {
         ManagementBadRequest: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5724,6 +5789,7 @@ export interface components {
         ManagementConflict: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5750,6 +5816,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5775,6 +5842,7 @@ export interface components {
         ManagementInternalError: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5801,6 +5869,7 @@ export interface components {
             headers: {
                 Allow: components["headers"]["Allow"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5826,6 +5895,7 @@ export interface components {
         ManagementNotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5851,6 +5921,7 @@ export interface components {
         ManagementPayloadTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5876,6 +5947,7 @@ export interface components {
         ManagementUnauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5902,6 +5974,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5938,6 +6011,7 @@ export interface components {
         ManagementUnsupportedMediaType: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5964,6 +6038,7 @@ export interface components {
             headers: {
                 Allow: components["headers"]["Allow"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -6081,6 +6156,7 @@ export interface components {
         RequestTimeout: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -6182,6 +6258,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -6240,6 +6317,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -6462,6 +6540,14 @@ export interface components {
         /** @description The trace id again, under the name many proxies and log tools look for. Sent on every answer the platform routes (not on the 408/431 answered before routing). */
         XRequestId: string;
         /**
+         * @description Whether retrying this error unchanged can succeed: `true` exactly when the error's
+         *     `retryable` is true in `x-error-catalog` (timeouts, quotas with `Retry-After`,
+         *     provider and platform failures), `false` otherwise (e.g. 402 INSUFFICIENT_CREDIT and
+         *     429 SPENDING_LIMIT_EXCEEDED / 1005). OpenAI's SDKs obey it instead of retrying every
+         *     429 and 5xx. Sent on every error answer the platform routes.
+         */
+        XShouldRetry: "true" | "false";
+        /**
          * @description On streamed grounded responses, whether any grounding source was retrieved (`true` / `false`).
          * @example true
          */
@@ -6606,6 +6692,7 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Should-Retry": components["headers"]["XShouldRetry"];
                     "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
@@ -6627,6 +6714,7 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Should-Retry": components["headers"]["XShouldRetry"];
                     "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
@@ -9236,6 +9324,7 @@ export interface operations {
                     Link: components["headers"]["Link"];
                     Sunset: components["headers"]["Sunset"];
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Should-Retry": components["headers"]["XShouldRetry"];
                     "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
@@ -9257,6 +9346,7 @@ export interface operations {
                     Link: components["headers"]["Link"];
                     Sunset: components["headers"]["Sunset"];
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Should-Retry": components["headers"]["XShouldRetry"];
                     "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
@@ -9280,6 +9370,7 @@ export interface operations {
                     Link: components["headers"]["Link"];
                     Sunset: components["headers"]["Sunset"];
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Should-Retry": components["headers"]["XShouldRetry"];
                     "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
@@ -9301,6 +9392,7 @@ export interface operations {
                     Link: components["headers"]["Link"];
                     Sunset: components["headers"]["Sunset"];
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Should-Retry": components["headers"]["XShouldRetry"];
                     "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
@@ -9322,6 +9414,7 @@ export interface operations {
                     Link: components["headers"]["Link"];
                     Sunset: components["headers"]["Sunset"];
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Should-Retry": components["headers"]["XShouldRetry"];
                     "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };

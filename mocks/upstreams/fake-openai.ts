@@ -10,7 +10,8 @@
 //   GET  /v1/models
 //   Azure shape: /openai/deployments/{model}/chat/completions|embeddings?api-version=…
 // Tools forced by tool_choice 'required' or a named function produce a tool call whose
-// arguments are {"input": <last user text>}. Faults and recording: see faults.ts.
+// arguments are {"input": <last user text>}; `config.refuse` makes the answer a refusal.
+// Faults and recording: see faults.ts.
 import type { IncomingHttpHeaders } from 'node:http';
 import {
   answerText,
@@ -109,6 +110,7 @@ async function chat(call: Call, deployment: string | undefined): Promise<void> {
   const id = 'chatcmpl-fake';
   const created = Math.floor(Date.now() / 1000);
   const toolCall = tool && { id: 'call_fake_1', type: 'function', function: { name: tool, arguments: toolArgs } };
+  const refusing = call.config.refuse === true && !tool;
 
   if (!body.stream) {
     await firstTokenDelay(call.fault);
@@ -120,7 +122,7 @@ async function chat(call: Call, deployment: string | undefined): Promise<void> {
       choices: [
         {
           index: 0,
-          message: { role: 'assistant', content: tool ? null : text, refusal: null, ...(toolCall ? { tool_calls: [toolCall] } : {}) },
+          message: { role: 'assistant', content: tool || refusing ? null : text, refusal: refusing ? text : null, ...(toolCall ? { tool_calls: [toolCall] } : {}) },
           finish_reason: finish,
         },
       ],
@@ -135,7 +137,7 @@ async function chat(call: Call, deployment: string | undefined): Promise<void> {
     frames.push(chunk({ tool_calls: [{ index: 0, id: toolCall.id, type: 'function', function: { name: tool, arguments: '' } }] }));
     for (const part of halves(toolArgs)) frames.push(chunk({ tool_calls: [{ index: 0, function: { arguments: part } }] }));
   }
-  for (const piece of pieces) frames.push(chunk({ content: piece }));
+  for (const piece of pieces) frames.push(chunk(refusing ? { refusal: piece } : { content: piece }));
   frames.push(chunk({}, finish));
   if (body.stream_options?.include_usage && !call.config.omitUsage) {
     frames.push(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage })}\n\n`);

@@ -106,6 +106,8 @@ export interface FakeConfig {
   omitUsage?: boolean;
   /** Stream pieces keep the space after each word ("The ", "quick ") instead of before it. */
   spaceAfterWords?: boolean;
+  /** The model refuses: the answer text comes as `refusal` (OpenAI's structured refusal), content null. */
+  refuse?: boolean;
 }
 
 export interface FakeUpstream {

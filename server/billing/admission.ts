@@ -1,22 +1,19 @@
 // The billing admission stage of inference operations (tags completions, embeddings,
 // responses, and the deprecated aliases of those): a prepaid organization's request
-// reserves its estimate (prompt + max tokens at the model's price) before the handler, or
+// reserves its estimate (estimate.ts: its worst case at the model's price) before the handler, or
 // is refused (402 INSUFFICIENT_CREDIT, 429 SPENDING_LIMIT_EXCEEDED, 402 NO_PLAN /
 // GC_ALLOWANCE_EXHAUSTED on the coding route). Every inference request, prepaid or not,
 // runs in a usage scope the gateway reports into, and is settled when the response closes:
-// answered, failed, cut, or left by its client.
-import type { RequestHandler, Response } from 'express';
+// answered, failed, cut, or left by its client. Search operations run in one too: their
+// query embeddings are recorded (never gated).
+import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { routesById, type RouteDefinition } from '../../generated/contract/routes.js';
-import type { Catalog, ModelConfig } from '../gateway/catalog.js';
-import { withTradition, type Tradition } from '../gateway/tradition.js';
 import type { AdmissionStage } from '../http/router.js';
 import { traceIdOf } from '../http/trace.js';
 import type { Principal } from '../identity/principal.js';
-import { estimateMessageTokens, estimateTokens } from '../providers/local/tokens.js';
-import type { ChatMessage } from '../providers/types.js';
 import type { BillingService, Reservation } from './billing-service.js';
-import { costMicros, estimateModel, estimateOutputTokens } from './pricing.js';
+import type { Estimator } from './estimate.js';
 import { runInUsageScope, UsageScope } from '../gateway/usage-scope.js';
 
 const INFERENCE_TAGS = new Set(['completions', 'embeddings', 'responses']);
@@ -24,69 +21,29 @@ const INFERENCE_TAGS = new Set(['completions', 'embeddings', 'responses']);
 /** How long a closed response waits for its streams to report what they produced. */
 const SETTLE_WAIT_MS = 30_000;
 
-export interface RequestEstimate {
-  model: ModelConfig | undefined;
-  promptTokens: number;
-  outputTokens: number;
-  micros: bigint;
-}
-
 function inferenceTag(route: RouteDefinition): string {
   return route.replacedBy ? routesById[route.replacedBy].tag : route.tag;
 }
 
-/** Whether the operation is a model call that is metered (POSTs of the inference tags). */
+/** Whether the operation is a model call that is metered and gated (POSTs of the inference tags). */
 export function isInferenceOperation(route: RouteDefinition): boolean {
   return route.method === 'post' && INFERENCE_TAGS.has(inferenceTag(route));
 }
 
 /**
- * What a request may cost at most, before routing: the priced model (see `estimateModel`),
- * the prompt estimate of server/providers/local/tokens.ts, and `max_tokens` (or the model's
- * output limit capped at 4,096 when the request sets none).
+ * Whether the operation's model calls are metered: inference, and search (its query is
+ * embedded by an embedding model), which is recorded but never gated (it declares no 402).
  */
-export function estimateRequest(catalog: Catalog, route: RouteDefinition, body: Record<string, unknown>): RequestEstimate {
-  if (inferenceTag(route) === 'embeddings') {
-    const model = estimateModel(catalog, body, 'embedding');
-    const input = typeof body.input === 'string' ? [body.input] : Array.isArray(body.input) ? body.input : [];
-    const promptTokens = input.reduce<number>((sum, text) => sum + (typeof text === 'string' ? estimateTokens(text) : 0), 0);
-    return { model, promptTokens, outputTokens: 0, micros: costMicros(model, { promptTokens, completionTokens: 0 }) };
-  }
-  const model = estimateModel(catalog, body, 'chat');
-  let promptTokens: number;
-  let maxTokens: number | undefined;
-  if (Array.isArray(body.messages)) {
-    // Guarded routes (all but v1) send a tradition instruction first: it is prompt too.
-    const messages = body.messages as ChatMessage[];
-    const sent = route.operationId === 'createChatCompletionV1' ? messages : withTradition(messages, body.tradition as Tradition | undefined);
-    promptTokens = estimateMessageTokens(sent);
-    maxTokens = numberOr(body.max_tokens) ?? numberOr(body.max_completion_tokens);
-  } else {
-    // Responses API: a string, or input items (their text is estimated as JSON, erring high).
-    const input = typeof body.input === 'string' ? body.input : JSON.stringify(body.input ?? '');
-    promptTokens = estimateTokens(input) + estimateTokens(typeof body.instructions === 'string' ? body.instructions : '') + 8;
-    maxTokens = numberOr(body.max_output_tokens);
-  }
-  const outputTokens = estimateOutputTokens(model, maxTokens);
-  return { model, promptTokens, outputTokens, micros: costMicros(model, { promptTokens, completionTokens: outputTokens }) };
+export function isMeteredOperation(route: RouteDefinition): boolean {
+  return isInferenceOperation(route) || (route.method === 'post' && inferenceTag(route) === 'search');
 }
 
-/** The request's estimate, worked out once for the stages that need it (rate limits, billing). */
-export function estimateOnce(res: Response, catalog: Catalog, route: RouteDefinition, body: unknown): RequestEstimate {
-  const locals = res.locals as { estimate?: RequestEstimate };
-  return (locals.estimate ??= estimateRequest(catalog, route, bodyOf(body)));
-}
-
-function numberOr(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
-}
-
-export function billingStage(billing: BillingService, catalog: Catalog, logger: Logger): AdmissionStage {
+export function billingStage(billing: BillingService, estimator: Estimator, logger: Logger): AdmissionStage {
   return (route) => {
-    if (!isInferenceOperation(route)) return (_req, _res, next) => next();
+    if (!isMeteredOperation(route)) return (_req, _res, next) => next();
     // Every metered operation declares 402 (the Chat API's message included; a test holds
     // it); the coding route draws on its product's plan, never on API credit.
-    const gated = '402' in route.errorBodies;
+    const gated = isInferenceOperation(route) && '402' in route.errorBodies;
     const coding = route.operationId === 'createCodingChatCompletion';
     const handler: RequestHandler = async (req, res, next) => {
       const principal = res.locals.principal as Principal | undefined;
@@ -96,10 +53,14 @@ export function billingStage(billing: BillingService, catalog: Catalog, logger: 
       const traceId = traceIdOf(res);
       const product = coding ? String(req.params.coding_product) : null;
       const settings = await billing.settings(organizationId);
-      const charge = gated && settings.mode === 'prepaid';
+      const prepaid = settings.mode === 'prepaid';
+      const charge = gated && prepaid;
+      // A weekly cap binds whenever it is set (spec 7.3.1, part 8): an unmetered
+      // organization's requests hold against the cap alone (the coding route never counts).
+      const capped = gated && !coding && settings.weeklyCapMicros !== null;
       let reservation: Reservation | null = null;
-      if (charge) {
-        const estimate = estimateOnce(res, catalog, route, req.body);
+      if (charge || capped) {
+        const estimate = await estimator.of(res, route, req.body, organizationId);
         reservation = await billing.reserve({
           organizationId,
           apiKeyId,
@@ -108,6 +69,7 @@ export function billingStage(billing: BillingService, catalog: Catalog, logger: 
           product,
           estimateMicros: estimate.micros,
           traceId,
+          debit: prepaid,
         });
       }
       const scope = new UsageScope();
@@ -123,8 +85,4 @@ export function billingStage(billing: BillingService, catalog: Catalog, logger: 
     };
     return handler;
   };
-}
-
-function bodyOf(body: unknown): Record<string, unknown> {
-  return body && typeof body === 'object' ? (body as Record<string, unknown>) : {};
 }

@@ -1,20 +1,33 @@
 // Metering and the billing gates: every model call is recorded (tokens and cost at the
 // catalog's prices, attributed to organization, key and model); a prepaid organization's
-// request first reserves its estimate against the balance (or a coding-agent plan's
-// allowance) and the weekly cap, and the reservation is settled with the actual charge when
-// the request ends. All state is in the database; each gate is one conditional statement,
-// so concurrent requests (across instances too) cannot overdraw what was reserved. Off the
+// request first holds its estimate against the balance (or a coding-agent plan's
+// allowance) and the weekly cap, and the hold is settled with the actual charge when the
+// request ends. The database is the truth: balances, spend and the ledger change only in
+// its transactions. A hold is taken in one atomic step, so concurrent requests (across
+// instances too) cannot overdraw what is held: a script in Redis when REDIS_URL is set
+// (redis-holds.ts: no database transaction on the request's path), else one conditional
+// statement in the database (database-holds.ts), which is also the fallback while Redis
+// cannot answer. Holds of a process that died are released (instances.ts). Off the
 // per-request path: the billing mode is cached (settings-cache.ts) and unmetered usage rows
 // are written behind in batches (usage-buffer.ts).
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { Prisma, type PrismaClient } from '../../generated/prisma/client.js';
-import { ApiError } from '../errors.js';
 import type { Catalog } from '../gateway/catalog.js';
-import { CreditService, ensureBillingAccount, formatUsd } from './credit.js';
-import { costMicros, nextWeekStart, periodStart, weekStart, type PlanPeriod } from './pricing.js';
 import type { MeteredAttempt } from '../gateway/usage-scope.js';
+import type { Metrics } from '../observability/metrics.js';
+import { RedisFallback } from '../storage/redis-fallback.js';
+import { CreditService, ensureBillingAccount, type CreditEntry } from './credit.js';
+import { holdInDatabase, releaseHolds, type ReserveRequest } from './database-holds.js';
+import { HEARTBEAT_MS, Incarnations, RESERVATION_TTL_MS } from './instances.js';
+import { ACCOUNT_COLUMNS, accountState, currentSpend, PLAN_COLUMNS, planState, readPool, refusal, type AccountColumns, type PlanColumns, type PoolState } from './pools.js';
+import { costMicros, nextWeekStart, periodStart, weekStart, type PlanPeriod } from './pricing.js';
+import { RedisHolds } from './redis-holds.js';
 import { localSettingsChanges, SettingsCache, type SettingsChanges } from './settings-cache.js';
 import { UsageBuffer } from './usage-buffer.js';
+
+export { RESERVATION_TTL_MS, type ReserveRequest };
 
 export const BILLING_MODES = ['unmetered', 'prepaid'] as const;
 export type BillingMode = (typeof BILLING_MODES)[number];
@@ -24,21 +37,14 @@ export interface BillingSettings {
   weeklyCapMicros: bigint | null;
 }
 
-export interface ReserveRequest {
-  organizationId: string;
-  apiKeyId: string | null;
-  operation: string;
-  model: string;
-  /** Coding-agent product whose allowance pays; null: API credit. */
-  product: string | null;
-  estimateMicros: bigint;
-  traceId: string;
-}
-
 export interface Reservation {
   id: string;
   estimateMicros: bigint;
   product: string | null;
+  model: string;
+  /** Where the hold is kept until it is settled (a Redis hold gets its database row then). */
+  kept: 'database' | 'redis';
+  createdAt: Date;
 }
 
 export interface SettleRequest {
@@ -91,24 +97,48 @@ export interface BillingOverview extends BillingSettings {
   }[];
 }
 
-/** Open reservations older than this are from a crashed instance: released (nothing charged). */
-export const RESERVATION_TTL_MS = 15 * 60_000;
+export interface BillingOptions {
+  /** How settings changes reach the other instances (default: this process only). */
+  changes?: SettingsChanges;
+  /** Holds in Redis (its fail-fast connection), with the database as the fallback. */
+  hot?: { redis: Redis; metrics: Metrics };
+  /** INSTANCE_ID (config.ts): a restart under the same id releases what the previous process held. */
+  instanceId?: string;
+}
 
 export class BillingService {
   readonly credit: CreditService;
   private readonly cachedSettings: SettingsCache<BillingSettings>;
   private readonly unmeteredUsage: UsageBuffer;
+  private readonly incarnations: Incarnations;
+  private readonly hot: { holds: RedisHolds; fallback: RedisFallback } | null;
+  private heartbeat: NodeJS.Timeout | undefined;
 
-  /** `changes`: how settings changes reach the other instances (default: this process only). */
   constructor(
     private readonly prisma: PrismaClient,
     private readonly catalog: Catalog,
     private readonly logger: Logger,
-    changes: SettingsChanges = localSettingsChanges(),
+    options: BillingOptions = {},
   ) {
     this.credit = new CreditService(prisma);
-    this.cachedSettings = new SettingsCache((organizationId) => this.readSettings(organizationId), changes);
+    this.cachedSettings = new SettingsCache((organizationId) => this.readSettings(organizationId), options.changes ?? localSettingsChanges());
     this.unmeteredUsage = new UsageBuffer(prisma, logger);
+    this.incarnations = new Incarnations(prisma, options.instanceId ?? `anonymous:${randomUUID()}`);
+    this.hot = options.hot
+      ? {
+          holds: new RedisHolds(options.hot.redis),
+          fallback: new RedisFallback(
+            {
+              metric: 'billing_database_holds_total',
+              help: 'Billing holds (and their settlements) kept in the database because Redis could not answer (reason: redis_unavailable).',
+              degraded: 'billing holds are taken in the database until it is back',
+              restored: 'billing holds are taken in Redis again',
+            },
+            logger,
+            options.hot.metrics,
+          ),
+        }
+      : null;
   }
 
   /** The organization's mode and weekly cap, as admission sees them: cached (see settings-cache.ts for how stale). */
@@ -127,29 +157,58 @@ export class BillingService {
     await this.cachedSettings.changed(organizationId);
   }
 
+  /**
+   * Sets (null: removes) the weekly cap. The week's spend is counted again from the usage
+   * records, so a cap set on an organization whose spend was not tracked (unmetered, no cap
+   * until now) counts what it spent this week.
+   */
   async setWeeklyCap(organizationId: string, capMicros: bigint | null): Promise<void> {
-    await this.prisma.organization.update({ where: { id: organizationId }, data: { weeklyCapMicros: capMicros } });
+    await ensureBillingAccount(this.prisma, organizationId);
+    await this.unmeteredUsage.flush();
+    const week = weekStart();
+    const [, state] = await this.prisma.$transaction([
+      this.prisma.organization.update({ where: { id: organizationId }, data: { weeklyCapMicros: capMicros } }),
+      // The account's version moves too: a copy of the credit pool (Redis) carries the cap.
+      this.prisma.$queryRaw<AccountColumns[]>`
+        UPDATE billing_accounts SET
+          version = version + 1,
+          week_start = ${week}::timestamptz,
+          week_spent_micros = (SELECT COALESCE(sum(billed_micros), 0) FROM usage_records
+                               WHERE organization_id = ${organizationId}::uuid AND product IS NULL AND created_at >= ${week}::timestamptz)
+        WHERE organization_id = ${organizationId}::uuid RETURNING ${ACCOUNT_COLUMNS}`,
+    ]);
     await this.cachedSettings.changed(organizationId);
+    await this.installCopy(organizationId, null, accountState(state[0], capMicros));
   }
-
-  // Coding plans and credit are not cached: the reservation statement reads them each time.
 
   async setCodingPlan(organizationId: string, product: string, plan: { allowanceMicros: bigint; topupAvailable: boolean; period?: PlanPeriod }): Promise<void> {
     const data = { allowanceMicros: plan.allowanceMicros, topupAvailable: plan.topupAvailable, period: plan.period ?? 'month' };
     await this.prisma.codingPlan.upsert({
       where: { organizationId_product: { organizationId, product } },
       create: { organizationId, product, ...data },
-      update: data,
+      update: { ...data, version: { increment: 1 } },
     });
+    const state = await readPool(this.prisma, organizationId, product);
+    if (state) await this.installCopy(organizationId, product, state);
+  }
+
+  /** Appends prepaid credit; the next request is served at once (on every instance). */
+  async addCredit(organizationId: string, amountMicros: bigint, reason: string): Promise<CreditEntry> {
+    const entry = await this.credit.add(organizationId, amountMicros, reason);
+    const state = await readPool(this.prisma, organizationId, null);
+    if (state) await this.installCopy(organizationId, null, state);
+    return entry;
   }
 
   /** Balance, open holds and this week's spend of an organization's API credit. */
   async account(organizationId: string): Promise<{ balanceMicros: bigint; reservedMicros: bigint; weekSpentMicros: bigint; weekStart: Date }> {
-    await ensureBillingAccount(this.prisma, organizationId);
-    const a = await this.prisma.billingAccount.findUniqueOrThrow({ where: { organizationId } });
-    const week = weekStart();
-    const current = a.weekStart.getTime() === week.getTime();
-    return { balanceMicros: a.balanceMicros, reservedMicros: a.reservedMicros, weekSpentMicros: current ? a.weekSpentMicros : 0n, weekStart: week };
+    const state = (await readPool(this.prisma, organizationId, null))!;
+    return {
+      balanceMicros: state.balanceMicros!,
+      reservedMicros: state.reservedMicros + (await this.heldInRedis(organizationId, null)),
+      weekSpentMicros: currentSpend(state),
+      weekStart: weekStart(),
+    };
   }
 
   /**
@@ -160,79 +219,40 @@ export class BillingService {
    * plan's allowance only (402 NO_PLAN / GC_ALLOWANCE_EXHAUSTED with topup_available).
    */
   async reserve(request: ReserveRequest): Promise<Reservation> {
-    return request.product === null ? this.reserveCredit(request) : this.reserveAllowance(request, request.product);
+    const reservation: Reservation = {
+      id: randomUUID(),
+      estimateMicros: request.estimateMicros,
+      product: request.product,
+      model: request.model,
+      kept: 'redis',
+      createdAt: new Date(),
+    };
+    if (this.hot && (await this.reserveInRedis(this.hot.holds, request, reservation))) return reservation;
+    const held = await holdInDatabase(this.prisma, { ...request, id: reservation.id, incarnation: this.incarnations.incarnation });
+    if (held) return { ...reservation, kept: 'database' };
+    const state = await readPool(this.prisma, request.organizationId, request.product);
+    throw refusal(request, state, state?.reservedMicros ?? 0n);
   }
 
-  private async reserveCredit(r: ReserveRequest): Promise<Reservation> {
-    await ensureBillingAccount(this.prisma, r.organizationId);
-    const week = weekStart();
-    // One statement: the conditional UPDATE locks the account row, so concurrent holds
-    // (on any instance) see each other; the CTE inserts the hold only when it succeeded.
-    const rows = await this.prisma.$queryRaw<{ id: string }[]>`
-      WITH held AS (
-        UPDATE billing_accounts a SET
-          reserved_micros = a.reserved_micros + ${r.estimateMicros}::bigint,
-          week_spent_micros = CASE WHEN a.week_start = ${week}::timestamptz THEN a.week_spent_micros ELSE 0 END,
-          week_start = ${week}::timestamptz
-        FROM organizations o
-        WHERE a.organization_id = ${r.organizationId}::uuid AND o.id = a.organization_id
-          AND a.balance_micros - a.reserved_micros > 0
-          AND a.balance_micros - a.reserved_micros - ${r.estimateMicros}::bigint >= 0
-          AND (o.weekly_cap_micros IS NULL
-               OR (CASE WHEN a.week_start = ${week}::timestamptz THEN a.week_spent_micros ELSE 0 END)
-                  + a.reserved_micros + ${r.estimateMicros}::bigint <= o.weekly_cap_micros)
-        RETURNING a.organization_id
-      )
-      INSERT INTO billing_reservations (organization_id, api_key_id, operation, model, product, estimate_micros, trace_id)
-      SELECT organization_id, ${r.apiKeyId}::uuid, ${r.operation}, ${r.model}, NULL, ${r.estimateMicros}::bigint, ${r.traceId} FROM held
-      RETURNING id`;
-    if (rows.length === 1) return { id: rows[0].id, estimateMicros: r.estimateMicros, product: null };
-
-    // The refusal's reason from the database, not the cache: the statement above used the database's cap.
-    const [{ weeklyCapMicros }, account] = await Promise.all([this.readSettings(r.organizationId), this.account(r.organizationId)]);
-    if (weeklyCapMicros !== null && account.weekSpentMicros + account.reservedMicros + r.estimateMicros > weeklyCapMicros) {
-      throw new ApiError(
-        'SPENDING_LIMIT_EXCEEDED',
-        `The organization's weekly spending cap of ${formatUsd(weeklyCapMicros)} is reached (${formatUsd(account.weekSpentMicros)} spent this week, ` +
-          `${formatUsd(account.reservedMicros)} held by requests in flight); it resets at ${nextWeekStart().toISOString()}.`,
-      );
+  /**
+   * The hold in Redis: true when taken; false when Redis cannot answer (the database takes
+   * it). A refusal is confirmed against the database's row first: a copy older than the row
+   * (credit added, a cap raised, by a process that could not tell Redis) is replaced and
+   * the hold tried again, so access resumes as soon as credit lands.
+   */
+  private async reserveInRedis(holds: RedisHolds, r: ReserveRequest, reservation: Reservation): Promise<boolean> {
+    const hold = { ...reservation, organizationId: r.organizationId, owner: this.incarnations.incarnation };
+    for (let attempt = 0; ; attempt++) {
+      const outcome = await this.onRedis(() => holds.reserve(hold, this.incarnations.dead, r.debit));
+      if (outcome === null) return false;
+      if (outcome.kind === 'ok') return true;
+      const state = await readPool(this.prisma, r.organizationId, r.product);
+      const current = outcome.kind === 'refused' && (!state || state.version <= outcome.version);
+      if (!state || current || attempt === 2) {
+        throw refusal(r, state, (state?.reservedMicros ?? 0n) + (outcome.kind === 'refused' ? outcome.heldMicros : 0n));
+      }
+      if ((await this.onRedis(() => holds.install(r.organizationId, r.product, state))) === null) return false;
     }
-    const available = account.balanceMicros - account.reservedMicros;
-    throw new ApiError(
-      'INSUFFICIENT_CREDIT',
-      available <= 0n
-        ? 'The prepaid balance is empty; add credit to continue.'
-        : `The prepaid balance (${formatUsd(available)} available) does not cover this request's estimate of ${formatUsd(r.estimateMicros)}; ` +
-            'add credit or lower max_tokens.',
-    );
-  }
-
-  private async reserveAllowance(r: ReserveRequest, product: string): Promise<Reservation> {
-    const week = weekStart();
-    const month = periodStart('month');
-    const rows = await this.prisma.$queryRaw<{ id: string }[]>`
-      WITH held AS (
-        UPDATE coding_plans p SET
-          reserved_micros = p.reserved_micros + ${r.estimateMicros}::bigint,
-          used_micros = CASE WHEN p.period_start = (CASE WHEN p.period = 'week' THEN ${week}::timestamptz ELSE ${month}::timestamptz END)
-                             THEN p.used_micros ELSE 0 END,
-          period_start = CASE WHEN p.period = 'week' THEN ${week}::timestamptz ELSE ${month}::timestamptz END
-        WHERE p.organization_id = ${r.organizationId}::uuid AND p.product = ${product}
-          AND (CASE WHEN p.period_start = (CASE WHEN p.period = 'week' THEN ${week}::timestamptz ELSE ${month}::timestamptz END)
-                    THEN p.used_micros ELSE 0 END) + p.reserved_micros + ${r.estimateMicros}::bigint <= p.allowance_micros
-        RETURNING p.organization_id
-      )
-      INSERT INTO billing_reservations (organization_id, api_key_id, operation, model, product, estimate_micros, trace_id)
-      SELECT organization_id, ${r.apiKeyId}::uuid, ${r.operation}, ${r.model}, ${product}, ${r.estimateMicros}::bigint, ${r.traceId} FROM held
-      RETURNING id`;
-    if (rows.length === 1) return { id: rows[0].id, estimateMicros: r.estimateMicros, product };
-    const plan = await this.prisma.codingPlan.findUnique({ where: { organizationId_product: { organizationId: r.organizationId, product } } });
-    if (!plan) {
-      throw new ApiError('NO_PLAN', `The organization has no coding-agent plan for ${product}.`, { topupAvailable: false });
-    }
-    throw new ApiError('GC_ALLOWANCE_EXHAUSTED', `The ${product} plan allowance of ${formatUsd(plan.allowanceMicros)} per ${plan.period} is spent.`, {
-      topupAvailable: plan.topupAvailable,
-    });
   }
 
   /**
@@ -251,8 +271,9 @@ export class BillingService {
       for (const attempt of call) {
         if (!attempt.usage) continue;
         const model = this.catalog.models.get(attempt.modelId);
-        const cost = costMicros(model, attempt.usage);
-        const charged = first ? cost : costMicros(model, { promptTokens: 0, completionTokens: attempt.usage.completionTokens });
+        const images = attempt.images ?? 0;
+        const cost = costMicros(model, { ...attempt.usage, images });
+        const charged = first ? cost : costMicros(model, { promptTokens: 0, completionTokens: attempt.usage.completionTokens, images });
         first = false;
         billed += charged;
         rows.push({
@@ -263,6 +284,7 @@ export class BillingService {
           provider: this.catalog.deployments.get(attempt.deploymentId)?.provider ?? null,
           inputTokens: attempt.usage.promptTokens,
           outputTokens: attempt.usage.completionTokens,
+          images,
           costMicros: cost,
           billedMicros: charged,
           product: s.product,
@@ -272,66 +294,117 @@ export class BillingService {
         });
       }
     }
-    if (!s.charge && !s.reservation) {
+    const hold = s.reservation;
+    if (!s.charge && !hold) {
       // Nothing charged, nothing held: written behind (usage-buffer.ts says what a crash can lose).
       if (rows.length > 0) this.unmeteredUsage.add(rows);
       return { billedMicros: billed };
     }
     const week = weekStart();
-    await this.prisma.$transaction(async (tx) => {
+    // The balance (or allowance) pays only for prepaid requests; the week's spend counts every
+    // request settled here (an unmetered organization's held against its cap too).
+    const charge = s.charge ? billed : 0n;
+    const state = await this.prisma.$transaction(async (tx) => {
       if (rows.length > 0) await tx.usageRecord.createMany({ data: rows });
-      // The hold is released once: a sweep that already released it leaves nothing to undo.
+      // A database hold is released once: a sweep that already released it leaves nothing to undo.
       let held = 0n;
-      if (s.reservation) {
+      if (hold?.kept === 'database') {
         const released = await tx.$queryRaw<{ estimate_micros: bigint }[]>`
           UPDATE billing_reservations SET settled_at = now(), outcome = 'settled'
-          WHERE id = ${s.reservation.id}::uuid AND settled_at IS NULL
+          WHERE id = ${hold.id}::uuid AND settled_at IS NULL
           RETURNING estimate_micros`;
         held = released[0] ? BigInt(released[0].estimate_micros) : 0n;
+      } else if (hold) {
+        // A Redis hold leaves its record here, settled (what it held, for whom, when).
+        await tx.billingReservation.create({
+          data: {
+            id: hold.id,
+            organizationId: s.organizationId,
+            apiKeyId: s.apiKeyId,
+            operation: s.operation,
+            model: hold.model,
+            product: s.product,
+            estimateMicros: hold.estimateMicros,
+            traceId: s.traceId,
+            createdAt: hold.createdAt,
+            settledAt,
+            outcome: 'settled',
+            incarnation: this.incarnations.incarnation,
+          },
+        });
       }
       if (s.product === null) {
-        if (s.charge && billed > 0n) {
-          await tx.creditLedger.create({ data: { organizationId: s.organizationId, amountMicros: -billed, reason: `usage ${s.operation} ${s.traceId}` } });
+        if (charge > 0n) {
+          await tx.creditLedger.create({ data: { organizationId: s.organizationId, amountMicros: -charge, reason: `usage ${s.operation} ${s.traceId}` } });
         }
-        await tx.$executeRaw`
-          UPDATE billing_accounts SET
-            balance_micros = balance_micros - ${s.charge ? billed : 0n}::bigint,
-            reserved_micros = reserved_micros - ${held}::bigint,
-            week_spent_micros = CASE WHEN week_start = ${week}::timestamptz THEN week_spent_micros ELSE 0 END + ${s.charge ? billed : 0n}::bigint,
-            week_start = ${week}::timestamptz
-          WHERE organization_id = ${s.organizationId}::uuid`;
-      } else {
-        await tx.$executeRaw`
-          UPDATE coding_plans SET
-            used_micros = used_micros + ${s.charge ? billed : 0n}::bigint,
-            reserved_micros = reserved_micros - ${held}::bigint
-          WHERE organization_id = ${s.organizationId}::uuid AND product = ${s.product}`;
+        const [row] = await tx.$queryRaw<(AccountColumns & { weekly_cap_micros: bigint | null })[]>`
+          UPDATE billing_accounts a SET
+            balance_micros = a.balance_micros - ${charge}::bigint,
+            reserved_micros = a.reserved_micros - ${held}::bigint,
+            week_spent_micros = CASE WHEN a.week_start = ${week}::timestamptz THEN a.week_spent_micros ELSE 0 END + ${billed}::bigint,
+            week_start = ${week}::timestamptz,
+            version = a.version + 1
+          FROM organizations o
+          WHERE a.organization_id = ${s.organizationId}::uuid AND o.id = a.organization_id
+          RETURNING a.version, a.balance_micros, a.week_spent_micros, a.week_start, a.reserved_micros, o.weekly_cap_micros`;
+        return row ? accountState(row, row.weekly_cap_micros) : null;
       }
+      // The period turns here too: with Redis holds, settling is the only write of the plan.
+      const month = periodStart('month');
+      const [row] = await tx.$queryRaw<PlanColumns[]>`
+        UPDATE coding_plans SET
+          used_micros = CASE WHEN period_start = (CASE WHEN period = 'week' THEN ${week}::timestamptz ELSE ${month}::timestamptz END)
+                             THEN used_micros ELSE 0 END + ${charge}::bigint,
+          period_start = CASE WHEN period = 'week' THEN ${week}::timestamptz ELSE ${month}::timestamptz END,
+          reserved_micros = reserved_micros - ${held}::bigint,
+          version = version + 1
+        WHERE organization_id = ${s.organizationId}::uuid AND product = ${s.product}
+        RETURNING ${PLAN_COLUMNS}`;
+      return row ? planState(row) : null;
     });
+    if (hold?.kept === 'redis' && state) {
+      const holds = this.hot!.holds;
+      // Unanswered, the hold stays counted (erring safe) until its process dies or it expires.
+      await this.onRedis(() => holds.settle({ organizationId: s.organizationId, product: s.product, id: hold.id }, state));
+    }
     return { billedMicros: billed };
   }
 
   /**
-   * Releases holds left open by an instance that died between reserve and settle (nothing
-   * is charged for them: what they produced is unknown and the client got no whole answer).
-   * At start on PGlite every open hold is such (one owner per data directory); on
-   * PostgreSQL, holds older than RESERVATION_TTL_MS, at start and then every minute.
+   * Releases holds whose request can no longer settle (nothing is charged for them: what
+   * they produced is unknown and the client got no whole answer): holds taken at least
+   * `olderThanMs` ago, and those of dead or replaced processes (instances.ts). One
+   * statement for rows and counters. Redis holds of dead processes go with the next hold
+   * taken on their pool (redis-holds.ts).
    */
   async reconcile(olderThanMs: number): Promise<number> {
-    const cutoff = new Date(Date.now() - olderThanMs);
-    const stale = await this.prisma.$queryRaw<{ id: string; organization_id: string; product: string | null; estimate_micros: bigint }[]>`
-      UPDATE billing_reservations SET settled_at = now(), outcome = 'released'
-      WHERE settled_at IS NULL AND created_at <= ${cutoff}::timestamptz
-      RETURNING id, organization_id, product, estimate_micros`;
-    for (const r of stale) {
-      if (r.product === null) {
-        await this.prisma.$executeRaw`UPDATE billing_accounts SET reserved_micros = reserved_micros - ${BigInt(r.estimate_micros)}::bigint WHERE organization_id = ${r.organization_id}::uuid`;
-      } else {
-        await this.prisma.$executeRaw`UPDATE coding_plans SET reserved_micros = reserved_micros - ${BigInt(r.estimate_micros)}::bigint WHERE organization_id = ${r.organization_id}::uuid AND product = ${r.product}`;
-      }
-    }
-    if (stale.length > 0) this.logger.warn({ released: stale.length }, 'released billing holds of requests that never settled (crash or restart)');
-    return stale.length;
+    const released = await releaseHolds(this.prisma, { createdBefore: new Date(Date.now() - olderThanMs), incarnations: this.incarnations.dead });
+    if (released > 0) this.logger.warn({ released }, 'released billing holds of requests that never settled (crash or restart)');
+    return released;
+  }
+
+  /**
+   * Records this process (instances.ts) and releases what dead ones held: every open hold
+   * on PGlite (one owner per data directory), else those of dead or replaced processes and
+   * those older than RESERVATION_TTL_MS; then beats and sweeps every HEARTBEAT_MS.
+   */
+  async start(soleOwner: boolean): Promise<void> {
+    await this.incarnations.register();
+    await this.reconcile(soleOwner ? 0 : RESERVATION_TTL_MS);
+    this.heartbeat = setInterval(() => {
+      this.incarnations
+        .beat()
+        .then(() => this.reconcile(RESERVATION_TTL_MS))
+        .catch((error) => this.logger.error({ err: error }, 'billing heartbeat or reconcile failed'));
+    }, HEARTBEAT_MS);
+    this.heartbeat.unref();
+  }
+
+  /** On shutdown: waits for the settlements in flight, writes buffered usage, and leaves the instances. */
+  async stop(): Promise<void> {
+    clearInterval(this.heartbeat);
+    await this.drain();
+    await this.incarnations.deregister().catch((error) => this.logger.warn({ err: error }, 'could not deregister the billing instance'));
   }
 
   private readonly pending = new Set<Promise<unknown>>();
@@ -346,14 +419,6 @@ export class BillingService {
   async drain(): Promise<void> {
     while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
     await this.unmeteredUsage.flush();
-  }
-
-  startSweeping(intervalMs = 60_000): () => void {
-    const timer = setInterval(() => {
-      this.reconcile(RESERVATION_TTL_MS).catch((error) => this.logger.error({ err: error }, 'billing reconcile failed'));
-    }, intervalMs);
-    timer.unref();
-    return () => clearInterval(timer);
   }
 
   /** Usage in [since, until) per model (or key, or product): what the calls used, cost and were billed. */
@@ -379,11 +444,12 @@ export class BillingService {
 
   /** The organization's billing state: mode, balance, holds, weekly cap and spend, coding-agent plans. */
   async overview(organizationId: string): Promise<BillingOverview> {
-    const [settings, account, plans] = await Promise.all([
+    const [settings, account, rows] = await Promise.all([
       this.readSettings(organizationId),
       this.account(organizationId),
       this.prisma.codingPlan.findMany({ where: { organizationId }, orderBy: { product: 'asc' } }),
     ]);
+    const plans = await Promise.all(rows.map(async (p) => ({ ...p, reservedMicros: p.reservedMicros + (await this.heldInRedis(organizationId, p.product)) })));
     return {
       ...settings,
       ...account,
@@ -404,5 +470,23 @@ export class BillingService {
         };
       }),
     };
+  }
+
+  /** A Redis step of the hot path; null when Redis could not answer (logged once, counted). */
+  private onRedis<T>(step: () => Promise<T>): Promise<T | null> {
+    return this.hot!.fallback.run(step, async () => null);
+  }
+
+  /** Writes a pool's row as just committed to its Redis copy (best effort: a copy also expires). */
+  private async installCopy(organizationId: string, product: string | null, state: PoolState): Promise<void> {
+    const hot = this.hot;
+    if (hot) await this.onRedis(() => hot.holds.install(organizationId, product, state));
+  }
+
+  /** What Redis holds of a pool (0 without Redis, or while it cannot answer). */
+  private async heldInRedis(organizationId: string, product: string | null): Promise<bigint> {
+    const hot = this.hot;
+    if (!hot) return 0n;
+    return (await this.onRedis(() => hot.holds.held(organizationId, product, this.incarnations.dead))) ?? 0n;
   }
 }

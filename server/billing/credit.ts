@@ -25,7 +25,7 @@ export class CreditService {
     await ensureBillingAccount(this.prisma, organizationId);
     const [entry, account] = await this.prisma.$transaction([
       this.prisma.creditLedger.create({ data: { organizationId, amountMicros, reason } }),
-      this.prisma.billingAccount.update({ where: { organizationId }, data: { balanceMicros: { increment: amountMicros } } }),
+      this.prisma.billingAccount.update({ where: { organizationId }, data: { balanceMicros: { increment: amountMicros }, version: { increment: 1 } } }),
     ]);
     return { id: entry.id, amountMicros, reason, createdAt: entry.createdAt, balanceMicros: account.balanceMicros };
   }

@@ -1,5 +1,6 @@
 // Prices and periods. Money is integer micro-dollars; the catalog prices per 1M tokens, so
-// a token costs `price_per_1m` micro-dollars exactly: cost = tokens × price (rounded up).
+// a token costs `price_per_1m` micro-dollars exactly: cost = tokens × price (rounded up),
+// plus `per_image` dollars for each image a model drew.
 import type { Catalog, ModelConfig } from '../gateway/catalog.js';
 import type { Usage as TokenUsage } from '../providers/types.js';
 
@@ -8,9 +9,11 @@ export type { TokenUsage };
 /** Output tokens assumed by an admission estimate when the request sets no max_tokens. */
 export const DEFAULT_ESTIMATE_OUTPUT_TOKENS = 4096;
 
-export function costMicros(model: Pick<ModelConfig, 'pricing'> | undefined, usage: TokenUsage): bigint {
+/** What a call costs: its tokens, and the images it drew (`per_image` is in USD, so one image costs per_image × 1M micro-dollars). */
+export function costMicros(model: Pick<ModelConfig, 'pricing'> | undefined, usage: TokenUsage & { images?: number }): bigint {
   if (!model) return 0n;
-  const micros = usage.promptTokens * model.pricing.input_per_1m + usage.completionTokens * model.pricing.output_per_1m;
+  const micros =
+    usage.promptTokens * model.pricing.input_per_1m + usage.completionTokens * model.pricing.output_per_1m + (usage.images ?? 0) * model.pricing.per_image * 1_000_000;
   // A float product such as 3 × 0.1 must not round 0.30000000000000004 up to 1.
   return BigInt(Math.ceil(micros - 1e-6));
 }

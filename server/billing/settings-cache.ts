@@ -5,7 +5,7 @@
 // without REDIS_URL, a Redis message lost, an edit in SQL) takes effect on every instance
 // within BILLING_SETTINGS_CACHE_MS: for that long an organization switched to prepaid may
 // still be served unmetered, or one switched to unmetered still be gated. The weekly cap
-// itself is enforced from the database by the reservation statement, never from here.
+// itself is enforced by the hold (database row or its Redis copy: redis-holds.ts), never from here.
 import type { Logger } from 'pino';
 import type { RedisConnections } from '../storage/redis.js';
 

@@ -70,7 +70,10 @@ const modelSchema = z.object({
   dimensions: z.number().int().positive().optional(),
   shortenable: z.boolean().default(false),
   capabilities: capabilitiesSchema.default({ tools: false, reasoning: false, vision: false, streaming: true, image_generation: false }),
-  pricing: z.object({ input_per_1m: z.number().min(0), output_per_1m: z.number().min(0) }).default({ input_per_1m: 0, output_per_1m: 0 }),
+  // per_image: USD per image the model draws with the image_generation tool.
+  pricing: z
+    .object({ input_per_1m: z.number().min(0), output_per_1m: z.number().min(0), per_image: z.number().min(0).default(0) })
+    .default({ input_per_1m: 0, output_per_1m: 0, per_image: 0 }),
   deprecated: z.boolean().default(false),
   deployments: z.array(id).min(1),
 });
@@ -289,7 +292,8 @@ export function defaultConfig(env: NodeJS.ProcessEnv): unknown {
   const tiers: Record<Tier, string[]> = { tier_1: [], tier_2: [], tier_3: [] };
   const families: Partial<Record<ModelFamily, string[]>> = { local: ['local-chat'] };
   const vision = { tools: true, reasoning: true, vision: true, streaming: true, image_generation: false };
-  // OpenAI's chat models call the image tool; gpt-image-1 (the deployments' image_model) draws.
+  // OpenAI's chat models call the image tool; gpt-image-1 (the deployments' image_model) draws,
+  // priced per image (its medium quality at 1024×1024).
   const openai = { ...vision, image_generation: true };
   if (env.OPENAI_API_KEY) {
     providers.push({ id: 'openai', type: 'openai', base_url: env.OPENAI_BASE_URL || 'https://api.openai.com/v1', api_key_env: 'OPENAI_API_KEY' });
@@ -299,8 +303,8 @@ export function defaultConfig(env: NodeJS.ProcessEnv): unknown {
       { id: 'openai-text-embedding-3-small', provider: 'openai', model: 'text-embedding-3-small' },
     );
     models.push(
-      { id: 'gloo-openai-gpt-5-mini', family: 'openai', context_window: 400_000, max_output_tokens: 128_000, capabilities: openai, pricing: { input_per_1m: 0.25, output_per_1m: 2 }, deployments: ['openai-gpt-5-mini'] },
-      { id: 'gloo-openai-gpt-5', family: 'openai', context_window: 400_000, max_output_tokens: 128_000, capabilities: openai, pricing: { input_per_1m: 1.25, output_per_1m: 10 }, deployments: ['openai-gpt-5'] },
+      { id: 'gloo-openai-gpt-5-mini', family: 'openai', context_window: 400_000, max_output_tokens: 128_000, capabilities: openai, pricing: { input_per_1m: 0.25, output_per_1m: 2, per_image: 0.04 }, deployments: ['openai-gpt-5-mini'] },
+      { id: 'gloo-openai-gpt-5', family: 'openai', context_window: 400_000, max_output_tokens: 128_000, capabilities: openai, pricing: { input_per_1m: 1.25, output_per_1m: 10, per_image: 0.04 }, deployments: ['openai-gpt-5'] },
       { id: 'gloo-openai-text-embedding-3-small', family: 'openai', type: 'embedding', context_window: 8_191, dimensions: 1_536, shortenable: true, pricing: { input_per_1m: 0.02, output_per_1m: 0 }, deployments: ['openai-text-embedding-3-small'] },
     );
     tiers.tier_1.push('gloo-openai-gpt-5-mini');

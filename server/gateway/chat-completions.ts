@@ -135,15 +135,14 @@ export class ChatCompletions {
         else if (rest) yield chunk({ index: 0, delta: { content: rest }, finish_reason: null });
       }
       if (!finish) return;
-      yield chunk({ index: 0, delta: {}, finish_reason: finish.finishReason });
-      if (includeUsage) {
-        yield chunk(null, { usage: usageOf(streamUsage(upstream.attempts)) });
-      }
+      // A resumed stream was finished by another deployment than the one the first chunk named.
+      const answered = facts(upstream.served);
+      yield chunk({ index: 0, delta: {}, finish_reason: finish.finishReason }, answered);
+      if (includeUsage) yield chunk(null, { usage: usageOf(streamUsage(upstream.attempts)), ...answered });
     }
     return { kind: 'stream', stream: chunks() };
   }
 
-  /** The messages, once guarded mode's input rules pass: a user message, the input guardrails. */
   /** The messages, the provider request and its route: what `create` refuses before any check or call. */
   private route(body: ChatCompletionBody, ctx: CompletionContext): Routed {
     const guarded = ctx.mode === 'guarded';

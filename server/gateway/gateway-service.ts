@@ -231,10 +231,12 @@ export class GatewayService {
     });
     const gateway = this;
     let text = '';
+    // A refusal is never resumed (another upstream would go on as text, not as a refusal).
+    let refusal = '';
     // Text of earlier attempts: a resumed attempt is billed for its own part only.
     let before = '';
     // What an attempt produced, when the upstream never reported it (it broke, or was left).
-    const estimate = (): Usage => estimateUsage(call.request.messages, before, text.slice(before.length));
+    const estimate = (): Usage => estimateUsage(call.request.messages, before, text.slice(before.length) + refusal);
     // Ends the call for a consumer that stopped early (output moderation, the client left):
     // cancels the upstream call and settles the attempt with what it produced.
     const release = async (): Promise<void> => {
@@ -261,6 +263,7 @@ export class GatewayService {
                 return;
               }
               if (event.content) text += event.content;
+              if (event.refusal) refusal += event.refusal;
               if (event.toolCalls?.length) toolCallsSent = true;
               yield event;
             }
@@ -271,7 +274,7 @@ export class GatewayService {
             if (call.signal.aborted) return;
             const facts = kindFacts(error);
             call.log.warn({ deployment: current.candidate.deployment.id, kind: facts.kind, err: error, sentChars: text.length }, 'upstream stream broke after it started');
-            if (!facts.failover || !gateway.resumes(call.operation) || toolCallsSent) throw toCallerError(error);
+            if (!facts.failover || !gateway.resumes(call.operation) || toolCallsSent || refusal) throw toCallerError(error);
             before = text;
             current = await gateway.openStream(call, attempts, text, tried).catch(() => {
               throw toCallerError(error);
@@ -370,9 +373,9 @@ export class GatewayService {
     try {
       const result = await provider.generateImage({ ...request, model: served.deployment.image_model ?? served.deployment.model }, this.callContext(signal));
       upstream.answered();
-      // The prompt is what an image call is measured by here.
-      upstream.succeed({ promptTokens: estimateTokens(request.prompt), completionTokens: 0 });
-      // Metering hook (usage-scope.ts).
+      // Metering hook (usage-scope.ts): one image, at the model's per-image price.
+      upstream.attempt.images = 1;
+      upstream.succeed({ promptTokens: 0, completionTokens: 0 });
       trackUsage([upstream.attempt])();
       return result;
     } catch (error) {

@@ -12,6 +12,8 @@ export interface Attempt {
   modelId: string;
   outcome: 'ok' | ProviderError['kind'] | 'aborted' | 'error';
   usage?: Usage;
+  /** Images drawn (the image_generation tool), priced per image. */
+  images?: number;
 }
 
 export class UpstreamCall {

@@ -12,6 +12,8 @@ export interface MeteredAttempt {
   modelId: string;
   outcome: string;
   usage?: Usage;
+  /** Images drawn (the image_generation tool), priced per image. */
+  images?: number;
 }
 
 interface TrackedCall {

@@ -20,7 +20,8 @@ export function answerClientErrors(server: Server, logger: Logger): void {
     const body = JSON.stringify({ error: reason, code: status === 408 ? 'request_timeout' : 'bad_request', trace_id: traceId });
     logger.info({ traceId, code: error.code, status }, 'rejected a malformed request');
     socket.end(
-      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${TRACE_HEADER}: ${traceId}\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${TRACE_HEADER}: ${traceId}\r\n` +
+        `X-Should-Retry: ${status === 408}\r\nConnection: close\r\n\r\n${body}`,
     );
   });
 }

@@ -1,5 +1,6 @@
 // The last middleware of each app: turns anything thrown into the contract's error body.
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
+import { errorCatalog } from '../../generated/contract/errors.js';
 import { routes, type RouteDefinition } from '../../generated/contract/routes.js';
 import { ApiError } from '../errors.js';
 import { logSafe } from '../logging.js';
@@ -9,6 +10,8 @@ import { traceIdOf } from './trace.js';
 import { isValidatorError, toValidationIssues } from './validation.js';
 
 type Api = 'api' | 'management';
+
+export const SHOULD_RETRY_HEADER = 'X-Should-Retry';
 
 /** An error message is ours but may quote caller input; this much of it is enough to tell what happened. */
 const LOGGED_MESSAGE_MAX = 256;
@@ -91,6 +94,8 @@ export function errorHandler(api: Api): ErrorRequestHandler {
       return;
     }
     const body = renderError(apiError, errorSchemaFor(route, apiError, api), traceId);
+    // OpenAI's SDKs retry every 408, 409, 429 and 5xx unless told: the catalog says which may succeed.
+    res.setHeader(SHOULD_RETRY_HEADER, String(errorCatalog[apiError.errorName].retryable));
     for (const [name, value] of Object.entries(apiError.options.headers ?? {})) res.setHeader(name, value);
     res.status(apiError.status);
     if (route?.errorBodies[apiError.status]) {

@@ -6,11 +6,11 @@
 // -Reset. It runs before idempotency and billing: a refused request holds no credit, and
 // its 429 is never stored as the answer of its Idempotency-Key (the retry must run).
 import type { RequestHandler } from 'express';
-import type { Catalog } from '../gateway/catalog.js';
 import { ApiError } from '../errors.js';
 import type { AdmissionStage } from '../http/router.js';
 import type { Principal } from '../identity/principal.js';
-import { estimateOnce, isInferenceOperation } from '../billing/admission.js';
+import { isInferenceOperation } from '../billing/admission.js';
+import type { Estimator } from '../billing/estimate.js';
 import type { Quota, QuotaSettings } from './quotas.js';
 import type { RateLimiter } from './rate-limiter.js';
 import type { Counter } from './window.js';
@@ -30,7 +30,7 @@ function countersOf(quota: Quota | undefined, scope: Limited['scope'], key: stri
   return counters;
 }
 
-export function rateLimitStage(limiter: RateLimiter, quotas: QuotaSettings, catalog: Catalog): AdmissionStage {
+export function rateLimitStage(limiter: RateLimiter, quotas: QuotaSettings, estimator: Estimator): AdmissionStage {
   return (route) => {
     if (!('429' in route.errorBodies)) return pass;
     const metered = isInferenceOperation(route);
@@ -38,13 +38,13 @@ export function rateLimitStage(limiter: RateLimiter, quotas: QuotaSettings, cata
       const principal = res.locals.principal as Principal | undefined;
       if (!principal) return next();
       const org = principal.organizationId;
-      const { organization, keys } = await quotas.of(org);
-      const keyQuota = principal.kind === 'api_key' ? keys.get(principal.credentialId) : undefined;
+      const { organization, keys, keyDefault } = await quotas.of(org);
+      const keyQuota = principal.kind === 'api_key' ? (keys.get(principal.credentialId) ?? keyDefault ?? undefined) : undefined;
       if (!organization && !keyQuota) return next();
       let tokens: number | null = null;
       // Only a tokens-per-minute quota needs the estimate (billing reuses it).
       if (metered && (keyQuota?.tokensPerMinute != null || organization?.tokensPerMinute != null)) {
-        const estimate = estimateOnce(res, catalog, route, req.body);
+        const estimate = await estimator.of(res, route, req.body, org);
         tokens = estimate.promptTokens + estimate.outputTokens;
       }
       // One hash tag per organization: every counter of a request lives in one Redis Cluster slot.

@@ -1,7 +1,8 @@
 // Grounded responses: passages of a publisher's chat-visible content, retrieved for the
 // request's last user message, go before the conversation (the same prompt as grounded
-// chat completions, numbered so `[n]` cites `citations[n-1]`); the answer reports
-// `sources_returned`, the `citations`, and one `file_citation` annotation per source.
+// chat completions, numbered so `[n]` cites `citations[n-1]`); the answer (JSON, or a
+// stream's terminal event) reports `sources_returned`, the `citations`, and one
+// `file_citation` annotation per source.
 import { GROUNDING_DEFAULTS, lastUserText } from '../data/grounding/grounded-completions.js';
 import { groundingMessage } from '../data/grounding/prompt.js';
 import type { Source, Sources } from '../data/grounding/sources.js';
@@ -10,18 +11,14 @@ import type { ChatMessage } from '../providers/types.js';
 import { inputItems, toMessages } from './input.js';
 import type { GroundedResponseBody } from './types.js';
 
-/** The passages' system message, and the annotations of the answer. */
+/** The passages' system message, the annotations of the answer, and what the answer reports about its sources. */
 export interface Grounding {
   message: ChatMessage;
   annotations(text: string): Record<string, unknown>[];
+  report: { sources_returned: boolean; citations: Source[] };
 }
 
-export interface GroundingResult {
-  grounding: Grounding;
-  citations: Source[];
-}
-
-export async function groundResponse(sources: Sources, principal: Principal, body: GroundedResponseBody, signal: AbortSignal): Promise<GroundingResult> {
+export async function groundResponse(sources: Sources, principal: Principal, body: GroundedResponseBody, signal: AbortSignal): Promise<Grounding> {
   const publisher = await sources.publisherNamed(principal, body.rag_publisher);
   const question = lastUserText(toMessages(inputItems(body.input)));
   // Without a user message there is nothing to retrieve for; the response says why (400).
@@ -38,14 +35,12 @@ export async function groundResponse(sources: Sources, principal: Principal, bod
       )
     : [];
   return {
-    citations,
-    grounding: {
-      message: groundingMessage(citations, { publisher: publisher.name, cite: true }),
-      annotations: (text) =>
-        citations.map((source, n) => {
-          const marker = text.indexOf(`[${n + 1}]`);
-          return { type: 'file_citation', file_id: source.item_id, filename: source.title ?? source.item_id, index: marker >= 0 ? marker : text.length };
-        }),
-    },
+    message: groundingMessage(citations, { publisher: publisher.name, cite: true }),
+    annotations: (text) =>
+      citations.map((source, n) => {
+        const marker = text.indexOf(`[${n + 1}]`);
+        return { type: 'file_citation', file_id: source.item_id, filename: source.title ?? source.item_id, index: marker >= 0 ? marker : text.length };
+      }),
+    report: { sources_returned: citations.length > 0, citations },
   };
 }

@@ -1,7 +1,8 @@
 // The rest of a Responses request → the gateway's provider request: tools in the flat
 // Responses form, tool_choice, text.format, limits. The `image_generation` tool reaches
 // the model as a function it may call with a prompt; the platform then draws the image
-// (images.ts). Built-in tools the platform does not run are refused by name.
+// (images.ts). Built-in tools the platform does not run are refused by name, in `tools`
+// and in `tool_choice`; so is `background` mode.
 import { ApiError } from '../errors.js';
 import type { ChatMessage, ChatRequest, ResponseFormat, ToolChoice, ToolDefinition } from '../providers/types.js';
 import type { ImageGenerationTool, ResponseBody } from './types.js';
@@ -30,12 +31,18 @@ export interface ProviderRequest {
 }
 
 export function providerRequest(body: ResponseBody, messages: ChatMessage[]): ProviderRequest {
+  // Answered here rather than ignored: the caller would otherwise wait for an answer to poll.
+  if (body.background === true) {
+    throw new ApiError('INVALID_REQUEST', 'background mode is not supported: a response is answered within its request; leave background out or false.', {
+      param: 'background',
+    });
+  }
   const tools: ToolDefinition[] = [];
   let imageTool: ImageGenerationTool | undefined;
   (body.tools ?? []).forEach((tool, index) => {
-    if (tool.type === 'function') {
+    if (isFunctionTool(tool)) {
       tools.push({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters, strict: tool.strict } });
-    } else if (tool.type === 'image_generation') {
+    } else if (isImageTool(tool)) {
       imageTool = tool;
       tools.push(IMAGE_FUNCTION_DEFINITION);
     } else {
@@ -69,8 +76,18 @@ function toolChoice(choice: ResponseBody['tool_choice'], hasImageTool: boolean):
     if (!hasImageTool) throw new ApiError('INVALID_REQUEST', 'tool_choice image_generation needs the image_generation tool in tools.', { param: 'tool_choice' });
     return { type: 'function', function: { name: IMAGE_FUNCTION } };
   }
-  return { type: 'function', function: { name: choice.name } };
+  if (choice.type === 'function' && 'name' in choice) return { type: 'function', function: { name: choice.name } };
+  throw new ApiError(
+    'INVALID_REQUEST',
+    `tool_choice ${choice.type} names a built-in tool this platform does not run; choose auto, none, required, a function or image_generation.`,
+    { param: 'tool_choice' },
+  );
 }
+
+// The contract tells tools apart by `type` (a built-in tool's is any other string).
+type Tool = NonNullable<ResponseBody['tools']>[number];
+const isFunctionTool = (tool: Tool): tool is Extract<Tool, { name: string }> => tool.type === 'function';
+const isImageTool = (tool: Tool): tool is ImageGenerationTool => tool.type === 'image_generation';
 
 function responseFormat(format: NonNullable<ResponseBody['text']>['format']): ResponseFormat | undefined {
   if (!format || format.type === 'text') return undefined;

@@ -4,13 +4,14 @@
 // chat messages; the gateway routes, fails over, resumes and meters as for chat
 // completions; the answer comes back as typed output items, or as named stream events.
 import type { Logger } from 'pino';
-import type { Source, Sources } from '../data/grounding/sources.js';
+import type { Sources } from '../data/grounding/sources.js';
 import { ApiError } from '../errors.js';
 import type { GatewayService, Served } from '../gateway/gateway-service.js';
 import type { Guardrails } from '../gateway/guardrails.js';
 import type { Principal } from '../identity/principal.js';
 import { planRoute, requestFeatures } from '../gateway/routing.js';
 import { withTradition } from '../gateway/tradition.js';
+import { estimateMessageTokens } from '../providers/local/tokens.js';
 import type { ChatMessage, ToolCall } from '../providers/types.js';
 import { type Grounding, groundResponse } from './grounded.js';
 import { drawImages } from './images.js';
@@ -43,10 +44,14 @@ export class ResponsesService {
     private readonly sources: Sources,
   ) {}
 
-  /** A guarded response grounded on a publisher's content; zero sources is an ordinary answer. */
-  async createGrounded(principal: Principal, body: GroundedResponseBody, ctx: ResponseContext): Promise<{ answer: ResponseAnswer; citations: Source[] }> {
-    const { grounding, citations } = await groundResponse(this.sources, principal, body, ctx.signal);
-    return { answer: await this.create(body, ctx, grounding), citations };
+  /**
+   * A guarded response grounded on a publisher's content; zero sources is an ordinary
+   * answer. The answer (JSON, or the stream's terminal event) reports sources_returned and
+   * citations; `sourcesReturned` is for the stream's header.
+   */
+  async createGrounded(principal: Principal, body: GroundedResponseBody, ctx: ResponseContext): Promise<{ answer: ResponseAnswer; sourcesReturned: boolean }> {
+    const grounding = await groundResponse(this.sources, principal, body, ctx.signal);
+    return { answer: await this.create(body, ctx, grounding), sourcesReturned: grounding.report.sources_returned };
   }
 
   async create(body: ResponseBody, ctx: ResponseContext, grounding?: Grounding): Promise<ResponseAnswer> {
@@ -84,17 +89,23 @@ export class ResponsesService {
     const call = { plan, request, operation: ctx.operation, signal: ctx.signal, log: ctx.log };
     const internal = (name: string) => imageTool !== undefined && name === IMAGE_FUNCTION;
     const annotations = grounding?.annotations ?? (() => []);
+    // The answer is made (and billed) whether or not it can be stored: a failed write costs
+    // the caller only a later previous_response_id (404), so it is logged, never thrown.
     const finished = async (response: ResponseObject) => {
       if (body.store === false) return;
-      await this.store.save({
-        id: response.id,
-        organizationId: ctx.organizationId,
-        previousResponseId: response.previous_response_id ?? null,
-        model: response.model,
-        status: response.status,
-        input: items,
-        output: response.output,
-      });
+      try {
+        await this.store.save({
+          id: response.id,
+          organizationId: ctx.organizationId,
+          previousResponseId: response.previous_response_id ?? null,
+          model: response.model,
+          status: response.status,
+          input: items,
+          output: response.output,
+        });
+      } catch (error) {
+        ctx.log.error({ err: error, responseId: response.id }, 'could not store a response: previous_response_id will not find it');
+      }
     };
 
     if (!body.stream) {
@@ -106,12 +117,14 @@ export class ResponsesService {
       }
       const incomplete = incompleteReason(finishReason);
       const calls = result.toolCalls ?? [];
-      const output: OutputItem[] = result.usage.reasoningTokens ? [reasoningItem()] : [];
+      const output: OutputItem[] = [];
       if (content || result.refusal) output.push(messageItem(content, result.refusal, incomplete ? 'incomplete' : 'completed', content ? annotations(content) : []));
       output.push(...calls.filter((c) => !internal(c.function.name)).map((c) => functionCallItem(c, 'completed')));
       if (imageTool && incomplete !== 'content_filter') {
         for await (const run of drawImages(this.gateway, served, imageTool, calls.filter((c) => internal(c.function.name)), ctx.signal)) output.push(await run.done);
       }
+      // Last, as a stream can only tell it (from its final usage): the same order either way.
+      if (result.usage.reasoningTokens) output.push(reasoningItem());
       const response = responseObject(frame(served), {
         status: incomplete ? 'incomplete' : 'completed',
         output,
@@ -119,7 +132,7 @@ export class ResponsesService {
         incomplete,
       });
       await finished(response);
-      return { kind: 'json', body: response };
+      return { kind: 'json', body: { ...response, ...grounding?.report } };
     }
 
     // The commit point: until the first upstream event a failure is still an HTTP error.
@@ -131,6 +144,7 @@ export class ResponsesService {
       internal,
       runInternal: (calls: ToolCall[]) => drawImages(this.gateway, upstream.served, imageTool!, calls, ctx.signal),
       annotations,
+      report: grounding?.report,
       describeError: (error) => {
         // The stream reports it in-band (error, response.failed); the log keeps the cause.
         ctx.log.error({ err: error }, 'response stream failed after it started');
@@ -139,6 +153,12 @@ export class ResponsesService {
       finished,
     });
     return { kind: 'stream', stream };
+  }
+
+  /** Tokens of the stored conversation `previousId` names, as the model would be sent it (0 when not found). */
+  async historyTokens(organizationId: string, previousId: string): Promise<number> {
+    const stored = await this.store.conversation(organizationId, previousId);
+    return stored ? estimateMessageTokens(toMessages(stored.items)) : 0;
   }
 
   /** The stored conversation a follow-up continues (404 when it is not the caller's, or expired). */

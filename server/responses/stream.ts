@@ -21,6 +21,8 @@ export interface StreamOptions {
   runInternal(calls: ToolCall[]): AsyncIterable<{ started(): OutputItem; done: Promise<OutputItem> }>;
   /** Annotations of the answer's text (grounding citations). */
   annotations: (text: string) => Record<string, unknown>[];
+  /** Fields the terminal event's response adds (grounded: sources_returned, citations). */
+  report?: Record<string, unknown>;
   describeError(error: unknown): { error: AIErrorObject; traceId: string };
   /** Called once with the final response (completed or incomplete), to store it. */
   finished(response: ResponseObject): Promise<void>;
@@ -36,10 +38,22 @@ export async function* responseEvents(options: StreamOptions): AsyncGenerator<St
 
   // Set and cleared by the helpers below (TypeScript cannot follow that into the catch block).
   let message = null as { item: OutputMessage; index: number; part: OpenPart | null } | null;
-  const calls = new Map<number, { item: Extract<OutputItem, { type: 'function_call' }>; index: number } | ToolCall>();
+  type StreamedCall = { item: Extract<OutputItem, { type: 'function_call' }>; index: number };
+  const calls = new Map<number, StreamedCall | ToolCall>();
+  /** The function call whose arguments are streaming: done before any other item starts. */
+  let openCall = null as StreamedCall | null;
 
+  function* closeCall(): Generator<StreamEvent> {
+    const call = openCall;
+    if (!call) return;
+    openCall = null;
+    call.item.status = 'completed';
+    yield event({ type: 'response.function_call_arguments.done', item_id: call.item.id, output_index: call.index, name: call.item.name, arguments: call.item.arguments });
+    yield event({ type: 'response.output_item.done', output_index: call.index, item: structuredClone(call.item) });
+  }
   function* openMessage(): Generator<StreamEvent> {
     if (message) return;
+    yield* closeCall();
     const item: OutputMessage = { type: 'message', id: newId('msg'), role: 'assistant', status: 'in_progress', content: [] };
     message = { item, index: state.output.length, part: null };
     state.output.push(item);
@@ -94,12 +108,14 @@ export async function* responseEvents(options: StreamOptions): AsyncGenerator<St
       if (options.internal(started.function.name)) {
         calls.set(delta.index, started);
       } else {
+        // As OpenAI streams them: one item at a time, each done before the next is added.
         yield* closeMessage('completed');
+        yield* closeCall();
         const item = functionCallItem(started, 'in_progress');
-        call = { item, index: state.output.length };
+        openCall = { item, index: state.output.length };
         state.output.push(item);
-        calls.set(delta.index, call);
-        yield event({ type: 'response.output_item.added', output_index: call.index, item: structuredClone(item) });
+        calls.set(delta.index, openCall);
+        yield event({ type: 'response.output_item.added', output_index: openCall.index, item: structuredClone(item) });
       }
       call = calls.get(delta.index)!;
     }
@@ -107,7 +123,9 @@ export async function* responseEvents(options: StreamOptions): AsyncGenerator<St
     if ('item' in call) {
       if (!fragment) return;
       call.item.arguments += fragment;
-      yield event({ type: 'response.function_call_arguments.delta', item_id: call.item.id, output_index: call.index, delta: fragment });
+      // An upstream interleaving calls (rare) adds to one already done: its final item has
+      // every fragment, its events only those before it was done.
+      if (call === openCall) yield event({ type: 'response.function_call_arguments.delta', item_id: call.item.id, output_index: call.index, delta: fragment });
     } else {
       call.function.arguments += fragment;
     }
@@ -142,16 +160,8 @@ export async function* responseEvents(options: StreamOptions): AsyncGenerator<St
     }
     const incomplete = incompleteReason(finish);
     yield* closeMessage(incomplete ? 'incomplete' : 'completed');
-    const internal: ToolCall[] = [];
-    for (const call of calls.values()) {
-      if (!('item' in call)) {
-        internal.push(call);
-        continue;
-      }
-      call.item.status = 'completed';
-      yield event({ type: 'response.function_call_arguments.done', item_id: call.item.id, output_index: call.index, name: call.item.name, arguments: call.item.arguments });
-      yield event({ type: 'response.output_item.done', output_index: call.index, item: structuredClone(call.item) });
-    }
+    yield* closeCall();
+    const internal = [...calls.values()].filter((call): call is ToolCall => !('item' in call));
     if (incomplete !== 'content_filter') {
       for await (const run of options.runInternal(internal)) {
         const index = state.output.length;
@@ -179,13 +189,18 @@ export async function* responseEvents(options: StreamOptions): AsyncGenerator<St
     state.incomplete = incomplete;
     const final = snapshot();
     await options.finished(final);
-    yield event({ type: incomplete ? 'response.incomplete' : 'response.completed', response: final });
+    yield event({ type: incomplete ? 'response.incomplete' : 'response.completed', response: { ...final, ...options.report } });
   } catch (error) {
     const { error: enriched, traceId } = options.describeError(error);
-    // The failed snapshot keeps what was sent, its unfinished items marked incomplete.
+    // The failed snapshot keeps what was sent, its unfinished items marked incomplete (failed: an image).
     const open = message?.part;
     if (message && open) message.item.content[open.index] = open.kind === 'text' ? { type: 'output_text', text: open.text, annotations: [] } : { type: 'refusal', refusal: open.text };
-    for (const item of state.output) if (item.type !== 'image_generation_call' && item.status === 'in_progress') item.status = 'incomplete';
+    for (const item of state.output) {
+      // An image being drawn failed with the response; anything else in progress stops where it was.
+      if (item.status === 'in_progress' || (item.type === 'image_generation_call' && item.status === 'generating')) {
+        item.status = item.type === 'image_generation_call' ? 'failed' : 'incomplete';
+      }
+    }
     state.status = 'failed';
     state.error = { code: enriched.name, message: enriched.message };
     yield event({ type: 'error', code: enriched.name, message: enriched.message, param: enriched.param ?? null, error: enriched, trace_id: traceId });

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform } from '../support/platform.js';
 
 const run = promisify(execFile);
+const PLANS = JSON.stringify({ pro: { organization: { rpm: 600 }, key: { rpm: 100 } } });
 let dataDir: string;
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'billing-cli-'));
@@ -19,7 +20,8 @@ afterAll(() => rm(dataDir, { recursive: true, force: true }));
 async function admin(...args: string[]) {
   const tsx = join(process.cwd(), 'node_modules', '.bin', 'tsx');
   try {
-    const { stdout } = await run(tsx, ['scripts/admin.ts', ...args], { env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '', GATEWAY_CONFIG: '' } });
+    const env = { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '', GATEWAY_CONFIG: '', RATE_LIMIT_PLANS: PLANS };
+    const { stdout } = await run(tsx, ['scripts/admin.ts', ...args], { env });
     return { code: 0, out: stdout };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };
@@ -50,7 +52,9 @@ describe('npm run admin: billing', () => {
     } finally {
       await platform.close();
     }
-    expect((await admin('set-rate-limit', 'acme')).out).toContain('acme: no rate limit');
+    expect((await admin('set-rate-limit', 'acme')).out).toContain("acme: its plan's limits");
+    expect((await admin('set-rate-plan', 'acme', 'pro')).out).toContain('acme: rate-limit plan pro: {"organization":{"rpm":600},"key":{"rpm":100}}');
+    expect((await admin('set-rate-plan', 'acme', 'gold')).code).not.toBe(0);
     // Keys made without --scopes cannot credit their own organization.
     const created = (await admin('create-key', 'acme')).out;
     expect(created).toContain('billing:read');

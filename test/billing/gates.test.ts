@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
-import { ask, createOrg, INPUT_MICROS, OUTPUT_MICROS, pricedCatalog, settled, type TestOrg } from './support.js';
+import { ask, createOrg, indexPassages, INPUT_MICROS, OUTPUT_MICROS, pricedCatalog, settled, type TestOrg } from './support.js';
 
 let platform: TestPlatform;
 beforeAll(async () => {
@@ -54,6 +54,20 @@ describe('metering', () => {
     const [r] = await prisma().usageRecord.findMany({ where: { organizationId: org.id } });
     expect(r).toMatchObject({ model: 'local-embedding', operation: 'createEmbeddingsAlias', inputTokens: body.usage.prompt_tokens, outputTokens: 0 });
     expect(r.costMicros).toBe(BigInt(body.usage.prompt_tokens) * 100n);
+  });
+
+  it('records the query embedding of a search (never gated: a prepaid organization with no credit still searches)', async () => {
+    const org = await prepaid('search');
+    const publisher = await platform.services.identity.organizations.createPublisher(org.name, `${org.name}-pub`);
+    const { plaintext: key } = await platform.services.identity.keys.issue(org.id, { scopes: ['data:read'], label: 'search', expiresAt: null });
+    await indexPassages(platform, publisher.id, ['Sabbath rest is received before it is achieved.']);
+    const res = await platform.api('/ai/v1/data/search', { method: 'POST', key, body: JSON.stringify({ query: 'rest and sabbath', collection: 'GlooProd', tenant: publisher.name }) });
+    expect(res.status).toBe(200);
+    await settled(platform, org.id);
+    const [r] = await prisma().usageRecord.findMany({ where: { organizationId: org.id } });
+    expect(r).toMatchObject({ operation: 'searchCollection', model: 'local-embedding', outputTokens: 0 });
+    expect(r.inputTokens).toBeGreaterThan(0);
+    expect(await prisma().creditLedger.count({ where: { organizationId: org.id, amountMicros: { lt: 0 } } })).toBe(0);
   });
 
   it('bills a request repeated with the same Idempotency-Key once', async () => {
@@ -164,6 +178,28 @@ describe('weekly spending cap', () => {
     expect((await chat(org, ask())).status).toBe(200);
   });
 
+  it('binds an unmetered organization too (spec 7.3.1, part 8): spend is counted, nothing is debited', async () => {
+    const org = await createOrg(platform, 'capfree');
+    expect((await chat(org, ask())).status).toBe(200);
+    await settled(platform, org.id);
+    const [first] = await prisma().usageRecord.findMany({ where: { organizationId: org.id } });
+    // Set mid-week: what the organization spent before counts.
+    await billing().setWeeklyCap(org.id, first.billedMicros + 200_000n);
+    expect((await billing().account(org.id)).weekSpentMicros).toBe(first.billedMicros);
+    expect((await chat(org, ask())).status).toBe(200);
+    await settled(platform, org.id);
+    const refused = await chat(org, ask());
+    expect(refused.status).toBe(429);
+    expect((await refused.json()).error.name).toBe('SPENDING_LIMIT_EXCEEDED');
+    const usage = await prisma().usageRecord.aggregate({ where: { organizationId: org.id }, _sum: { billedMicros: true } });
+    expect((await billing().account(org.id)).weekSpentMicros).toBe(usage._sum.billedMicros);
+    expect(await prisma().creditLedger.count({ where: { organizationId: org.id } })).toBe(0);
+    // The coding route does not count against the cap.
+    expect((await chat(org, ask(), '/ai/v2/code-assist/chat/completions')).status).toBe(200);
+    await billing().setWeeklyCap(org.id, null);
+    expect((await chat(org, ask())).status).toBe(200);
+  });
+
   it('counts the week from Monday 00:00 UTC: last week’s spend does not count', async () => {
     const org = await prepaid('week', 10_000_000n);
     await billing().setWeeklyCap(org.id, 150_000n);
@@ -223,7 +259,7 @@ describe('coding-agent plans', () => {
 describe('reserve then settle', () => {
   it('releases holds a crashed instance left open, without charging them', async () => {
     const org = await prepaid('crash', 1_000_000n);
-    const hold = await billing().reserve({ organizationId: org.id, apiKeyId: null, operation: 'createGuardedChatCompletion', model: 'priced', product: null, estimateMicros: 900_000n, traceId: 'trc_crash' });
+    const hold = await billing().reserve({ organizationId: org.id, apiKeyId: null, operation: 'createGuardedChatCompletion', model: 'priced', product: null, estimateMicros: 900_000n, traceId: 'trc_crash', debit: true });
     // The hold blocks what it covers...
     expect((await chat(org, ask())).status).toBe(402);
     expect(await billing().reconcile(0)).toBeGreaterThanOrEqual(1);
@@ -275,5 +311,43 @@ describe('the deprecated Chat API (POST /ai/v1/message): each message is a meter
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(refused.headers.get('x-ratelimit-limit')).toBe('1');
+  });
+});
+
+describe('image generation', () => {
+  it('bills each drawn image at the model’s per-image price, and holds one in the estimate', async () => {
+    const artist = await startTestPlatform(
+      { logLevel: 'silent' },
+      {
+        catalog: pricedCatalog({
+          models: [{ id: 'artist', family: 'local', context_window: 32_768, max_output_tokens: 4_096, capabilities: { tools: true, image_generation: true }, pricing: { input_per_1m: 1, output_per_1m: 2, per_image: 0.5 }, deployments: ['local-chat'] }],
+        }),
+      },
+    );
+    try {
+      const org = await createOrg(artist, 'artist');
+      await artist.services.billing.setMode(org.id, 'prepaid');
+      const draw = () =>
+        artist.api('/ai/v2/responses', {
+          method: 'POST',
+          key: org.key,
+          body: JSON.stringify({ model: 'artist', max_output_tokens: 50, input: 'Draw a lighthouse.', tools: [{ type: 'image_generation' }], tool_choice: { type: 'image_generation' } }),
+        });
+      // $0.40 covers the tokens but not the image ($0.50).
+      await artist.services.billing.addCredit(org.id, 400_000n, 'test');
+      expect((await draw()).status).toBe(402);
+      await artist.services.billing.addCredit(org.id, 1_000_000n, 'test');
+      const res = await draw();
+      expect(res.status).toBe(200);
+      expect((await res.json()).output.some((item: { type: string }) => item.type === 'image_generation_call')).toBe(true);
+      await settled(artist, org.id);
+      const rows = await artist.services.database.prisma.usageRecord.findMany({ where: { organizationId: org.id } });
+      const image = rows.find((r) => r.images === 1)!;
+      expect(image).toMatchObject({ inputTokens: 0, outputTokens: 0, costMicros: 500_000n, billedMicros: 500_000n });
+      const billed = rows.reduce((sum, r) => sum + r.billedMicros, 0n);
+      expect(await artist.services.billing.credit.balance(org.id)).toBe(1_400_000n - billed);
+    } finally {
+      await artist.close();
+    }
   });
 });

@@ -6,12 +6,12 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { routesById } from '../../generated/contract/routes.js';
-import { estimateRequest } from '../../server/billing/admission.js';
+import { estimateRequest } from '../../server/billing/estimate.js';
 import { RedisWindows } from '../../server/limits/redis-window.js';
 import { describePostgres, useTestDatabase } from '../support/postgres.js';
 import { describeRedis, TEST_REDIS_URL } from '../support/redis.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
-import { ask, behindRelay, burst, checkCredit, createOrg, creditRun, localDecisions as countedLocally, N, pricedCatalog, type TestOrg } from './support.js';
+import { ask, behindRelay, burst, checkCredit, createOrg, creditRun, localDecisions as countedLocally, N, pricedCatalog, settled, type TestOrg } from './support.js';
 
 describeRedis('the window script in Redis', () => {
   let client: Redis;
@@ -83,9 +83,28 @@ describePostgres('two instances on PostgreSQL + Redis', () => {
       expect(counts['429 QUOTA_EXCEEDED']).toBe(N - counts.ok);
     }, 60_000);
 
-    it('keep the credit overshoot bound of reserve-then-settle', async () => {
+    it('keep the credit overshoot bound of reserve-then-settle, with the holds in Redis', async () => {
       const start = 700_000n;
       checkCredit(await creditRun(instances, start), start, 'PostgreSQL + Redis ×2');
+      // Every hold was taken by the script in Redis, none fell back to the database.
+      expect(await Promise.all(instances.map((i) => countedLocally(i, 'billing_database_holds_total')))).toEqual([0, 0]);
+    }, 60_000);
+
+    it('keep the weekly cap bound too', async () => {
+      const org = await createOrg(instances[0], 'capburst');
+      const { billing, database } = instances[0].services;
+      await billing.setMode(org.id, 'prepaid');
+      await billing.addCredit(org.id, 100_000_000n, 'plenty');
+      const cap = 700_000n;
+      await billing.setWeeklyCap(org.id, cap);
+      const counts = await burst(instances, org, ask());
+      await settled(instances[0], org.id);
+      const account = await billing.account(org.id);
+      const estimate = (await database.prisma.billingReservation.findFirstOrThrow({ where: { organizationId: org.id } })).estimateMicros;
+      console.log(`[billing concurrency PostgreSQL + Redis ×2 cap] ${N} requests, cap ${cap} µ$: ${JSON.stringify(counts)}, spent this week ${account.weekSpentMicros} µ$`);
+      expect(counts.ok).toBeGreaterThan(0);
+      expect(counts.ok + (counts['429 SPENDING_LIMIT_EXCEEDED'] ?? 0)).toBe(N);
+      expect(account.weekSpentMicros).toBeLessThanOrEqual(cap + estimate);
     }, 60_000);
   });
 });

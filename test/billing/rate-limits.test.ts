@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routes } from '../../generated/contract/routes.js';
 import { isInferenceOperation } from '../../server/billing/admission.js';
+import { loadConfig } from '../../server/config.js';
 import { LocalWindows } from '../../server/limits/window.js';
 import { sampleRequest } from '../support/requests.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
@@ -210,5 +211,61 @@ describe('429 QUOTA_EXCEEDED', () => {
     expect(text).toMatch(/rate_limit_refusals_total\{scope="organization",unit="requests"\} [1-9]/);
     expect(text).toMatch(/rate_limit_refusals_total\{scope="key",unit="requests"\} [1-9]/);
     expect(text).toMatch(/rate_limit_refusals_total\{scope="organization",unit="tokens"\} [1-9]/);
+  });
+});
+
+describe('plan tiers (RATE_LIMIT_PLANS)', () => {
+  let planned: TestPlatform;
+  beforeAll(async () => {
+    planned = await startTestPlatform(
+      {
+        logLevel: 'silent',
+        rateLimitPlans: { free: { organization: { rpm: 3 }, key: { rpm: 2 } }, pro: { organization: { rpm: 5 } } },
+        rateLimitDefaultPlan: 'free',
+      },
+      { catalog: pricedCatalog() },
+    );
+  });
+  afterAll(() => planned?.close());
+
+  const statuses = async (key: string, n: number) => {
+    const out: number[] = [];
+    for (let i = 0; i < n; i++) out.push((await planned.api('/ai/v2/guarded/chat/completions', { method: 'POST', key, body: JSON.stringify(ask()) })).status);
+    return out;
+  };
+
+  it('gives every organization its plan’s default quotas: per key, and for the whole organization', async () => {
+    const org = await createOrg(planned, 'freeplan');
+    // The default plan: 2 per key per minute...
+    expect(await statuses(org.key, 3)).toEqual([200, 200, 429]);
+    // ...and 3 per organization: a second key gets the one left.
+    const { plaintext: other } = await planned.services.identity.keys.issue(org.id, { scopes: ['inference'], label: 'other', expiresAt: null });
+    expect(await statuses(other, 2)).toEqual([200, 429]);
+  });
+
+  it('takes an assigned plan, and rows of rate_limits override the plan’s quotas', async () => {
+    const org = await createOrg(planned, 'proplan');
+    const { quotas } = planned.services.limits;
+    await quotas.setPlan(org.id, 'pro');
+    // pro: 5 per organization, no per-key default.
+    expect(await statuses(org.key, 6)).toEqual([200, 200, 200, 200, 200, 429]);
+
+    const other = await createOrg(planned, 'override');
+    await quotas.set(other.id, other.keyId, { requestsPerMinute: 1, tokensPerMinute: null });
+    await quotas.set(other.id, null, { requestsPerMinute: 100, tokensPerMinute: null });
+    expect(await statuses(other.key, 2)).toEqual([200, 429]);
+    await expect(quotas.setPlan(other.id, 'gold')).rejects.toThrow(/No rate-limit plan gold/);
+  });
+});
+
+describe('RATE_LIMIT_PLANS configuration', () => {
+  it('reads plans as JSON and checks the default plan names one', () => {
+    const config = loadConfig({ RATE_LIMIT_PLANS: '{"free":{"organization":{"rpm":60,"tpm":100000},"key":{"rpm":20}}}', RATE_LIMIT_DEFAULT_PLAN: 'free' });
+    expect(config.rateLimitPlans).toEqual({ free: { organization: { rpm: 60, tpm: 100_000 }, key: { rpm: 20 } } });
+    expect(config.rateLimitDefaultPlan).toBe('free');
+    expect(() => loadConfig({ RATE_LIMIT_PLANS: '{"free":{"organization":{"rpm":-1}}}' })).toThrow(/RATE_LIMIT_PLANS/);
+    expect(() => loadConfig({ RATE_LIMIT_PLANS: 'free: 60' })).toThrow(/expected JSON/);
+    expect(() => loadConfig({ RATE_LIMIT_DEFAULT_PLAN: 'gold' })).toThrow(/not a plan of RATE_LIMIT_PLANS/);
+    expect(loadConfig({}).rateLimitPlans).toEqual({});
   });
 });

@@ -1,12 +1,18 @@
 // A crash between reserve and settle: the hold stays in the database (the record), and the
 // next start on the same data releases it without charging, so the credit it held is
-// available again.
+// available again. On PostgreSQL with several instances: a restart under the same
+// INSTANCE_ID releases its crashed process's holds at once, any instance releases those of
+// a process whose heartbeat stopped, and rows and counters change in one statement.
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestPlatform } from '../support/platform.js';
-import { ask, createOrg, pricedCatalog } from './support.js';
+import { RESERVATION_TTL_MS } from '../../server/billing/billing-service.js';
+import { DEAD_AFTER_MS } from '../../server/billing/instances.js';
+import { describePostgres, useTestDatabase } from '../support/postgres.js';
+import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+import { ask, createOrg, pricedCatalog, type TestOrg } from './support.js';
 
 let dataDir: string;
 beforeAll(async () => {
@@ -22,7 +28,7 @@ describe('restart after a crash between reserve and settle', () => {
     await billing.setMode(org.id, 'prepaid');
     await billing.credit.add(org.id, 1_000_000n, 'test');
     // A request admitted (its hold written) whose instance dies before it settles.
-    const hold = await billing.reserve({ organizationId: org.id, apiKeyId: org.keyId, operation: 'createGuardedChatCompletion', model: 'priced', product: null, estimateMicros: 900_000n, traceId: 'trc_crashed' });
+    const hold = await billing.reserve({ organizationId: org.id, apiKeyId: org.keyId, operation: 'createGuardedChatCompletion', model: 'priced', product: null, estimateMicros: 900_000n, traceId: 'trc_crashed', debit: true });
     expect((await billing.account(org.id)).reservedMicros).toBe(900_000n);
     expect((await first.api('/ai/v2/guarded/chat/completions', { method: 'POST', key: org.key, body: JSON.stringify(ask()) })).status).toBe(402);
     const adminKey = first.adminKey;
@@ -44,3 +50,88 @@ describe('restart after a crash between reserve and settle', () => {
     }
   }, 120_000);
 });
+
+describePostgres('holds of dead processes (PostgreSQL, several instances)', () => {
+  const database = useTestDatabase('billing_reconcile');
+  let platform: TestPlatform;
+  beforeAll(async () => {
+    platform = await startTestPlatform({ logLevel: 'silent', databaseUrl: database.url, instanceId: 'node-b' }, { catalog: pricedCatalog() });
+  }, 60_000);
+  afterAll(() => platform?.close());
+
+  const prisma = () => platform.services.database.prisma;
+
+  /** A process that took a hold of `micros` and then vanished without settling it: its instance row and its open hold. */
+  async function crashedHold(orgId: string, instanceId: string, heartbeatAgoMs: number, micros = 900_000n): Promise<string> {
+    const incarnation = randomUUID();
+    await prisma().$executeRaw`
+      INSERT INTO billing_instances (incarnation, instance_id, heartbeat_at) VALUES (${incarnation}::uuid, ${instanceId}, now() - ${`${heartbeatAgoMs} milliseconds`}::interval)`;
+    const hold = await prisma().billingReservation.create({
+      data: { organizationId: orgId, operation: 'createGuardedChatCompletion', model: 'priced', estimateMicros: micros, traceId: 'trc_crashed', incarnation },
+    });
+    await prisma().billingAccount.update({ where: { organizationId: orgId }, data: { reservedMicros: { increment: micros } } });
+    return hold.id;
+  }
+
+  async function prepaidOrg(label: string): Promise<TestOrg> {
+    const org = await createOrg(platform, label);
+    await platform.services.billing.setMode(org.id, 'prepaid');
+    await platform.services.billing.addCredit(org.id, 1_000_000n, 'test');
+    return org;
+  }
+
+  const outcome = async (id: string) => (await prisma().billingReservation.findUniqueOrThrow({ where: { id } })).outcome;
+
+  it('a restart under the same INSTANCE_ID releases what the crashed process held, at once, charging nothing', async () => {
+    const org = await prepaidOrg('restart');
+    // Its heartbeat is fresh: others would wait for it to go stale; its own restart need not.
+    const hold = await crashedHold(org.id, 'node-a', 0);
+    expect((await chat(platform, org)).status).toBe(402);
+    const restarted = await startTestPlatform({ logLevel: 'silent', databaseUrl: database.url, instanceId: 'node-a' }, { catalog: pricedCatalog() }, { adminKey: platform.adminKey });
+    try {
+      expect(await outcome(hold)).toBe('released');
+      expect((await platform.services.billing.account(org.id)).reservedMicros).toBe(0n);
+      expect(await platform.services.billing.credit.balance(org.id)).toBe(1_000_000n);
+      expect((await chat(restarted, org)).status).toBe(200);
+    } finally {
+      await restarted.close();
+    }
+  }, 60_000);
+
+  it('releases the holds of a process whose heartbeat stopped, and never those of a live one', async () => {
+    const org = await prepaidOrg('heartbeat');
+    const dead = await crashedHold(org.id, 'node-x', DEAD_AFTER_MS + 5_000, 400_000n);
+    const live = await crashedHold(org.id, 'node-y', 1_000, 100_000n);
+    // What the next heartbeat of any instance does.
+    await (platform.services.billing as unknown as { incarnations: { beat(): Promise<void> } }).incarnations.beat();
+    expect(await platform.services.billing.reconcile(RESERVATION_TTL_MS)).toBe(1);
+    expect(await outcome(dead)).toBe('released');
+    expect(await outcome(live)).toBeNull();
+    expect((await platform.services.billing.account(org.id)).reservedMicros).toBe(100_000n);
+  });
+
+  it('releases rows and counters in one statement: a reconcile that fails midway leaves them consistent', async () => {
+    const org = await prepaidOrg('atomic');
+    await crashedHold(org.id, 'node-z', 0, 300_000n);
+    await crashedHold(org.id, 'node-z', 0, 200_000n);
+    const client = prisma();
+    // Every statement after the first fails, as a connection lost midway would.
+    let statements = 0;
+    const originals = { query: client.$queryRaw, execute: client.$executeRaw };
+    const failAfterFirst = <F extends (...args: never[]) => unknown>(fn: F) =>
+      ((...args: Parameters<F>) => (++statements > 1 ? Promise.reject(new Error('connection lost')) : fn.apply(client, args))) as unknown as F;
+    Object.assign(client, { $queryRaw: failAfterFirst(originals.query), $executeRaw: failAfterFirst(originals.execute) });
+    try {
+      await platform.services.billing.reconcile(0).catch(() => undefined);
+    } finally {
+      Object.assign(client, { $queryRaw: originals.query, $executeRaw: originals.execute });
+    }
+    const open = await client.billingReservation.aggregate({ where: { organizationId: org.id, settledAt: null }, _sum: { estimateMicros: true } });
+    const account = await client.billingAccount.findUniqueOrThrow({ where: { organizationId: org.id } });
+    expect(account.reservedMicros).toBe(open._sum.estimateMicros ?? 0n);
+  });
+});
+
+function chat(platform: TestPlatform, org: TestOrg) {
+  return platform.api('/ai/v2/guarded/chat/completions', { method: 'POST', key: org.key, body: JSON.stringify(ask()) });
+}

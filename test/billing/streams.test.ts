@@ -30,6 +30,8 @@ beforeAll(async () => {
     ],
     // Generous: a busy test machine must not look like an idle upstream (the cut fault closes the connection).
     timeouts: { connect_ms: 1_000, first_token_ms: 5_000, idle_ms: 5_000 },
+    // v1 streams are not resumed: a cut ends them with an error event.
+    failover: { max_attempts: 3, retry_after_cap_ms: 0, resume_streams: true, routes: { createChatCompletionV1: { resume_streams: false } } },
   });
   platform = await startTestPlatform({ logLevel: 'silent' }, { catalog });
 });
@@ -83,6 +85,26 @@ describe('stream billing', () => {
     expect(record.outputTokens).toBeGreaterThan(0);
     expect(record.outputTokens).toBeLessThan(60);
     expect(record.billedMicros).toBeGreaterThan(0n);
+    const account = await platform.services.billing.account(org.id);
+    expect(account.reservedMicros).toBe(0n);
+    expect(account.balanceMicros).toBe(10_000_000n - record.billedMicros);
+  });
+
+  it('bills a stream cut without resume for what was produced (an error event ends it)', async () => {
+    const org = await prepaid('cut');
+    primary.config.chunkIntervalMs = 5;
+    primary.faults.push({ type: 'cut', afterChunks: 10 });
+    const res = await platform.api('/ai/v1/chat/completions', { method: 'POST', key: org.key, body: JSON.stringify(body) });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text).toContain('"finish_reason":"error"');
+    await settled(platform, org.id);
+    const records = await prisma().usageRecord.findMany({ where: { organizationId: org.id } });
+    expect(records.map((r) => r.provider)).toEqual(['primary']);
+    const [record] = records;
+    expect(record.outputTokens).toBeGreaterThan(0);
+    expect(record.outputTokens).toBeLessThan(60);
+    expect(record.billedMicros).toBe(BigInt(record.inputTokens) * 1_000n + BigInt(record.outputTokens) * 2_000n);
     const account = await platform.services.billing.account(org.id);
     expect(account.reservedMicros).toBe(0n);
     expect(account.balanceMicros).toBe(10_000_000n - record.billedMicros);

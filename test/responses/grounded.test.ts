@@ -71,12 +71,19 @@ describe('grounded responses', () => {
     const textDone = events.findIndex((e) => e.event === 'response.output_text.done');
     expect(events.indexOf(added.at(-1)!)).toBeLessThan(textDone);
     expect(events.at(-1)!.event).toBe('response.completed');
+    // The final response reports its sources like the JSON answer.
+    const final = events.at(-1)!.data.response;
+    expect(final.sources_returned).toBe(true);
+    expect(final.citations.length).toBeGreaterThanOrEqual(1);
+    expect(final.citations[0]).toMatchObject({ item_id: itemId, title: 'Sabbath Rest', publisher: PUBLISHER });
   });
 
   it('a stream without sources says false in the header', async () => {
     const res = await ask({ input: 'How can families keep the Sabbath?', stream: true, certainty_threshold: 1 });
     expect(res.headers.get('x-sources-returned')).toBe('false');
-    expect((await readEvents(res)).at(-1)!.event).toBe('response.completed');
+    const last = (await readEvents(res)).at(-1)!;
+    expect(last.event).toBe('response.completed');
+    expect(last.data.response).toMatchObject({ sources_returned: false, citations: [] });
   });
 
   it('an unknown publisher is 400 PUBLISHER_NOT_FOUND; sources_limit 11 is refused by the contract', async () => {

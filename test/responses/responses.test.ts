@@ -142,13 +142,39 @@ describe('tools', () => {
     expect(second.output_text).toContain('get_weather returned: Sunny, 21 degrees');
   });
 
-  it.each(['web_search', 'file_search', 'code_interpreter'])('the built-in %s tool is a 400 naming it, before any model call', async (type) => {
+  it.each(['web_search', 'file_search', 'code_interpreter', 'web_search_preview_2025_03_11', 'web_search_2025_08_26', 'computer_use_preview'])('the built-in %s tool is a 400 naming it, before any model call', async (type) => {
     const res = await create({ model: 'local-chat', input: 'Look it up.', tools: [{ type }] });
     const body = await res.json();
     expect(res.status).toBe(400);
     expect(contractProblems('createResponse', 400, body)).toEqual([]);
     expect(body.error).toMatchObject({ name: 'INVALID_REQUEST', param: 'tools[0]' });
     expect(body.error.message).toContain(`The ${type} tool`);
+  });
+});
+
+describe('what the platform does not run', () => {
+  it.each(['web_search_preview', 'web_search_preview_2025_03_11', 'file_search', 'allowed_tools'])('tool_choice %s is a 400 naming it', async (type) => {
+    const res = await create({ model: 'local-chat', input: 'Look it up.', tools: [weather], tool_choice: { type } });
+    const body = await res.json();
+    expect(res.status, JSON.stringify(body)).toBe(400);
+    expect(contractProblems('createResponse', 400, body)).toEqual([]);
+    expect(body.error).toMatchObject({ name: 'INVALID_REQUEST', param: 'tool_choice' });
+    expect(body.error.message).toContain(`tool_choice ${type}`);
+  });
+
+  it('background: true is a 400 saying so (never silently answered in the foreground)', async () => {
+    const res = await create({ model: 'local-chat', input: 'Take your time.', background: true });
+    const body = await res.json();
+    expect(res.status).toBe(400);
+    expect(body.error).toMatchObject({ name: 'INVALID_REQUEST', param: 'background' });
+    expect(body.error.message).toContain('background mode is not supported');
+    await ok(await create({ model: 'local-chat', input: 'Take your time.', background: false }));
+  });
+
+  it('a function tool without a name is still a 422 naming the field', async () => {
+    const res = await create({ model: 'local-chat', input: 'Hi.', tools: [{ type: 'function', parameters: {} }] });
+    expect(res.status).toBe(422);
+    expect(JSON.stringify((await res.json()).detail)).toContain('tools');
   });
 });
 
@@ -297,6 +323,26 @@ describe('previous_response_id', () => {
     const first = await ok(await create({ model: 'local-chat', input: 'Hello there, friend.', store: false }));
     const res = await create({ model: 'local-chat', previous_response_id: first.id, input: 'And then?' });
     expect(res.status).toBe(404);
+  });
+
+  it('a store that fails does not fail the answer (made and billed): JSON and stream complete, only the follow-up is 404', async () => {
+    const store = (platform.services.responses as unknown as { store: { save: (...args: unknown[]) => Promise<void> } }).store;
+    const save = store.save;
+    store.save = async () => {
+      throw new Error('the database is away');
+    };
+    try {
+      const plain = await ok(await create({ model: 'local-chat', input: 'Hello there, friend.' }));
+      expect(plain.status).toBe('completed');
+      const streamed = await create({ model: 'local-chat', input: 'Hello there, friend.', stream: true });
+      expect(streamed.status).toBe(200);
+      const text = await streamed.text();
+      expect(text).toContain('event: response.completed');
+      expect(text).not.toContain('event: error');
+      expect((await create({ model: 'local-chat', previous_response_id: plain.id, input: 'And then?' })).status).toBe(404);
+    } finally {
+      store.save = save;
+    }
   });
 
   it('an expired response cannot be continued', async () => {

@@ -129,4 +129,65 @@ describe('responseEvents', () => {
     expect(final.response.output.map((item) => item.type)).toEqual(['message', 'reasoning']);
     expect(final.response.usage?.output_tokens_details?.reasoning_tokens).toBe(4);
   });
+
+  it('two parallel function calls: each is done before the next is added, as OpenAI streams them', async () => {
+    const events = await run([
+      { type: 'delta', toolCalls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'weather', arguments: '{"city":' } }] },
+      { type: 'delta', toolCalls: [{ index: 0, function: { arguments: '"Oslo"}' } }] },
+      { type: 'delta', toolCalls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'weather', arguments: '{"city":"Rome"}' } }] },
+      { type: 'finish', finishReason: 'tool_calls' },
+    ]);
+    expect(types(events)).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.function_call_arguments.delta',
+      'response.function_call_arguments.done',
+      'response.output_item.done',
+      'response.output_item.added',
+      'response.function_call_arguments.delta',
+      'response.function_call_arguments.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    const done = events.filter((e) => e.type === 'response.function_call_arguments.done') as Extract<StreamEvent, { type: 'response.function_call_arguments.done' }>[];
+    expect(done.map((e) => [e.output_index, e.arguments])).toEqual([
+      [0, '{"city":"Oslo"}'],
+      [1, '{"city":"Rome"}'],
+    ]);
+    const final = events.at(-1) as Extract<StreamEvent, { type: 'response.completed' }>;
+    expect(final.response.output).toMatchObject([
+      { type: 'function_call', call_id: 'call_a', status: 'completed' },
+      { type: 'function_call', call_id: 'call_b', status: 'completed' },
+    ]);
+  });
+
+  it('text after a function call: the call is done before the message is added', async () => {
+    const events = await run([
+      { type: 'delta', toolCalls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'lookup', arguments: '{}' } }] },
+      { type: 'delta', content: 'Looking it up.' },
+      { type: 'finish', finishReason: 'tool_calls' },
+    ]);
+    expect(types(events).slice(2, 7)).toEqual([
+      'response.output_item.added',
+      'response.function_call_arguments.delta',
+      'response.function_call_arguments.done',
+      'response.output_item.done',
+      'response.output_item.added',
+    ]);
+  });
+
+  it('an image that fails to draw: response.failed shows its call failed, not still in progress', async () => {
+    const events = await run([{ type: 'delta', toolCalls: [{ index: 0, id: 'call_i', type: 'function', function: { name: 'image_generation', arguments: '{"prompt":"a cat"}' } }] }, { type: 'finish', finishReason: 'tool_calls' }], {
+      internal: (name) => name === 'image_generation',
+      runInternal: async function* () {
+        const done = Promise.reject(new ProviderError('server', 'image model down'));
+        done.catch(() => undefined);
+        yield { started: () => ({ type: 'image_generation_call' as const, id: 'ig_1', status: 'in_progress' as const, result: null }), done };
+      },
+    });
+    expect(types(events).slice(-4)).toEqual(['response.image_generation_call.in_progress', 'response.image_generation_call.generating', 'error', 'response.failed']);
+    const failed = events.at(-1) as Extract<StreamEvent, { type: 'response.failed' }>;
+    expect(failed.response.output).toMatchObject([{ type: 'image_generation_call', id: 'ig_1', status: 'failed', result: null }]);
+  });
 });

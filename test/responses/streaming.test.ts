@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeOpenAI } from '../../mocks/upstreams/fake-openai.js';
 import type { FakeUpstream } from '../../mocks/upstreams/faults.js';
-import { eventProblems } from '../support/contract.js';
+import { contractProblems, eventProblems } from '../support/contract.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
 import { catalogOf, readEvents, type NamedEvent } from './support.js';
 
@@ -166,6 +166,7 @@ describe('failures after the commit point (fake upstreams)', () => {
     fallback.faults.clear();
     primary.requests.length = 0;
     fallback.requests.length = 0;
+    primary.config.refuse = false;
   });
 
   const stream = async (model: string) => {
@@ -244,5 +245,60 @@ describe('failures after the commit point (fake upstreams)', () => {
     expect(res.status).toBe(500);
     expect(res.headers.get('content-type')).toMatch(/json/);
     expect((await res.json()).error.name).toBe('PROVIDER_AUTH_ERROR');
+  });
+
+  describe('refusals from an OpenAI-compatible upstream', () => {
+    const refusalOf = (response: { output: { type: string; content?: { type: string; refusal?: string }[] }[] }) =>
+      response.output.flatMap((item) => item.content ?? []).find((part) => part.type === 'refusal')?.refusal;
+
+    it('plain: a message with a refusal part, no output_text', async () => {
+      primary.config.refuse = true;
+      const res = await platform.api('/ai/v2/guarded/responses', { method: 'POST', body: JSON.stringify({ model: 'solo', input: 'Tell me about the fox.' }) });
+      const body = await res.json();
+      expect(res.status, JSON.stringify(body)).toBe(200);
+      expect(contractProblems('createResponse', 200, body)).toEqual([]);
+      expect(body.status).toBe('completed');
+      expect(body.output).toHaveLength(1);
+      expect(body.output[0]).toMatchObject({ type: 'message', status: 'completed', content: [{ type: 'refusal', refusal: ANSWER }] });
+      expect(body.output_text).toBe('');
+    });
+
+    it('streamed: refusal part added, refusal deltas and done, part and item done, completed', async () => {
+      primary.config.refuse = true;
+      const { events } = await stream('solo');
+      expect(shape(events)).toEqual([
+        'response.created',
+        'response.in_progress',
+        'response.output_item.added',
+        'response.content_part.added',
+        'response.refusal.delta',
+        'response.refusal.done',
+        'response.content_part.done',
+        'response.output_item.done',
+        'response.completed',
+      ]);
+      const deltas = events.filter((e) => e.event === 'response.refusal.delta').map((e) => e.data.delta).join('');
+      expect(deltas).toBe(ANSWER);
+      expect(events.find((e) => e.event === 'response.refusal.done')!.data.refusal).toBe(ANSWER);
+      expect(refusalOf(events.at(-1)!.data.response)).toBe(ANSWER);
+      expect(events.at(-1)!.data.response.output_text).toBe('');
+    });
+
+    it('a refusal cut midway is not resumed as text elsewhere: it ends failed, keeping what was refused, billed for it', async () => {
+      primary.config.refuse = true;
+      primary.config.chunkIntervalMs = 30;
+      primary.faults.push({ type: 'cut', afterChunks: 4 });
+      const { events, traceId } = await stream('m').finally(() => (primary.config.chunkIntervalMs = 0));
+      expect(fallback.requests).toHaveLength(0);
+      expectFailed(events, traceId, 'CONNECTION_DROPPED');
+      const sent = events.filter((e) => e.event === 'response.refusal.delta').map((e) => e.data.delta).join('');
+      expect(sent.length).toBeGreaterThan(0);
+      expect(events.some((e) => e.event === 'response.output_text.delta')).toBe(false);
+      expect(refusalOf(events.at(-1)!.data.response)).toBe(sent);
+      const { prisma } = platform.services.database;
+      await expect.poll(async () => (await prisma.usageRecord.findMany({ where: { traceId: traceId! } })).map((r) => r.outputTokens), { timeout: 5_000 }).toEqual([expect.any(Number)]);
+      const [record] = await prisma.usageRecord.findMany({ where: { traceId: traceId! } });
+      expect(record.outputTokens).toBeGreaterThan(0);
+    });
   });
 });

@@ -12,7 +12,7 @@ import type { FakeUpstream } from '../../mocks/upstreams/faults.js';
 import { createOpenAICompatibleProvider } from '../../server/providers/openai-compatible.js';
 import { ctx } from '../providers/support.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
-import { catalogOf } from './support.js';
+import { catalogOf, readEvents } from './support.js';
 
 const DATA_URL = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC';
 const HTTPS_URL = 'https://example.org/cat.png';
@@ -26,11 +26,21 @@ const reasonerBodies: any[] = [];
 
 beforeAll(async () => {
   reasoner = http.createServer(async (req, res) => {
-    reasonerBodies.push(JSON.parse(Buffer.concat(await req.toArray()).toString()));
-    const answer = {
-      choices: [{ message: { role: 'assistant', content: 'Forty-two.' }, finish_reason: 'stop' }],
-      usage: { prompt_tokens: 10, completion_tokens: 30, completion_tokens_details: { reasoning_tokens: 26 } },
-    };
+    const body = JSON.parse(Buffer.concat(await req.toArray()).toString());
+    reasonerBodies.push(body);
+    const usage = { prompt_tokens: 10, completion_tokens: 30, completion_tokens_details: { reasoning_tokens: 26 } };
+    if (body.stream) {
+      // As OpenAI streams it: the text, then the finish, then the usage (reasoning tokens only there).
+      const chunks = [
+        { choices: [{ index: 0, delta: { role: 'assistant', content: 'Forty-two.' }, finish_reason: null }] },
+        { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] },
+        { choices: [], usage },
+      ];
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(`${chunks.map((c) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'o-reasoner', ...c })}\n\n`).join('')}data: [DONE]\n\n`);
+      return;
+    }
+    const answer = { choices: [{ message: { role: 'assistant', content: 'Forty-two.' }, finish_reason: 'stop' }], usage };
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
   });
   reasoner.listen(0, '127.0.0.1');
@@ -134,10 +144,22 @@ describe('reasoning', () => {
     const body = await res.json();
     expect(res.status).toBe(200);
     expect(reasonerBodies.at(-1).reasoning_effort).toBe('low');
-    expect(body.output.map((item: { type: string }) => item.type)).toEqual(['reasoning', 'message']);
-    expect(body.output[0]).toMatchObject({ summary: [], status: 'completed' });
-    expect(body.output[0].id).toMatch(/^rs_/);
+    expect(body.output.map((item: { type: string }) => item.type)).toEqual(['message', 'reasoning']);
+    expect(body.output[1]).toMatchObject({ summary: [], status: 'completed' });
+    expect(body.output[1].id).toMatch(/^rs_/);
     expect(body.usage).toMatchObject({ input_tokens: 10, output_tokens: 30, output_tokens_details: { reasoning_tokens: 26 } });
+  });
+
+  it('orders output[] the same streamed and not: the reasoning item last (a stream learns of it from its final usage)', async () => {
+    const plain = await (await think('reasoner')).json();
+    const res = await platform.api('/ai/v2/guarded/responses', {
+      method: 'POST',
+      body: JSON.stringify({ model: 'reasoner', input: 'What is six times seven?', reasoning: { effort: 'low' }, stream: true }),
+    });
+    const events = await readEvents(res);
+    const completed = events.find((e) => e.event === 'response.completed')!.data.response;
+    expect(completed.output.map((item: { type: string }) => item.type)).toEqual(plain.output.map((item: { type: string }) => item.type));
+    expect(completed.output.map((item: { type: string }) => item.type)).toEqual(['message', 'reasoning']);
   });
 
   it('a model without reasoning is not sent reasoning_effort (it would refuse it)', async () => {

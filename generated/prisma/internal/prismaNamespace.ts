@@ -415,6 +415,7 @@ export const ModelName = {
   BillingAccount: 'BillingAccount',
   BillingReservation: 'BillingReservation',
   CodingPlan: 'CodingPlan',
+  BillingInstance: 'BillingInstance',
   RateLimit: 'RateLimit',
   IdempotencyRecord: 'IdempotencyRecord',
   StoredResponse: 'StoredResponse'
@@ -433,7 +434,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "publisher" | "apiKey" | "oAuthClient" | "oAuthAccessToken" | "collection" | "item" | "chunk" | "ingestionJob" | "ingestionJobPart" | "agent" | "chat" | "message" | "usageRecord" | "creditLedger" | "billingAccount" | "billingReservation" | "codingPlan" | "rateLimit" | "idempotencyRecord" | "storedResponse"
+    modelProps: "organization" | "publisher" | "apiKey" | "oAuthClient" | "oAuthAccessToken" | "collection" | "item" | "chunk" | "ingestionJob" | "ingestionJobPart" | "agent" | "chat" | "message" | "usageRecord" | "creditLedger" | "billingAccount" | "billingReservation" | "codingPlan" | "billingInstance" | "rateLimit" | "idempotencyRecord" | "storedResponse"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -1769,6 +1770,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    BillingInstance: {
+      payload: Prisma.$BillingInstancePayload<ExtArgs>
+      fields: Prisma.BillingInstanceFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.BillingInstanceFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingInstancePayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.BillingInstanceFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingInstancePayload>
+        }
+        findFirst: {
+          args: Prisma.BillingInstanceFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingInstancePayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.BillingInstanceFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingInstancePayload>
+        }
+        findMany: {
+          args: Prisma.BillingInstanceFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingInstancePayload>[]
+        }
+        create: {
+          args: Prisma.BillingInstanceCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingInstancePayload>
+        }
+        createMany: {
+          args: Prisma.BillingInstanceCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.BillingInstanceCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingInstancePayload>[]
+        }
+        delete: {
+          args: Prisma.BillingInstanceDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingInstancePayload>
+        }
+        update: {
+          args: Prisma.BillingInstanceUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingInstancePayload>
+        }
+        deleteMany: {
+          args: Prisma.BillingInstanceDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.BillingInstanceUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.BillingInstanceUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingInstancePayload>[]
+        }
+        upsert: {
+          args: Prisma.BillingInstanceUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingInstancePayload>
+        }
+        aggregate: {
+          args: Prisma.BillingInstanceAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateBillingInstance>
+        }
+        groupBy: {
+          args: Prisma.BillingInstanceGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BillingInstanceGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.BillingInstanceCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BillingInstanceCountAggregateOutputType> | number
+        }
+      }
+    }
     RateLimit: {
       payload: Prisma.$RateLimitPayload<ExtArgs>
       fields: Prisma.RateLimitFieldRefs
@@ -2035,7 +2110,8 @@ export const OrganizationScalarFieldEnum = {
   name: 'name',
   createdAt: 'createdAt',
   billingMode: 'billingMode',
-  weeklyCapMicros: 'weeklyCapMicros'
+  weeklyCapMicros: 'weeklyCapMicros',
+  ratePlan: 'ratePlan'
 } as const
 
 export type OrganizationScalarFieldEnum = (typeof OrganizationScalarFieldEnum)[keyof typeof OrganizationScalarFieldEnum]
@@ -2240,6 +2316,7 @@ export const UsageRecordScalarFieldEnum = {
   provider: 'provider',
   inputTokens: 'inputTokens',
   outputTokens: 'outputTokens',
+  images: 'images',
   costMicros: 'costMicros',
   billedMicros: 'billedMicros',
   product: 'product',
@@ -2267,7 +2344,8 @@ export const BillingAccountScalarFieldEnum = {
   balanceMicros: 'balanceMicros',
   reservedMicros: 'reservedMicros',
   weekStart: 'weekStart',
-  weekSpentMicros: 'weekSpentMicros'
+  weekSpentMicros: 'weekSpentMicros',
+  version: 'version'
 } as const
 
 export type BillingAccountScalarFieldEnum = (typeof BillingAccountScalarFieldEnum)[keyof typeof BillingAccountScalarFieldEnum]
@@ -2284,7 +2362,8 @@ export const BillingReservationScalarFieldEnum = {
   traceId: 'traceId',
   createdAt: 'createdAt',
   settledAt: 'settledAt',
-  outcome: 'outcome'
+  outcome: 'outcome',
+  incarnation: 'incarnation'
 } as const
 
 export type BillingReservationScalarFieldEnum = (typeof BillingReservationScalarFieldEnum)[keyof typeof BillingReservationScalarFieldEnum]
@@ -2300,10 +2379,21 @@ export const CodingPlanScalarFieldEnum = {
   usedMicros: 'usedMicros',
   reservedMicros: 'reservedMicros',
   topupAvailable: 'topupAvailable',
-  createdAt: 'createdAt'
+  createdAt: 'createdAt',
+  version: 'version'
 } as const
 
 export type CodingPlanScalarFieldEnum = (typeof CodingPlanScalarFieldEnum)[keyof typeof CodingPlanScalarFieldEnum]
+
+
+export const BillingInstanceScalarFieldEnum = {
+  incarnation: 'incarnation',
+  instanceId: 'instanceId',
+  startedAt: 'startedAt',
+  heartbeatAt: 'heartbeatAt'
+} as const
+
+export type BillingInstanceScalarFieldEnum = (typeof BillingInstanceScalarFieldEnum)[keyof typeof BillingInstanceScalarFieldEnum]
 
 
 export const RateLimitScalarFieldEnum = {
@@ -2674,6 +2764,7 @@ export type GlobalOmitConfig = {
   billingAccount?: Prisma.BillingAccountOmit
   billingReservation?: Prisma.BillingReservationOmit
   codingPlan?: Prisma.CodingPlanOmit
+  billingInstance?: Prisma.BillingInstanceOmit
   rateLimit?: Prisma.RateLimitOmit
   idempotencyRecord?: Prisma.IdempotencyRecordOmit
   storedResponse?: Prisma.StoredResponseOmit

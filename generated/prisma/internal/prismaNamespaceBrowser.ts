@@ -69,6 +69,7 @@ export const ModelName = {
   BillingAccount: 'BillingAccount',
   BillingReservation: 'BillingReservation',
   CodingPlan: 'CodingPlan',
+  BillingInstance: 'BillingInstance',
   RateLimit: 'RateLimit',
   IdempotencyRecord: 'IdempotencyRecord',
   StoredResponse: 'StoredResponse'
@@ -95,7 +96,8 @@ export const OrganizationScalarFieldEnum = {
   name: 'name',
   createdAt: 'createdAt',
   billingMode: 'billingMode',
-  weeklyCapMicros: 'weeklyCapMicros'
+  weeklyCapMicros: 'weeklyCapMicros',
+  ratePlan: 'ratePlan'
 } as const
 
 export type OrganizationScalarFieldEnum = (typeof OrganizationScalarFieldEnum)[keyof typeof OrganizationScalarFieldEnum]
@@ -300,6 +302,7 @@ export const UsageRecordScalarFieldEnum = {
   provider: 'provider',
   inputTokens: 'inputTokens',
   outputTokens: 'outputTokens',
+  images: 'images',
   costMicros: 'costMicros',
   billedMicros: 'billedMicros',
   product: 'product',
@@ -327,7 +330,8 @@ export const BillingAccountScalarFieldEnum = {
   balanceMicros: 'balanceMicros',
   reservedMicros: 'reservedMicros',
   weekStart: 'weekStart',
-  weekSpentMicros: 'weekSpentMicros'
+  weekSpentMicros: 'weekSpentMicros',
+  version: 'version'
 } as const
 
 export type BillingAccountScalarFieldEnum = (typeof BillingAccountScalarFieldEnum)[keyof typeof BillingAccountScalarFieldEnum]
@@ -344,7 +348,8 @@ export const BillingReservationScalarFieldEnum = {
   traceId: 'traceId',
   createdAt: 'createdAt',
   settledAt: 'settledAt',
-  outcome: 'outcome'
+  outcome: 'outcome',
+  incarnation: 'incarnation'
 } as const
 
 export type BillingReservationScalarFieldEnum = (typeof BillingReservationScalarFieldEnum)[keyof typeof BillingReservationScalarFieldEnum]
@@ -360,10 +365,21 @@ export const CodingPlanScalarFieldEnum = {
   usedMicros: 'usedMicros',
   reservedMicros: 'reservedMicros',
   topupAvailable: 'topupAvailable',
-  createdAt: 'createdAt'
+  createdAt: 'createdAt',
+  version: 'version'
 } as const
 
 export type CodingPlanScalarFieldEnum = (typeof CodingPlanScalarFieldEnum)[keyof typeof CodingPlanScalarFieldEnum]
+
+
+export const BillingInstanceScalarFieldEnum = {
+  incarnation: 'incarnation',
+  instanceId: 'instanceId',
+  startedAt: 'startedAt',
+  heartbeatAt: 'heartbeatAt'
+} as const
+
+export type BillingInstanceScalarFieldEnum = (typeof BillingInstanceScalarFieldEnum)[keyof typeof BillingInstanceScalarFieldEnum]
 
 
 export const RateLimitScalarFieldEnum = {

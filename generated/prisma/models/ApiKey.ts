@@ -596,10 +596,6 @@ export type ApiKeyUncheckedCreateNestedManyWithoutCreatedByInput = {
   connect?: Prisma.ApiKeyWhereUniqueInput | Prisma.ApiKeyWhereUniqueInput[]
 }
 
-export type NullableStringFieldUpdateOperationsInput = {
-  set?: string | null
-}
-
 export type ApiKeyUpdatescopesInput = {
   set?: string[]
   push?: string | string[]

@@ -33,12 +33,14 @@ export type BillingAccountAvgAggregateOutputType = {
   balanceMicros: number | null
   reservedMicros: number | null
   weekSpentMicros: number | null
+  version: number | null
 }
 
 export type BillingAccountSumAggregateOutputType = {
   balanceMicros: bigint | null
   reservedMicros: bigint | null
   weekSpentMicros: bigint | null
+  version: bigint | null
 }
 
 export type BillingAccountMinAggregateOutputType = {
@@ -47,6 +49,7 @@ export type BillingAccountMinAggregateOutputType = {
   reservedMicros: bigint | null
   weekStart: Date | null
   weekSpentMicros: bigint | null
+  version: bigint | null
 }
 
 export type BillingAccountMaxAggregateOutputType = {
@@ -55,6 +58,7 @@ export type BillingAccountMaxAggregateOutputType = {
   reservedMicros: bigint | null
   weekStart: Date | null
   weekSpentMicros: bigint | null
+  version: bigint | null
 }
 
 export type BillingAccountCountAggregateOutputType = {
@@ -63,6 +67,7 @@ export type BillingAccountCountAggregateOutputType = {
   reservedMicros: number
   weekStart: number
   weekSpentMicros: number
+  version: number
   _all: number
 }
 
@@ -71,12 +76,14 @@ export type BillingAccountAvgAggregateInputType = {
   balanceMicros?: true
   reservedMicros?: true
   weekSpentMicros?: true
+  version?: true
 }
 
 export type BillingAccountSumAggregateInputType = {
   balanceMicros?: true
   reservedMicros?: true
   weekSpentMicros?: true
+  version?: true
 }
 
 export type BillingAccountMinAggregateInputType = {
@@ -85,6 +92,7 @@ export type BillingAccountMinAggregateInputType = {
   reservedMicros?: true
   weekStart?: true
   weekSpentMicros?: true
+  version?: true
 }
 
 export type BillingAccountMaxAggregateInputType = {
@@ -93,6 +101,7 @@ export type BillingAccountMaxAggregateInputType = {
   reservedMicros?: true
   weekStart?: true
   weekSpentMicros?: true
+  version?: true
 }
 
 export type BillingAccountCountAggregateInputType = {
@@ -101,6 +110,7 @@ export type BillingAccountCountAggregateInputType = {
   reservedMicros?: true
   weekStart?: true
   weekSpentMicros?: true
+  version?: true
   _all?: true
 }
 
@@ -196,6 +206,7 @@ export type BillingAccountGroupByOutputType = {
   reservedMicros: bigint
   weekStart: Date
   weekSpentMicros: bigint
+  version: bigint
   _count: BillingAccountCountAggregateOutputType | null
   _avg: BillingAccountAvgAggregateOutputType | null
   _sum: BillingAccountSumAggregateOutputType | null
@@ -227,6 +238,7 @@ export type BillingAccountWhereInput = {
   reservedMicros?: Prisma.BigIntFilter<"BillingAccount"> | bigint | number
   weekStart?: Prisma.DateTimeFilter<"BillingAccount"> | Date | string
   weekSpentMicros?: Prisma.BigIntFilter<"BillingAccount"> | bigint | number
+  version?: Prisma.BigIntFilter<"BillingAccount"> | bigint | number
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
 }
 
@@ -236,6 +248,7 @@ export type BillingAccountOrderByWithRelationInput = {
   reservedMicros?: Prisma.SortOrder
   weekStart?: Prisma.SortOrder
   weekSpentMicros?: Prisma.SortOrder
+  version?: Prisma.SortOrder
   organization?: Prisma.OrganizationOrderByWithRelationInput
 }
 
@@ -248,6 +261,7 @@ export type BillingAccountWhereUniqueInput = Prisma.AtLeast<{
   reservedMicros?: Prisma.BigIntFilter<"BillingAccount"> | bigint | number
   weekStart?: Prisma.DateTimeFilter<"BillingAccount"> | Date | string
   weekSpentMicros?: Prisma.BigIntFilter<"BillingAccount"> | bigint | number
+  version?: Prisma.BigIntFilter<"BillingAccount"> | bigint | number
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
 }, "organizationId">
 
@@ -257,6 +271,7 @@ export type BillingAccountOrderByWithAggregationInput = {
   reservedMicros?: Prisma.SortOrder
   weekStart?: Prisma.SortOrder
   weekSpentMicros?: Prisma.SortOrder
+  version?: Prisma.SortOrder
   _count?: Prisma.BillingAccountCountOrderByAggregateInput
   _avg?: Prisma.BillingAccountAvgOrderByAggregateInput
   _max?: Prisma.BillingAccountMaxOrderByAggregateInput
@@ -273,6 +288,7 @@ export type BillingAccountScalarWhereWithAggregatesInput = {
   reservedMicros?: Prisma.BigIntWithAggregatesFilter<"BillingAccount"> | bigint | number
   weekStart?: Prisma.DateTimeWithAggregatesFilter<"BillingAccount"> | Date | string
   weekSpentMicros?: Prisma.BigIntWithAggregatesFilter<"BillingAccount"> | bigint | number
+  version?: Prisma.BigIntWithAggregatesFilter<"BillingAccount"> | bigint | number
 }
 
 export type BillingAccountCreateInput = {
@@ -280,6 +296,7 @@ export type BillingAccountCreateInput = {
   reservedMicros?: bigint | number
   weekStart?: Date | string
   weekSpentMicros?: bigint | number
+  version?: bigint | number
   organization: Prisma.OrganizationCreateNestedOneWithoutBillingAccountInput
 }
 
@@ -289,6 +306,7 @@ export type BillingAccountUncheckedCreateInput = {
   reservedMicros?: bigint | number
   weekStart?: Date | string
   weekSpentMicros?: bigint | number
+  version?: bigint | number
 }
 
 export type BillingAccountUpdateInput = {
@@ -296,6 +314,7 @@ export type BillingAccountUpdateInput = {
   reservedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   weekStart?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   weekSpentMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  version?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutBillingAccountNestedInput
 }
 
@@ -305,6 +324,7 @@ export type BillingAccountUncheckedUpdateInput = {
   reservedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   weekStart?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   weekSpentMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  version?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type BillingAccountCreateManyInput = {
@@ -313,6 +333,7 @@ export type BillingAccountCreateManyInput = {
   reservedMicros?: bigint | number
   weekStart?: Date | string
   weekSpentMicros?: bigint | number
+  version?: bigint | number
 }
 
 export type BillingAccountUpdateManyMutationInput = {
@@ -320,6 +341,7 @@ export type BillingAccountUpdateManyMutationInput = {
   reservedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   weekStart?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   weekSpentMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  version?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type BillingAccountUncheckedUpdateManyInput = {
@@ -328,6 +350,7 @@ export type BillingAccountUncheckedUpdateManyInput = {
   reservedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   weekStart?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   weekSpentMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  version?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type BillingAccountNullableScalarRelationFilter = {
@@ -341,12 +364,14 @@ export type BillingAccountCountOrderByAggregateInput = {
   reservedMicros?: Prisma.SortOrder
   weekStart?: Prisma.SortOrder
   weekSpentMicros?: Prisma.SortOrder
+  version?: Prisma.SortOrder
 }
 
 export type BillingAccountAvgOrderByAggregateInput = {
   balanceMicros?: Prisma.SortOrder
   reservedMicros?: Prisma.SortOrder
   weekSpentMicros?: Prisma.SortOrder
+  version?: Prisma.SortOrder
 }
 
 export type BillingAccountMaxOrderByAggregateInput = {
@@ -355,6 +380,7 @@ export type BillingAccountMaxOrderByAggregateInput = {
   reservedMicros?: Prisma.SortOrder
   weekStart?: Prisma.SortOrder
   weekSpentMicros?: Prisma.SortOrder
+  version?: Prisma.SortOrder
 }
 
 export type BillingAccountMinOrderByAggregateInput = {
@@ -363,12 +389,14 @@ export type BillingAccountMinOrderByAggregateInput = {
   reservedMicros?: Prisma.SortOrder
   weekStart?: Prisma.SortOrder
   weekSpentMicros?: Prisma.SortOrder
+  version?: Prisma.SortOrder
 }
 
 export type BillingAccountSumOrderByAggregateInput = {
   balanceMicros?: Prisma.SortOrder
   reservedMicros?: Prisma.SortOrder
   weekSpentMicros?: Prisma.SortOrder
+  version?: Prisma.SortOrder
 }
 
 export type BillingAccountCreateNestedOneWithoutOrganizationInput = {
@@ -408,6 +436,7 @@ export type BillingAccountCreateWithoutOrganizationInput = {
   reservedMicros?: bigint | number
   weekStart?: Date | string
   weekSpentMicros?: bigint | number
+  version?: bigint | number
 }
 
 export type BillingAccountUncheckedCreateWithoutOrganizationInput = {
@@ -415,6 +444,7 @@ export type BillingAccountUncheckedCreateWithoutOrganizationInput = {
   reservedMicros?: bigint | number
   weekStart?: Date | string
   weekSpentMicros?: bigint | number
+  version?: bigint | number
 }
 
 export type BillingAccountCreateOrConnectWithoutOrganizationInput = {
@@ -438,6 +468,7 @@ export type BillingAccountUpdateWithoutOrganizationInput = {
   reservedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   weekStart?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   weekSpentMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  version?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type BillingAccountUncheckedUpdateWithoutOrganizationInput = {
@@ -445,6 +476,7 @@ export type BillingAccountUncheckedUpdateWithoutOrganizationInput = {
   reservedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   weekStart?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   weekSpentMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  version?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 
@@ -455,6 +487,7 @@ export type BillingAccountSelect<ExtArgs extends runtime.Types.Extensions.Intern
   reservedMicros?: boolean
   weekStart?: boolean
   weekSpentMicros?: boolean
+  version?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["billingAccount"]>
 
@@ -464,6 +497,7 @@ export type BillingAccountSelectCreateManyAndReturn<ExtArgs extends runtime.Type
   reservedMicros?: boolean
   weekStart?: boolean
   weekSpentMicros?: boolean
+  version?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["billingAccount"]>
 
@@ -473,6 +507,7 @@ export type BillingAccountSelectUpdateManyAndReturn<ExtArgs extends runtime.Type
   reservedMicros?: boolean
   weekStart?: boolean
   weekSpentMicros?: boolean
+  version?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["billingAccount"]>
 
@@ -482,9 +517,10 @@ export type BillingAccountSelectScalar = {
   reservedMicros?: boolean
   weekStart?: boolean
   weekSpentMicros?: boolean
+  version?: boolean
 }
 
-export type BillingAccountOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"organizationId" | "balanceMicros" | "reservedMicros" | "weekStart" | "weekSpentMicros", ExtArgs["result"]["billingAccount"]>
+export type BillingAccountOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"organizationId" | "balanceMicros" | "reservedMicros" | "weekStart" | "weekSpentMicros" | "version", ExtArgs["result"]["billingAccount"]>
 export type BillingAccountInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }
@@ -506,6 +542,10 @@ export type $BillingAccountPayload<ExtArgs extends runtime.Types.Extensions.Inte
     reservedMicros: bigint
     weekStart: Date
     weekSpentMicros: bigint
+    /**
+     * bumped by every change of balance, holds, week spend or cap: a cached copy (Redis) knows which is newer
+     */
+    version: bigint
   }, ExtArgs["result"]["billingAccount"]>
   composites: {}
 }
@@ -935,6 +975,7 @@ export interface BillingAccountFieldRefs {
   readonly reservedMicros: Prisma.FieldRef<"BillingAccount", 'BigInt'>
   readonly weekStart: Prisma.FieldRef<"BillingAccount", 'DateTime'>
   readonly weekSpentMicros: Prisma.FieldRef<"BillingAccount", 'BigInt'>
+  readonly version: Prisma.FieldRef<"BillingAccount", 'BigInt'>
 }
     
 

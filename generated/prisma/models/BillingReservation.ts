@@ -48,6 +48,7 @@ export type BillingReservationMinAggregateOutputType = {
   createdAt: Date | null
   settledAt: Date | null
   outcome: string | null
+  incarnation: string | null
 }
 
 export type BillingReservationMaxAggregateOutputType = {
@@ -62,6 +63,7 @@ export type BillingReservationMaxAggregateOutputType = {
   createdAt: Date | null
   settledAt: Date | null
   outcome: string | null
+  incarnation: string | null
 }
 
 export type BillingReservationCountAggregateOutputType = {
@@ -76,6 +78,7 @@ export type BillingReservationCountAggregateOutputType = {
   createdAt: number
   settledAt: number
   outcome: number
+  incarnation: number
   _all: number
 }
 
@@ -100,6 +103,7 @@ export type BillingReservationMinAggregateInputType = {
   createdAt?: true
   settledAt?: true
   outcome?: true
+  incarnation?: true
 }
 
 export type BillingReservationMaxAggregateInputType = {
@@ -114,6 +118,7 @@ export type BillingReservationMaxAggregateInputType = {
   createdAt?: true
   settledAt?: true
   outcome?: true
+  incarnation?: true
 }
 
 export type BillingReservationCountAggregateInputType = {
@@ -128,6 +133,7 @@ export type BillingReservationCountAggregateInputType = {
   createdAt?: true
   settledAt?: true
   outcome?: true
+  incarnation?: true
   _all?: true
 }
 
@@ -229,6 +235,7 @@ export type BillingReservationGroupByOutputType = {
   createdAt: Date
   settledAt: Date | null
   outcome: string | null
+  incarnation: string | null
   _count: BillingReservationCountAggregateOutputType | null
   _avg: BillingReservationAvgAggregateOutputType | null
   _sum: BillingReservationSumAggregateOutputType | null
@@ -266,6 +273,7 @@ export type BillingReservationWhereInput = {
   createdAt?: Prisma.DateTimeFilter<"BillingReservation"> | Date | string
   settledAt?: Prisma.DateTimeNullableFilter<"BillingReservation"> | Date | string | null
   outcome?: Prisma.StringNullableFilter<"BillingReservation"> | string | null
+  incarnation?: Prisma.UuidNullableFilter<"BillingReservation"> | string | null
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
 }
 
@@ -281,6 +289,7 @@ export type BillingReservationOrderByWithRelationInput = {
   createdAt?: Prisma.SortOrder
   settledAt?: Prisma.SortOrderInput | Prisma.SortOrder
   outcome?: Prisma.SortOrderInput | Prisma.SortOrder
+  incarnation?: Prisma.SortOrderInput | Prisma.SortOrder
   organization?: Prisma.OrganizationOrderByWithRelationInput
 }
 
@@ -299,6 +308,7 @@ export type BillingReservationWhereUniqueInput = Prisma.AtLeast<{
   createdAt?: Prisma.DateTimeFilter<"BillingReservation"> | Date | string
   settledAt?: Prisma.DateTimeNullableFilter<"BillingReservation"> | Date | string | null
   outcome?: Prisma.StringNullableFilter<"BillingReservation"> | string | null
+  incarnation?: Prisma.UuidNullableFilter<"BillingReservation"> | string | null
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
 }, "id">
 
@@ -314,6 +324,7 @@ export type BillingReservationOrderByWithAggregationInput = {
   createdAt?: Prisma.SortOrder
   settledAt?: Prisma.SortOrderInput | Prisma.SortOrder
   outcome?: Prisma.SortOrderInput | Prisma.SortOrder
+  incarnation?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.BillingReservationCountOrderByAggregateInput
   _avg?: Prisma.BillingReservationAvgOrderByAggregateInput
   _max?: Prisma.BillingReservationMaxOrderByAggregateInput
@@ -336,6 +347,7 @@ export type BillingReservationScalarWhereWithAggregatesInput = {
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"BillingReservation"> | Date | string
   settledAt?: Prisma.DateTimeNullableWithAggregatesFilter<"BillingReservation"> | Date | string | null
   outcome?: Prisma.StringNullableWithAggregatesFilter<"BillingReservation"> | string | null
+  incarnation?: Prisma.UuidNullableWithAggregatesFilter<"BillingReservation"> | string | null
 }
 
 export type BillingReservationCreateInput = {
@@ -349,6 +361,7 @@ export type BillingReservationCreateInput = {
   createdAt?: Date | string
   settledAt?: Date | string | null
   outcome?: string | null
+  incarnation?: string | null
   organization: Prisma.OrganizationCreateNestedOneWithoutBillingReservationsInput
 }
 
@@ -364,6 +377,7 @@ export type BillingReservationUncheckedCreateInput = {
   createdAt?: Date | string
   settledAt?: Date | string | null
   outcome?: string | null
+  incarnation?: string | null
 }
 
 export type BillingReservationUpdateInput = {
@@ -377,6 +391,7 @@ export type BillingReservationUpdateInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   settledAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   outcome?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  incarnation?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutBillingReservationsNestedInput
 }
 
@@ -392,6 +407,7 @@ export type BillingReservationUncheckedUpdateInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   settledAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   outcome?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  incarnation?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type BillingReservationCreateManyInput = {
@@ -406,6 +422,7 @@ export type BillingReservationCreateManyInput = {
   createdAt?: Date | string
   settledAt?: Date | string | null
   outcome?: string | null
+  incarnation?: string | null
 }
 
 export type BillingReservationUpdateManyMutationInput = {
@@ -419,6 +436,7 @@ export type BillingReservationUpdateManyMutationInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   settledAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   outcome?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  incarnation?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type BillingReservationUncheckedUpdateManyInput = {
@@ -433,6 +451,7 @@ export type BillingReservationUncheckedUpdateManyInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   settledAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   outcome?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  incarnation?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type BillingReservationListRelationFilter = {
@@ -457,6 +476,7 @@ export type BillingReservationCountOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
   settledAt?: Prisma.SortOrder
   outcome?: Prisma.SortOrder
+  incarnation?: Prisma.SortOrder
 }
 
 export type BillingReservationAvgOrderByAggregateInput = {
@@ -475,6 +495,7 @@ export type BillingReservationMaxOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
   settledAt?: Prisma.SortOrder
   outcome?: Prisma.SortOrder
+  incarnation?: Prisma.SortOrder
 }
 
 export type BillingReservationMinOrderByAggregateInput = {
@@ -489,6 +510,7 @@ export type BillingReservationMinOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
   settledAt?: Prisma.SortOrder
   outcome?: Prisma.SortOrder
+  incarnation?: Prisma.SortOrder
 }
 
 export type BillingReservationSumOrderByAggregateInput = {
@@ -548,6 +570,7 @@ export type BillingReservationCreateWithoutOrganizationInput = {
   createdAt?: Date | string
   settledAt?: Date | string | null
   outcome?: string | null
+  incarnation?: string | null
 }
 
 export type BillingReservationUncheckedCreateWithoutOrganizationInput = {
@@ -561,6 +584,7 @@ export type BillingReservationUncheckedCreateWithoutOrganizationInput = {
   createdAt?: Date | string
   settledAt?: Date | string | null
   outcome?: string | null
+  incarnation?: string | null
 }
 
 export type BillingReservationCreateOrConnectWithoutOrganizationInput = {
@@ -604,6 +628,7 @@ export type BillingReservationScalarWhereInput = {
   createdAt?: Prisma.DateTimeFilter<"BillingReservation"> | Date | string
   settledAt?: Prisma.DateTimeNullableFilter<"BillingReservation"> | Date | string | null
   outcome?: Prisma.StringNullableFilter<"BillingReservation"> | string | null
+  incarnation?: Prisma.UuidNullableFilter<"BillingReservation"> | string | null
 }
 
 export type BillingReservationCreateManyOrganizationInput = {
@@ -617,6 +642,7 @@ export type BillingReservationCreateManyOrganizationInput = {
   createdAt?: Date | string
   settledAt?: Date | string | null
   outcome?: string | null
+  incarnation?: string | null
 }
 
 export type BillingReservationUpdateWithoutOrganizationInput = {
@@ -630,6 +656,7 @@ export type BillingReservationUpdateWithoutOrganizationInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   settledAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   outcome?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  incarnation?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type BillingReservationUncheckedUpdateWithoutOrganizationInput = {
@@ -643,6 +670,7 @@ export type BillingReservationUncheckedUpdateWithoutOrganizationInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   settledAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   outcome?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  incarnation?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type BillingReservationUncheckedUpdateManyWithoutOrganizationInput = {
@@ -656,6 +684,7 @@ export type BillingReservationUncheckedUpdateManyWithoutOrganizationInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   settledAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   outcome?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  incarnation?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 
@@ -672,6 +701,7 @@ export type BillingReservationSelect<ExtArgs extends runtime.Types.Extensions.In
   createdAt?: boolean
   settledAt?: boolean
   outcome?: boolean
+  incarnation?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["billingReservation"]>
 
@@ -687,6 +717,7 @@ export type BillingReservationSelectCreateManyAndReturn<ExtArgs extends runtime.
   createdAt?: boolean
   settledAt?: boolean
   outcome?: boolean
+  incarnation?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["billingReservation"]>
 
@@ -702,6 +733,7 @@ export type BillingReservationSelectUpdateManyAndReturn<ExtArgs extends runtime.
   createdAt?: boolean
   settledAt?: boolean
   outcome?: boolean
+  incarnation?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["billingReservation"]>
 
@@ -717,9 +749,10 @@ export type BillingReservationSelectScalar = {
   createdAt?: boolean
   settledAt?: boolean
   outcome?: boolean
+  incarnation?: boolean
 }
 
-export type BillingReservationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "apiKeyId" | "operation" | "model" | "product" | "estimateMicros" | "traceId" | "createdAt" | "settledAt" | "outcome", ExtArgs["result"]["billingReservation"]>
+export type BillingReservationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "apiKeyId" | "operation" | "model" | "product" | "estimateMicros" | "traceId" | "createdAt" | "settledAt" | "outcome" | "incarnation", ExtArgs["result"]["billingReservation"]>
 export type BillingReservationInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }
@@ -753,6 +786,10 @@ export type $BillingReservationPayload<ExtArgs extends runtime.Types.Extensions.
      * settled | released (crash or timeout: nothing charged)
      */
     outcome: string | null
+    /**
+     * the process (billing_instances) that took the hold; null: taken before instances were recorded
+     */
+    incarnation: string | null
   }, ExtArgs["result"]["billingReservation"]>
   composites: {}
 }
@@ -1188,6 +1225,7 @@ export interface BillingReservationFieldRefs {
   readonly createdAt: Prisma.FieldRef<"BillingReservation", 'DateTime'>
   readonly settledAt: Prisma.FieldRef<"BillingReservation", 'DateTime'>
   readonly outcome: Prisma.FieldRef<"BillingReservation", 'String'>
+  readonly incarnation: Prisma.FieldRef<"BillingReservation", 'String'>
 }
     
 

@@ -30,12 +30,14 @@ export type CodingPlanAvgAggregateOutputType = {
   allowanceMicros: number | null
   usedMicros: number | null
   reservedMicros: number | null
+  version: number | null
 }
 
 export type CodingPlanSumAggregateOutputType = {
   allowanceMicros: bigint | null
   usedMicros: bigint | null
   reservedMicros: bigint | null
+  version: bigint | null
 }
 
 export type CodingPlanMinAggregateOutputType = {
@@ -49,6 +51,7 @@ export type CodingPlanMinAggregateOutputType = {
   reservedMicros: bigint | null
   topupAvailable: boolean | null
   createdAt: Date | null
+  version: bigint | null
 }
 
 export type CodingPlanMaxAggregateOutputType = {
@@ -62,6 +65,7 @@ export type CodingPlanMaxAggregateOutputType = {
   reservedMicros: bigint | null
   topupAvailable: boolean | null
   createdAt: Date | null
+  version: bigint | null
 }
 
 export type CodingPlanCountAggregateOutputType = {
@@ -75,6 +79,7 @@ export type CodingPlanCountAggregateOutputType = {
   reservedMicros: number
   topupAvailable: number
   createdAt: number
+  version: number
   _all: number
 }
 
@@ -83,12 +88,14 @@ export type CodingPlanAvgAggregateInputType = {
   allowanceMicros?: true
   usedMicros?: true
   reservedMicros?: true
+  version?: true
 }
 
 export type CodingPlanSumAggregateInputType = {
   allowanceMicros?: true
   usedMicros?: true
   reservedMicros?: true
+  version?: true
 }
 
 export type CodingPlanMinAggregateInputType = {
@@ -102,6 +109,7 @@ export type CodingPlanMinAggregateInputType = {
   reservedMicros?: true
   topupAvailable?: true
   createdAt?: true
+  version?: true
 }
 
 export type CodingPlanMaxAggregateInputType = {
@@ -115,6 +123,7 @@ export type CodingPlanMaxAggregateInputType = {
   reservedMicros?: true
   topupAvailable?: true
   createdAt?: true
+  version?: true
 }
 
 export type CodingPlanCountAggregateInputType = {
@@ -128,6 +137,7 @@ export type CodingPlanCountAggregateInputType = {
   reservedMicros?: true
   topupAvailable?: true
   createdAt?: true
+  version?: true
   _all?: true
 }
 
@@ -228,6 +238,7 @@ export type CodingPlanGroupByOutputType = {
   reservedMicros: bigint
   topupAvailable: boolean
   createdAt: Date
+  version: bigint
   _count: CodingPlanCountAggregateOutputType | null
   _avg: CodingPlanAvgAggregateOutputType | null
   _sum: CodingPlanSumAggregateOutputType | null
@@ -264,6 +275,7 @@ export type CodingPlanWhereInput = {
   reservedMicros?: Prisma.BigIntFilter<"CodingPlan"> | bigint | number
   topupAvailable?: Prisma.BoolFilter<"CodingPlan"> | boolean
   createdAt?: Prisma.DateTimeFilter<"CodingPlan"> | Date | string
+  version?: Prisma.BigIntFilter<"CodingPlan"> | bigint | number
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
 }
 
@@ -278,6 +290,7 @@ export type CodingPlanOrderByWithRelationInput = {
   reservedMicros?: Prisma.SortOrder
   topupAvailable?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  version?: Prisma.SortOrder
   organization?: Prisma.OrganizationOrderByWithRelationInput
 }
 
@@ -296,6 +309,7 @@ export type CodingPlanWhereUniqueInput = Prisma.AtLeast<{
   reservedMicros?: Prisma.BigIntFilter<"CodingPlan"> | bigint | number
   topupAvailable?: Prisma.BoolFilter<"CodingPlan"> | boolean
   createdAt?: Prisma.DateTimeFilter<"CodingPlan"> | Date | string
+  version?: Prisma.BigIntFilter<"CodingPlan"> | bigint | number
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
 }, "id" | "organizationId_product">
 
@@ -310,6 +324,7 @@ export type CodingPlanOrderByWithAggregationInput = {
   reservedMicros?: Prisma.SortOrder
   topupAvailable?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  version?: Prisma.SortOrder
   _count?: Prisma.CodingPlanCountOrderByAggregateInput
   _avg?: Prisma.CodingPlanAvgOrderByAggregateInput
   _max?: Prisma.CodingPlanMaxOrderByAggregateInput
@@ -331,6 +346,7 @@ export type CodingPlanScalarWhereWithAggregatesInput = {
   reservedMicros?: Prisma.BigIntWithAggregatesFilter<"CodingPlan"> | bigint | number
   topupAvailable?: Prisma.BoolWithAggregatesFilter<"CodingPlan"> | boolean
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"CodingPlan"> | Date | string
+  version?: Prisma.BigIntWithAggregatesFilter<"CodingPlan"> | bigint | number
 }
 
 export type CodingPlanCreateInput = {
@@ -343,6 +359,7 @@ export type CodingPlanCreateInput = {
   reservedMicros?: bigint | number
   topupAvailable?: boolean
   createdAt?: Date | string
+  version?: bigint | number
   organization: Prisma.OrganizationCreateNestedOneWithoutCodingPlansInput
 }
 
@@ -357,6 +374,7 @@ export type CodingPlanUncheckedCreateInput = {
   reservedMicros?: bigint | number
   topupAvailable?: boolean
   createdAt?: Date | string
+  version?: bigint | number
 }
 
 export type CodingPlanUpdateInput = {
@@ -369,6 +387,7 @@ export type CodingPlanUpdateInput = {
   reservedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   topupAvailable?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  version?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutCodingPlansNestedInput
 }
 
@@ -383,6 +402,7 @@ export type CodingPlanUncheckedUpdateInput = {
   reservedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   topupAvailable?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  version?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type CodingPlanCreateManyInput = {
@@ -396,6 +416,7 @@ export type CodingPlanCreateManyInput = {
   reservedMicros?: bigint | number
   topupAvailable?: boolean
   createdAt?: Date | string
+  version?: bigint | number
 }
 
 export type CodingPlanUpdateManyMutationInput = {
@@ -408,6 +429,7 @@ export type CodingPlanUpdateManyMutationInput = {
   reservedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   topupAvailable?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  version?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type CodingPlanUncheckedUpdateManyInput = {
@@ -421,6 +443,7 @@ export type CodingPlanUncheckedUpdateManyInput = {
   reservedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   topupAvailable?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  version?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type CodingPlanListRelationFilter = {
@@ -449,12 +472,14 @@ export type CodingPlanCountOrderByAggregateInput = {
   reservedMicros?: Prisma.SortOrder
   topupAvailable?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  version?: Prisma.SortOrder
 }
 
 export type CodingPlanAvgOrderByAggregateInput = {
   allowanceMicros?: Prisma.SortOrder
   usedMicros?: Prisma.SortOrder
   reservedMicros?: Prisma.SortOrder
+  version?: Prisma.SortOrder
 }
 
 export type CodingPlanMaxOrderByAggregateInput = {
@@ -468,6 +493,7 @@ export type CodingPlanMaxOrderByAggregateInput = {
   reservedMicros?: Prisma.SortOrder
   topupAvailable?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  version?: Prisma.SortOrder
 }
 
 export type CodingPlanMinOrderByAggregateInput = {
@@ -481,12 +507,14 @@ export type CodingPlanMinOrderByAggregateInput = {
   reservedMicros?: Prisma.SortOrder
   topupAvailable?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  version?: Prisma.SortOrder
 }
 
 export type CodingPlanSumOrderByAggregateInput = {
   allowanceMicros?: Prisma.SortOrder
   usedMicros?: Prisma.SortOrder
   reservedMicros?: Prisma.SortOrder
+  version?: Prisma.SortOrder
 }
 
 export type CodingPlanCreateNestedManyWithoutOrganizationInput = {
@@ -541,6 +569,7 @@ export type CodingPlanCreateWithoutOrganizationInput = {
   reservedMicros?: bigint | number
   topupAvailable?: boolean
   createdAt?: Date | string
+  version?: bigint | number
 }
 
 export type CodingPlanUncheckedCreateWithoutOrganizationInput = {
@@ -553,6 +582,7 @@ export type CodingPlanUncheckedCreateWithoutOrganizationInput = {
   reservedMicros?: bigint | number
   topupAvailable?: boolean
   createdAt?: Date | string
+  version?: bigint | number
 }
 
 export type CodingPlanCreateOrConnectWithoutOrganizationInput = {
@@ -595,6 +625,7 @@ export type CodingPlanScalarWhereInput = {
   reservedMicros?: Prisma.BigIntFilter<"CodingPlan"> | bigint | number
   topupAvailable?: Prisma.BoolFilter<"CodingPlan"> | boolean
   createdAt?: Prisma.DateTimeFilter<"CodingPlan"> | Date | string
+  version?: Prisma.BigIntFilter<"CodingPlan"> | bigint | number
 }
 
 export type CodingPlanCreateManyOrganizationInput = {
@@ -607,6 +638,7 @@ export type CodingPlanCreateManyOrganizationInput = {
   reservedMicros?: bigint | number
   topupAvailable?: boolean
   createdAt?: Date | string
+  version?: bigint | number
 }
 
 export type CodingPlanUpdateWithoutOrganizationInput = {
@@ -619,6 +651,7 @@ export type CodingPlanUpdateWithoutOrganizationInput = {
   reservedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   topupAvailable?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  version?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type CodingPlanUncheckedUpdateWithoutOrganizationInput = {
@@ -631,6 +664,7 @@ export type CodingPlanUncheckedUpdateWithoutOrganizationInput = {
   reservedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   topupAvailable?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  version?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type CodingPlanUncheckedUpdateManyWithoutOrganizationInput = {
@@ -643,6 +677,7 @@ export type CodingPlanUncheckedUpdateManyWithoutOrganizationInput = {
   reservedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   topupAvailable?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  version?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 
@@ -658,6 +693,7 @@ export type CodingPlanSelect<ExtArgs extends runtime.Types.Extensions.InternalAr
   reservedMicros?: boolean
   topupAvailable?: boolean
   createdAt?: boolean
+  version?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["codingPlan"]>
 
@@ -672,6 +708,7 @@ export type CodingPlanSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ex
   reservedMicros?: boolean
   topupAvailable?: boolean
   createdAt?: boolean
+  version?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["codingPlan"]>
 
@@ -686,6 +723,7 @@ export type CodingPlanSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ex
   reservedMicros?: boolean
   topupAvailable?: boolean
   createdAt?: boolean
+  version?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["codingPlan"]>
 
@@ -700,9 +738,10 @@ export type CodingPlanSelectScalar = {
   reservedMicros?: boolean
   topupAvailable?: boolean
   createdAt?: boolean
+  version?: boolean
 }
 
-export type CodingPlanOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "product" | "allowanceMicros" | "period" | "periodStart" | "usedMicros" | "reservedMicros" | "topupAvailable" | "createdAt", ExtArgs["result"]["codingPlan"]>
+export type CodingPlanOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "product" | "allowanceMicros" | "period" | "periodStart" | "usedMicros" | "reservedMicros" | "topupAvailable" | "createdAt" | "version", ExtArgs["result"]["codingPlan"]>
 export type CodingPlanInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }
@@ -732,6 +771,10 @@ export type $CodingPlanPayload<ExtArgs extends runtime.Types.Extensions.Internal
     reservedMicros: bigint
     topupAvailable: boolean
     createdAt: Date
+    /**
+     * bumped by every change of allowance, use or holds (see BillingAccount.version)
+     */
+    version: bigint
   }, ExtArgs["result"]["codingPlan"]>
   composites: {}
 }
@@ -1166,6 +1209,7 @@ export interface CodingPlanFieldRefs {
   readonly reservedMicros: Prisma.FieldRef<"CodingPlan", 'BigInt'>
   readonly topupAvailable: Prisma.FieldRef<"CodingPlan", 'Boolean'>
   readonly createdAt: Prisma.FieldRef<"CodingPlan", 'DateTime'>
+  readonly version: Prisma.FieldRef<"CodingPlan", 'BigInt'>
 }
     
 

@@ -40,6 +40,7 @@ export type OrganizationMinAggregateOutputType = {
   createdAt: Date | null
   billingMode: string | null
   weeklyCapMicros: bigint | null
+  ratePlan: string | null
 }
 
 export type OrganizationMaxAggregateOutputType = {
@@ -48,6 +49,7 @@ export type OrganizationMaxAggregateOutputType = {
   createdAt: Date | null
   billingMode: string | null
   weeklyCapMicros: bigint | null
+  ratePlan: string | null
 }
 
 export type OrganizationCountAggregateOutputType = {
@@ -56,6 +58,7 @@ export type OrganizationCountAggregateOutputType = {
   createdAt: number
   billingMode: number
   weeklyCapMicros: number
+  ratePlan: number
   _all: number
 }
 
@@ -74,6 +77,7 @@ export type OrganizationMinAggregateInputType = {
   createdAt?: true
   billingMode?: true
   weeklyCapMicros?: true
+  ratePlan?: true
 }
 
 export type OrganizationMaxAggregateInputType = {
@@ -82,6 +86,7 @@ export type OrganizationMaxAggregateInputType = {
   createdAt?: true
   billingMode?: true
   weeklyCapMicros?: true
+  ratePlan?: true
 }
 
 export type OrganizationCountAggregateInputType = {
@@ -90,6 +95,7 @@ export type OrganizationCountAggregateInputType = {
   createdAt?: true
   billingMode?: true
   weeklyCapMicros?: true
+  ratePlan?: true
   _all?: true
 }
 
@@ -185,6 +191,7 @@ export type OrganizationGroupByOutputType = {
   createdAt: Date
   billingMode: string
   weeklyCapMicros: bigint | null
+  ratePlan: string | null
   _count: OrganizationCountAggregateOutputType | null
   _avg: OrganizationAvgAggregateOutputType | null
   _sum: OrganizationSumAggregateOutputType | null
@@ -216,6 +223,7 @@ export type OrganizationWhereInput = {
   createdAt?: Prisma.DateTimeFilter<"Organization"> | Date | string
   billingMode?: Prisma.StringFilter<"Organization"> | string
   weeklyCapMicros?: Prisma.BigIntNullableFilter<"Organization"> | bigint | number | null
+  ratePlan?: Prisma.StringNullableFilter<"Organization"> | string | null
   publishers?: Prisma.PublisherListRelationFilter
   apiKeys?: Prisma.ApiKeyListRelationFilter
   oauthClients?: Prisma.OAuthClientListRelationFilter
@@ -238,6 +246,7 @@ export type OrganizationOrderByWithRelationInput = {
   createdAt?: Prisma.SortOrder
   billingMode?: Prisma.SortOrder
   weeklyCapMicros?: Prisma.SortOrderInput | Prisma.SortOrder
+  ratePlan?: Prisma.SortOrderInput | Prisma.SortOrder
   publishers?: Prisma.PublisherOrderByRelationAggregateInput
   apiKeys?: Prisma.ApiKeyOrderByRelationAggregateInput
   oauthClients?: Prisma.OAuthClientOrderByRelationAggregateInput
@@ -263,6 +272,7 @@ export type OrganizationWhereUniqueInput = Prisma.AtLeast<{
   createdAt?: Prisma.DateTimeFilter<"Organization"> | Date | string
   billingMode?: Prisma.StringFilter<"Organization"> | string
   weeklyCapMicros?: Prisma.BigIntNullableFilter<"Organization"> | bigint | number | null
+  ratePlan?: Prisma.StringNullableFilter<"Organization"> | string | null
   publishers?: Prisma.PublisherListRelationFilter
   apiKeys?: Prisma.ApiKeyListRelationFilter
   oauthClients?: Prisma.OAuthClientListRelationFilter
@@ -285,6 +295,7 @@ export type OrganizationOrderByWithAggregationInput = {
   createdAt?: Prisma.SortOrder
   billingMode?: Prisma.SortOrder
   weeklyCapMicros?: Prisma.SortOrderInput | Prisma.SortOrder
+  ratePlan?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.OrganizationCountOrderByAggregateInput
   _avg?: Prisma.OrganizationAvgOrderByAggregateInput
   _max?: Prisma.OrganizationMaxOrderByAggregateInput
@@ -301,6 +312,7 @@ export type OrganizationScalarWhereWithAggregatesInput = {
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Organization"> | Date | string
   billingMode?: Prisma.StringWithAggregatesFilter<"Organization"> | string
   weeklyCapMicros?: Prisma.BigIntNullableWithAggregatesFilter<"Organization"> | bigint | number | null
+  ratePlan?: Prisma.StringNullableWithAggregatesFilter<"Organization"> | string | null
 }
 
 export type OrganizationCreateInput = {
@@ -309,6 +321,7 @@ export type OrganizationCreateInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
@@ -331,6 +344,7 @@ export type OrganizationUncheckedCreateInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
@@ -353,6 +367,7 @@ export type OrganizationUpdateInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
@@ -375,6 +390,7 @@ export type OrganizationUncheckedUpdateInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -397,6 +413,7 @@ export type OrganizationCreateManyInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
 }
 
 export type OrganizationUpdateManyMutationInput = {
@@ -405,6 +422,7 @@ export type OrganizationUpdateManyMutationInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type OrganizationUncheckedUpdateManyInput = {
@@ -413,6 +431,7 @@ export type OrganizationUncheckedUpdateManyInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type OrganizationCountOrderByAggregateInput = {
@@ -421,6 +440,7 @@ export type OrganizationCountOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
   billingMode?: Prisma.SortOrder
   weeklyCapMicros?: Prisma.SortOrder
+  ratePlan?: Prisma.SortOrder
 }
 
 export type OrganizationAvgOrderByAggregateInput = {
@@ -433,6 +453,7 @@ export type OrganizationMaxOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
   billingMode?: Prisma.SortOrder
   weeklyCapMicros?: Prisma.SortOrder
+  ratePlan?: Prisma.SortOrder
 }
 
 export type OrganizationMinOrderByAggregateInput = {
@@ -441,6 +462,7 @@ export type OrganizationMinOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
   billingMode?: Prisma.SortOrder
   weeklyCapMicros?: Prisma.SortOrder
+  ratePlan?: Prisma.SortOrder
 }
 
 export type OrganizationSumOrderByAggregateInput = {
@@ -466,6 +488,10 @@ export type NullableBigIntFieldUpdateOperationsInput = {
   decrement?: bigint | number
   multiply?: bigint | number
   divide?: bigint | number
+}
+
+export type NullableStringFieldUpdateOperationsInput = {
+  set?: string | null
 }
 
 export type OrganizationCreateNestedOneWithoutPublishersInput = {
@@ -670,6 +696,7 @@ export type OrganizationCreateWithoutPublishersInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
   collections?: Prisma.CollectionCreateNestedManyWithoutOrganizationInput
@@ -691,6 +718,7 @@ export type OrganizationUncheckedCreateWithoutPublishersInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
   collections?: Prisma.CollectionUncheckedCreateNestedManyWithoutOrganizationInput
@@ -728,6 +756,7 @@ export type OrganizationUpdateWithoutPublishersInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
   collections?: Prisma.CollectionUpdateManyWithoutOrganizationNestedInput
@@ -749,6 +778,7 @@ export type OrganizationUncheckedUpdateWithoutPublishersInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
   collections?: Prisma.CollectionUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -770,6 +800,7 @@ export type OrganizationCreateWithoutApiKeysInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
   collections?: Prisma.CollectionCreateNestedManyWithoutOrganizationInput
@@ -791,6 +822,7 @@ export type OrganizationUncheckedCreateWithoutApiKeysInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
   collections?: Prisma.CollectionUncheckedCreateNestedManyWithoutOrganizationInput
@@ -828,6 +860,7 @@ export type OrganizationUpdateWithoutApiKeysInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
   collections?: Prisma.CollectionUpdateManyWithoutOrganizationNestedInput
@@ -849,6 +882,7 @@ export type OrganizationUncheckedUpdateWithoutApiKeysInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
   collections?: Prisma.CollectionUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -870,6 +904,7 @@ export type OrganizationCreateWithoutOauthClientsInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   collections?: Prisma.CollectionCreateNestedManyWithoutOrganizationInput
@@ -891,6 +926,7 @@ export type OrganizationUncheckedCreateWithoutOauthClientsInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   collections?: Prisma.CollectionUncheckedCreateNestedManyWithoutOrganizationInput
@@ -928,6 +964,7 @@ export type OrganizationUpdateWithoutOauthClientsInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   collections?: Prisma.CollectionUpdateManyWithoutOrganizationNestedInput
@@ -949,6 +986,7 @@ export type OrganizationUncheckedUpdateWithoutOauthClientsInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   collections?: Prisma.CollectionUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -970,6 +1008,7 @@ export type OrganizationCreateWithoutCollectionsInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
@@ -991,6 +1030,7 @@ export type OrganizationUncheckedCreateWithoutCollectionsInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
@@ -1028,6 +1068,7 @@ export type OrganizationUpdateWithoutCollectionsInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
@@ -1049,6 +1090,7 @@ export type OrganizationUncheckedUpdateWithoutCollectionsInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -1070,6 +1112,7 @@ export type OrganizationCreateWithoutAgentsInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
@@ -1091,6 +1134,7 @@ export type OrganizationUncheckedCreateWithoutAgentsInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
@@ -1128,6 +1172,7 @@ export type OrganizationUpdateWithoutAgentsInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
@@ -1149,6 +1194,7 @@ export type OrganizationUncheckedUpdateWithoutAgentsInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -1170,6 +1216,7 @@ export type OrganizationCreateWithoutChatsInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
@@ -1191,6 +1238,7 @@ export type OrganizationUncheckedCreateWithoutChatsInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
@@ -1228,6 +1276,7 @@ export type OrganizationUpdateWithoutChatsInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
@@ -1249,6 +1298,7 @@ export type OrganizationUncheckedUpdateWithoutChatsInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -1270,6 +1320,7 @@ export type OrganizationCreateWithoutUsageRecordsInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
@@ -1291,6 +1342,7 @@ export type OrganizationUncheckedCreateWithoutUsageRecordsInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
@@ -1328,6 +1380,7 @@ export type OrganizationUpdateWithoutUsageRecordsInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
@@ -1349,6 +1402,7 @@ export type OrganizationUncheckedUpdateWithoutUsageRecordsInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -1370,6 +1424,7 @@ export type OrganizationCreateWithoutCreditLedgerInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
@@ -1391,6 +1446,7 @@ export type OrganizationUncheckedCreateWithoutCreditLedgerInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
@@ -1428,6 +1484,7 @@ export type OrganizationUpdateWithoutCreditLedgerInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
@@ -1449,6 +1506,7 @@ export type OrganizationUncheckedUpdateWithoutCreditLedgerInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -1470,6 +1528,7 @@ export type OrganizationCreateWithoutBillingAccountInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
@@ -1491,6 +1550,7 @@ export type OrganizationUncheckedCreateWithoutBillingAccountInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
@@ -1528,6 +1588,7 @@ export type OrganizationUpdateWithoutBillingAccountInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
@@ -1549,6 +1610,7 @@ export type OrganizationUncheckedUpdateWithoutBillingAccountInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -1570,6 +1632,7 @@ export type OrganizationCreateWithoutBillingReservationsInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
@@ -1591,6 +1654,7 @@ export type OrganizationUncheckedCreateWithoutBillingReservationsInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
@@ -1628,6 +1692,7 @@ export type OrganizationUpdateWithoutBillingReservationsInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
@@ -1649,6 +1714,7 @@ export type OrganizationUncheckedUpdateWithoutBillingReservationsInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -1670,6 +1736,7 @@ export type OrganizationCreateWithoutCodingPlansInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
@@ -1691,6 +1758,7 @@ export type OrganizationUncheckedCreateWithoutCodingPlansInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
@@ -1728,6 +1796,7 @@ export type OrganizationUpdateWithoutCodingPlansInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
@@ -1749,6 +1818,7 @@ export type OrganizationUncheckedUpdateWithoutCodingPlansInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -1770,6 +1840,7 @@ export type OrganizationCreateWithoutRateLimitsInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
@@ -1791,6 +1862,7 @@ export type OrganizationUncheckedCreateWithoutRateLimitsInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
@@ -1828,6 +1900,7 @@ export type OrganizationUpdateWithoutRateLimitsInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
@@ -1849,6 +1922,7 @@ export type OrganizationUncheckedUpdateWithoutRateLimitsInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -1870,6 +1944,7 @@ export type OrganizationCreateWithoutIdempotencyInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
@@ -1891,6 +1966,7 @@ export type OrganizationUncheckedCreateWithoutIdempotencyInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
@@ -1928,6 +2004,7 @@ export type OrganizationUpdateWithoutIdempotencyInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
@@ -1949,6 +2026,7 @@ export type OrganizationUncheckedUpdateWithoutIdempotencyInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -1970,6 +2048,7 @@ export type OrganizationCreateWithoutResponsesInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
@@ -1991,6 +2070,7 @@ export type OrganizationUncheckedCreateWithoutResponsesInput = {
   createdAt?: Date | string
   billingMode?: string
   weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
   publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
   oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
@@ -2028,6 +2108,7 @@ export type OrganizationUpdateWithoutResponsesInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
@@ -2049,6 +2130,7 @@ export type OrganizationUncheckedUpdateWithoutResponsesInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   billingMode?: Prisma.StringFieldUpdateOperationsInput | string
   weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
   oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
@@ -2209,6 +2291,7 @@ export type OrganizationSelect<ExtArgs extends runtime.Types.Extensions.Internal
   createdAt?: boolean
   billingMode?: boolean
   weeklyCapMicros?: boolean
+  ratePlan?: boolean
   publishers?: boolean | Prisma.Organization$publishersArgs<ExtArgs>
   apiKeys?: boolean | Prisma.Organization$apiKeysArgs<ExtArgs>
   oauthClients?: boolean | Prisma.Organization$oauthClientsArgs<ExtArgs>
@@ -2232,6 +2315,7 @@ export type OrganizationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.
   createdAt?: boolean
   billingMode?: boolean
   weeklyCapMicros?: boolean
+  ratePlan?: boolean
 }, ExtArgs["result"]["organization"]>
 
 export type OrganizationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -2240,6 +2324,7 @@ export type OrganizationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.
   createdAt?: boolean
   billingMode?: boolean
   weeklyCapMicros?: boolean
+  ratePlan?: boolean
 }, ExtArgs["result"]["organization"]>
 
 export type OrganizationSelectScalar = {
@@ -2248,9 +2333,10 @@ export type OrganizationSelectScalar = {
   createdAt?: boolean
   billingMode?: boolean
   weeklyCapMicros?: boolean
+  ratePlan?: boolean
 }
 
-export type OrganizationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "name" | "createdAt" | "billingMode" | "weeklyCapMicros", ExtArgs["result"]["organization"]>
+export type OrganizationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "name" | "createdAt" | "billingMode" | "weeklyCapMicros" | "ratePlan", ExtArgs["result"]["organization"]>
 export type OrganizationInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   publishers?: boolean | Prisma.Organization$publishersArgs<ExtArgs>
   apiKeys?: boolean | Prisma.Organization$apiKeysArgs<ExtArgs>
@@ -2301,6 +2387,10 @@ export type $OrganizationPayload<ExtArgs extends runtime.Types.Extensions.Intern
      * weekly spending cap of a prepaid organization (ISO week, Monday 00:00 UTC); null: none
      */
     weeklyCapMicros: bigint | null
+    /**
+     * rate-limit plan (RATE_LIMIT_PLANS) supplying default quotas; null: RATE_LIMIT_DEFAULT_PLAN
+     */
+    ratePlan: string | null
   }, ExtArgs["result"]["organization"]>
   composites: {}
 }
@@ -2743,6 +2833,7 @@ export interface OrganizationFieldRefs {
   readonly createdAt: Prisma.FieldRef<"Organization", 'DateTime'>
   readonly billingMode: Prisma.FieldRef<"Organization", 'String'>
   readonly weeklyCapMicros: Prisma.FieldRef<"Organization", 'BigInt'>
+  readonly ratePlan: Prisma.FieldRef<"Organization", 'String'>
 }
     
 

@@ -29,6 +29,7 @@ export type AggregateUsageRecord = {
 export type UsageRecordAvgAggregateOutputType = {
   inputTokens: number | null
   outputTokens: number | null
+  images: number | null
   costMicros: number | null
   billedMicros: number | null
 }
@@ -36,6 +37,7 @@ export type UsageRecordAvgAggregateOutputType = {
 export type UsageRecordSumAggregateOutputType = {
   inputTokens: number | null
   outputTokens: number | null
+  images: number | null
   costMicros: bigint | null
   billedMicros: bigint | null
 }
@@ -49,6 +51,7 @@ export type UsageRecordMinAggregateOutputType = {
   provider: string | null
   inputTokens: number | null
   outputTokens: number | null
+  images: number | null
   costMicros: bigint | null
   billedMicros: bigint | null
   product: string | null
@@ -66,6 +69,7 @@ export type UsageRecordMaxAggregateOutputType = {
   provider: string | null
   inputTokens: number | null
   outputTokens: number | null
+  images: number | null
   costMicros: bigint | null
   billedMicros: bigint | null
   product: string | null
@@ -83,6 +87,7 @@ export type UsageRecordCountAggregateOutputType = {
   provider: number
   inputTokens: number
   outputTokens: number
+  images: number
   costMicros: number
   billedMicros: number
   product: number
@@ -96,6 +101,7 @@ export type UsageRecordCountAggregateOutputType = {
 export type UsageRecordAvgAggregateInputType = {
   inputTokens?: true
   outputTokens?: true
+  images?: true
   costMicros?: true
   billedMicros?: true
 }
@@ -103,6 +109,7 @@ export type UsageRecordAvgAggregateInputType = {
 export type UsageRecordSumAggregateInputType = {
   inputTokens?: true
   outputTokens?: true
+  images?: true
   costMicros?: true
   billedMicros?: true
 }
@@ -116,6 +123,7 @@ export type UsageRecordMinAggregateInputType = {
   provider?: true
   inputTokens?: true
   outputTokens?: true
+  images?: true
   costMicros?: true
   billedMicros?: true
   product?: true
@@ -133,6 +141,7 @@ export type UsageRecordMaxAggregateInputType = {
   provider?: true
   inputTokens?: true
   outputTokens?: true
+  images?: true
   costMicros?: true
   billedMicros?: true
   product?: true
@@ -150,6 +159,7 @@ export type UsageRecordCountAggregateInputType = {
   provider?: true
   inputTokens?: true
   outputTokens?: true
+  images?: true
   costMicros?: true
   billedMicros?: true
   product?: true
@@ -254,6 +264,7 @@ export type UsageRecordGroupByOutputType = {
   provider: string | null
   inputTokens: number
   outputTokens: number
+  images: number
   costMicros: bigint
   billedMicros: bigint
   product: string | null
@@ -294,6 +305,7 @@ export type UsageRecordWhereInput = {
   provider?: Prisma.StringNullableFilter<"UsageRecord"> | string | null
   inputTokens?: Prisma.IntFilter<"UsageRecord"> | number
   outputTokens?: Prisma.IntFilter<"UsageRecord"> | number
+  images?: Prisma.IntFilter<"UsageRecord"> | number
   costMicros?: Prisma.BigIntFilter<"UsageRecord"> | bigint | number
   billedMicros?: Prisma.BigIntFilter<"UsageRecord"> | bigint | number
   product?: Prisma.StringNullableFilter<"UsageRecord"> | string | null
@@ -313,6 +325,7 @@ export type UsageRecordOrderByWithRelationInput = {
   provider?: Prisma.SortOrderInput | Prisma.SortOrder
   inputTokens?: Prisma.SortOrder
   outputTokens?: Prisma.SortOrder
+  images?: Prisma.SortOrder
   costMicros?: Prisma.SortOrder
   billedMicros?: Prisma.SortOrder
   product?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -335,6 +348,7 @@ export type UsageRecordWhereUniqueInput = Prisma.AtLeast<{
   provider?: Prisma.StringNullableFilter<"UsageRecord"> | string | null
   inputTokens?: Prisma.IntFilter<"UsageRecord"> | number
   outputTokens?: Prisma.IntFilter<"UsageRecord"> | number
+  images?: Prisma.IntFilter<"UsageRecord"> | number
   costMicros?: Prisma.BigIntFilter<"UsageRecord"> | bigint | number
   billedMicros?: Prisma.BigIntFilter<"UsageRecord"> | bigint | number
   product?: Prisma.StringNullableFilter<"UsageRecord"> | string | null
@@ -354,6 +368,7 @@ export type UsageRecordOrderByWithAggregationInput = {
   provider?: Prisma.SortOrderInput | Prisma.SortOrder
   inputTokens?: Prisma.SortOrder
   outputTokens?: Prisma.SortOrder
+  images?: Prisma.SortOrder
   costMicros?: Prisma.SortOrder
   billedMicros?: Prisma.SortOrder
   product?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -379,6 +394,7 @@ export type UsageRecordScalarWhereWithAggregatesInput = {
   provider?: Prisma.StringNullableWithAggregatesFilter<"UsageRecord"> | string | null
   inputTokens?: Prisma.IntWithAggregatesFilter<"UsageRecord"> | number
   outputTokens?: Prisma.IntWithAggregatesFilter<"UsageRecord"> | number
+  images?: Prisma.IntWithAggregatesFilter<"UsageRecord"> | number
   costMicros?: Prisma.BigIntWithAggregatesFilter<"UsageRecord"> | bigint | number
   billedMicros?: Prisma.BigIntWithAggregatesFilter<"UsageRecord"> | bigint | number
   product?: Prisma.StringNullableWithAggregatesFilter<"UsageRecord"> | string | null
@@ -394,6 +410,7 @@ export type UsageRecordCreateInput = {
   provider?: string | null
   inputTokens?: number
   outputTokens?: number
+  images?: number
   costMicros?: bigint | number
   billedMicros?: bigint | number
   product?: string | null
@@ -413,6 +430,7 @@ export type UsageRecordUncheckedCreateInput = {
   provider?: string | null
   inputTokens?: number
   outputTokens?: number
+  images?: number
   costMicros?: bigint | number
   billedMicros?: bigint | number
   product?: string | null
@@ -428,6 +446,7 @@ export type UsageRecordUpdateInput = {
   provider?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   inputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   outputTokens?: Prisma.IntFieldUpdateOperationsInput | number
+  images?: Prisma.IntFieldUpdateOperationsInput | number
   costMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -447,6 +466,7 @@ export type UsageRecordUncheckedUpdateInput = {
   provider?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   inputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   outputTokens?: Prisma.IntFieldUpdateOperationsInput | number
+  images?: Prisma.IntFieldUpdateOperationsInput | number
   costMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -464,6 +484,7 @@ export type UsageRecordCreateManyInput = {
   provider?: string | null
   inputTokens?: number
   outputTokens?: number
+  images?: number
   costMicros?: bigint | number
   billedMicros?: bigint | number
   product?: string | null
@@ -479,6 +500,7 @@ export type UsageRecordUpdateManyMutationInput = {
   provider?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   inputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   outputTokens?: Prisma.IntFieldUpdateOperationsInput | number
+  images?: Prisma.IntFieldUpdateOperationsInput | number
   costMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -496,6 +518,7 @@ export type UsageRecordUncheckedUpdateManyInput = {
   provider?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   inputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   outputTokens?: Prisma.IntFieldUpdateOperationsInput | number
+  images?: Prisma.IntFieldUpdateOperationsInput | number
   costMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -523,6 +546,7 @@ export type UsageRecordCountOrderByAggregateInput = {
   provider?: Prisma.SortOrder
   inputTokens?: Prisma.SortOrder
   outputTokens?: Prisma.SortOrder
+  images?: Prisma.SortOrder
   costMicros?: Prisma.SortOrder
   billedMicros?: Prisma.SortOrder
   product?: Prisma.SortOrder
@@ -534,6 +558,7 @@ export type UsageRecordCountOrderByAggregateInput = {
 export type UsageRecordAvgOrderByAggregateInput = {
   inputTokens?: Prisma.SortOrder
   outputTokens?: Prisma.SortOrder
+  images?: Prisma.SortOrder
   costMicros?: Prisma.SortOrder
   billedMicros?: Prisma.SortOrder
 }
@@ -547,6 +572,7 @@ export type UsageRecordMaxOrderByAggregateInput = {
   provider?: Prisma.SortOrder
   inputTokens?: Prisma.SortOrder
   outputTokens?: Prisma.SortOrder
+  images?: Prisma.SortOrder
   costMicros?: Prisma.SortOrder
   billedMicros?: Prisma.SortOrder
   product?: Prisma.SortOrder
@@ -564,6 +590,7 @@ export type UsageRecordMinOrderByAggregateInput = {
   provider?: Prisma.SortOrder
   inputTokens?: Prisma.SortOrder
   outputTokens?: Prisma.SortOrder
+  images?: Prisma.SortOrder
   costMicros?: Prisma.SortOrder
   billedMicros?: Prisma.SortOrder
   product?: Prisma.SortOrder
@@ -575,6 +602,7 @@ export type UsageRecordMinOrderByAggregateInput = {
 export type UsageRecordSumOrderByAggregateInput = {
   inputTokens?: Prisma.SortOrder
   outputTokens?: Prisma.SortOrder
+  images?: Prisma.SortOrder
   costMicros?: Prisma.SortOrder
   billedMicros?: Prisma.SortOrder
 }
@@ -670,6 +698,7 @@ export type UsageRecordCreateWithoutOrganizationInput = {
   provider?: string | null
   inputTokens?: number
   outputTokens?: number
+  images?: number
   costMicros?: bigint | number
   billedMicros?: bigint | number
   product?: string | null
@@ -687,6 +716,7 @@ export type UsageRecordUncheckedCreateWithoutOrganizationInput = {
   provider?: string | null
   inputTokens?: number
   outputTokens?: number
+  images?: number
   costMicros?: bigint | number
   billedMicros?: bigint | number
   product?: string | null
@@ -733,6 +763,7 @@ export type UsageRecordScalarWhereInput = {
   provider?: Prisma.StringNullableFilter<"UsageRecord"> | string | null
   inputTokens?: Prisma.IntFilter<"UsageRecord"> | number
   outputTokens?: Prisma.IntFilter<"UsageRecord"> | number
+  images?: Prisma.IntFilter<"UsageRecord"> | number
   costMicros?: Prisma.BigIntFilter<"UsageRecord"> | bigint | number
   billedMicros?: Prisma.BigIntFilter<"UsageRecord"> | bigint | number
   product?: Prisma.StringNullableFilter<"UsageRecord"> | string | null
@@ -748,6 +779,7 @@ export type UsageRecordCreateWithoutApiKeyInput = {
   provider?: string | null
   inputTokens?: number
   outputTokens?: number
+  images?: number
   costMicros?: bigint | number
   billedMicros?: bigint | number
   product?: string | null
@@ -765,6 +797,7 @@ export type UsageRecordUncheckedCreateWithoutApiKeyInput = {
   provider?: string | null
   inputTokens?: number
   outputTokens?: number
+  images?: number
   costMicros?: bigint | number
   billedMicros?: bigint | number
   product?: string | null
@@ -807,6 +840,7 @@ export type UsageRecordCreateManyOrganizationInput = {
   provider?: string | null
   inputTokens?: number
   outputTokens?: number
+  images?: number
   costMicros?: bigint | number
   billedMicros?: bigint | number
   product?: string | null
@@ -822,6 +856,7 @@ export type UsageRecordUpdateWithoutOrganizationInput = {
   provider?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   inputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   outputTokens?: Prisma.IntFieldUpdateOperationsInput | number
+  images?: Prisma.IntFieldUpdateOperationsInput | number
   costMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -839,6 +874,7 @@ export type UsageRecordUncheckedUpdateWithoutOrganizationInput = {
   provider?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   inputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   outputTokens?: Prisma.IntFieldUpdateOperationsInput | number
+  images?: Prisma.IntFieldUpdateOperationsInput | number
   costMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -855,6 +891,7 @@ export type UsageRecordUncheckedUpdateManyWithoutOrganizationInput = {
   provider?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   inputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   outputTokens?: Prisma.IntFieldUpdateOperationsInput | number
+  images?: Prisma.IntFieldUpdateOperationsInput | number
   costMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -871,6 +908,7 @@ export type UsageRecordCreateManyApiKeyInput = {
   provider?: string | null
   inputTokens?: number
   outputTokens?: number
+  images?: number
   costMicros?: bigint | number
   billedMicros?: bigint | number
   product?: string | null
@@ -886,6 +924,7 @@ export type UsageRecordUpdateWithoutApiKeyInput = {
   provider?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   inputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   outputTokens?: Prisma.IntFieldUpdateOperationsInput | number
+  images?: Prisma.IntFieldUpdateOperationsInput | number
   costMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -903,6 +942,7 @@ export type UsageRecordUncheckedUpdateWithoutApiKeyInput = {
   provider?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   inputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   outputTokens?: Prisma.IntFieldUpdateOperationsInput | number
+  images?: Prisma.IntFieldUpdateOperationsInput | number
   costMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -919,6 +959,7 @@ export type UsageRecordUncheckedUpdateManyWithoutApiKeyInput = {
   provider?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   inputTokens?: Prisma.IntFieldUpdateOperationsInput | number
   outputTokens?: Prisma.IntFieldUpdateOperationsInput | number
+  images?: Prisma.IntFieldUpdateOperationsInput | number
   costMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -938,6 +979,7 @@ export type UsageRecordSelect<ExtArgs extends runtime.Types.Extensions.InternalA
   provider?: boolean
   inputTokens?: boolean
   outputTokens?: boolean
+  images?: boolean
   costMicros?: boolean
   billedMicros?: boolean
   product?: boolean
@@ -957,6 +999,7 @@ export type UsageRecordSelectCreateManyAndReturn<ExtArgs extends runtime.Types.E
   provider?: boolean
   inputTokens?: boolean
   outputTokens?: boolean
+  images?: boolean
   costMicros?: boolean
   billedMicros?: boolean
   product?: boolean
@@ -976,6 +1019,7 @@ export type UsageRecordSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.E
   provider?: boolean
   inputTokens?: boolean
   outputTokens?: boolean
+  images?: boolean
   costMicros?: boolean
   billedMicros?: boolean
   product?: boolean
@@ -995,6 +1039,7 @@ export type UsageRecordSelectScalar = {
   provider?: boolean
   inputTokens?: boolean
   outputTokens?: boolean
+  images?: boolean
   costMicros?: boolean
   billedMicros?: boolean
   product?: boolean
@@ -1003,7 +1048,7 @@ export type UsageRecordSelectScalar = {
   createdAt?: boolean
 }
 
-export type UsageRecordOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "apiKeyId" | "operation" | "model" | "provider" | "inputTokens" | "outputTokens" | "costMicros" | "billedMicros" | "product" | "reservationId" | "traceId" | "createdAt", ExtArgs["result"]["usageRecord"]>
+export type UsageRecordOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "apiKeyId" | "operation" | "model" | "provider" | "inputTokens" | "outputTokens" | "images" | "costMicros" | "billedMicros" | "product" | "reservationId" | "traceId" | "createdAt", ExtArgs["result"]["usageRecord"]>
 export type UsageRecordInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
   apiKey?: boolean | Prisma.UsageRecord$apiKeyArgs<ExtArgs>
@@ -1035,6 +1080,10 @@ export type $UsageRecordPayload<ExtArgs extends runtime.Types.Extensions.Interna
     provider: string | null
     inputTokens: number
     outputTokens: number
+    /**
+     * images drawn (image_generation tool), priced per image
+     */
+    images: number
     /**
      * what this upstream call cost at the catalog's prices
      */
@@ -1485,6 +1534,7 @@ export interface UsageRecordFieldRefs {
   readonly provider: Prisma.FieldRef<"UsageRecord", 'String'>
   readonly inputTokens: Prisma.FieldRef<"UsageRecord", 'Int'>
   readonly outputTokens: Prisma.FieldRef<"UsageRecord", 'Int'>
+  readonly images: Prisma.FieldRef<"UsageRecord", 'Int'>
   readonly costMicros: Prisma.FieldRef<"UsageRecord", 'BigInt'>
   readonly billedMicros: Prisma.FieldRef<"UsageRecord", 'BigInt'>
   readonly product: Prisma.FieldRef<"UsageRecord", 'String'>

@@ -85,6 +85,12 @@ export class ChatService {
     };
   }
 
+  /** The earlier messages the next message in this chat is sent with (none for a chat that is not the organization's). */
+  async contextOf(organizationId: string, chatId: string): Promise<ChatMessage[]> {
+    const chat = UUID.test(chatId) ? await this.prisma.chat.findUnique({ where: { id: chatId }, select: { organizationId: true } }) : null;
+    return chat?.organizationId === organizationId ? this.context(chatId) : [];
+  }
+
   /** The chat's messages, oldest first; a chat that does not exist or is not the caller's is 404. */
   async history(principal: Principal, chatId: string): Promise<History> {
     const chat = await this.chatOf(principal, chatId, () => new ApiError('NOT_FOUND', 'Failed to find chat'));

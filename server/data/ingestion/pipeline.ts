@@ -30,7 +30,7 @@ export interface PipelineDeps {
 /** Passages of about a paragraph or three: specific enough to cite, long enough to carry meaning. */
 const TARGET_TOKENS = 200;
 /** Never more than this, even for a model that takes more: long passages dilute their vectors. */
-const MAX_TOKENS = 400;
+export const MAX_TOKENS = 400;
 /** Passages per embedding call. */
 const EMBED_BATCH = 32;
 /** Passages (with their vectors) held in memory and staged in one write: about 1.5 MB at 512 dimensions. */

@@ -1,10 +1,10 @@
 import { callerOf, type AppHandler } from '../../http/handler.js';
+import type { GroundedResponseObject } from '../../responses/types.js';
 import { responseContext } from './response-answer.js';
 
 export const createGroundedResponse = (async ({ body }, ctx) => {
-  const { answer, citations } = await ctx.services.responses.createGrounded(callerOf(ctx), body, responseContext(ctx, 'guarded'));
-  const sourcesReturned = citations.length > 0;
-  if (answer.kind === 'json') return { status: 200, body: { ...answer.body, sources_returned: sourcesReturned, citations } } as const;
+  const { answer, sourcesReturned } = await ctx.services.responses.createGrounded(callerOf(ctx), body, responseContext(ctx, 'guarded'));
+  if (answer.kind === 'json') return { status: 200, body: answer.body as GroundedResponseObject } as const;
   // A stream reports it in a header, set before the first event.
   return { status: 200, stream: answer.stream, headers: { 'X-Sources-Returned': String(sourcesReturned) } } as const;
 }) satisfies AppHandler<'createGroundedResponse'>;
