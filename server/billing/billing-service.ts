@@ -247,10 +247,10 @@ export class BillingService {
       if (outcome === null) return false;
       if (outcome.kind === 'ok') return true;
       const state = await readPool(this.prisma, r.organizationId, r.product);
-      const current = outcome.kind === 'refused' && (!state || state.version <= outcome.version);
-      if (!state || current || attempt === 2) {
-        throw refusal(r, state, (state?.reservedMicros ?? 0n) + (outcome.kind === 'refused' ? outcome.heldMicros : 0n));
-      }
+      if (!state) throw refusal(r, null, 0n); // no such plan
+      if (outcome.kind === 'refused' && (state.version <= outcome.version || attempt === 2)) throw refusal(r, state, state.reservedMicros + outcome.heldMicros);
+      // A copy that will not stay installed (clocks far apart): the database decides.
+      if (attempt === 2) return false;
       if ((await this.onRedis(() => holds.install(r.organizationId, r.product, state))) === null) return false;
     }
   }
