@@ -160,7 +160,8 @@ export class BillingService {
   /**
    * Sets (null: removes) the weekly cap. The week's spend is counted again from the usage
    * records, so a cap set on an organization whose spend was not tracked (unmetered, no cap
-   * until now) counts what it spent this week.
+   * until now) counts what it spent this week (less what other instances still buffer: at
+   * most USAGE_FLUSH_MS of unmetered usage, or a request settling at that very moment).
    */
   async setWeeklyCap(organizationId: string, capMicros: bigint | null): Promise<void> {
     await ensureBillingAccount(this.prisma, organizationId);
