@@ -160,7 +160,8 @@ export class BillingService {
   /**
    * Sets (null: removes) the weekly cap. The week's spend is counted again from the usage
    * records, so a cap set on an organization whose spend was not tracked (unmetered, no cap
-   * until now) counts what it spent this week.
+   * until now) counts what it spent this week (less what other instances still buffer: at
+   * most USAGE_FLUSH_MS of unmetered usage, or a request settling at that very moment).
    */
   async setWeeklyCap(organizationId: string, capMicros: bigint | null): Promise<void> {
     await ensureBillingAccount(this.prisma, organizationId);
@@ -247,10 +248,10 @@ export class BillingService {
       if (outcome === null) return false;
       if (outcome.kind === 'ok') return true;
       const state = await readPool(this.prisma, r.organizationId, r.product);
-      const current = outcome.kind === 'refused' && (!state || state.version <= outcome.version);
-      if (!state || current || attempt === 2) {
-        throw refusal(r, state, (state?.reservedMicros ?? 0n) + (outcome.kind === 'refused' ? outcome.heldMicros : 0n));
-      }
+      if (!state) throw refusal(r, null, 0n); // no such plan
+      if (outcome.kind === 'refused' && (state.version <= outcome.version || attempt === 2)) throw refusal(r, state, state.reservedMicros + outcome.heldMicros);
+      // A copy that will not stay installed (clocks far apart): the database decides.
+      if (attempt === 2) return false;
       if ((await this.onRedis(() => holds.install(r.organizationId, r.product, state))) === null) return false;
     }
   }
