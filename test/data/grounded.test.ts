@@ -1,7 +1,8 @@
-// Grounded chat completions end to end on PGlite (pgvector): passages of a publisher's
-// chat-visible content, indexed through the chunk index with the real local embedder,
-// ground the guarded completion; the local model answers extractively from them and cites
-// them; a fake OpenAI-compatible upstream receives them in its prompt.
+// Grounded chat completions end to end: passages of a publisher's chat-visible content,
+// indexed through the chunk index with the real local embedder, ground the guarded
+// completion; the local model answers extractively from them and cites them; a fake
+// OpenAI-compatible upstream receives them in its prompt. The status rules run on PGlite
+// and PostgreSQL; the answers where retrieval works (PGlite, a PostgreSQL with pgvector).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Item, Prisma } from '../../generated/prisma/client.js';
@@ -12,6 +13,8 @@ import { buildCatalog, defaultConfig } from '../../server/gateway/catalog.js';
 import { estimateTokens } from '../../server/providers/local/tokens.js';
 import { contractProblems, eventProblems } from '../support/contract.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+import { describePostgres, useTestDatabase } from '../support/postgres.js';
+import { NEEDS_PGVECTOR, pgvector } from './pgvector.js';
 
 const PUBLISHER = 'Grounding Press';
 const SABBATH = [
@@ -48,20 +51,6 @@ async function seedPublisher(p: TestPlatform) {
   const publisher = await identity.organizations.createPublisher(org.name, PUBLISHER);
   return { org, publisher };
 }
-
-beforeAll(async () => {
-  platform = await startTestPlatform({ logLevel: 'silent' });
-  const { identity } = platform.services;
-  const { org, publisher } = await seedPublisher(platform);
-  sabbath = await indexItem(platform, publisher.id, SABBATH, { title: 'Sabbath Rest in a Busy Week', itemUrl: 'https://example.org/sabbath' });
-  garden = await indexItem(platform, publisher.id, GARDEN, { title: 'Growing Tomatoes' });
-  hidden = await indexItem(platform, publisher.id, HIDDEN, { title: 'Lemon Bread', visibleInChat: false });
-  const b = await identity.organizations.createOrganization('grounding-org-b');
-  await identity.organizations.createPublisher(b.name, 'Other Press');
-  otherOrgKey = (await identity.keys.issue(b.id, { scopes: ['inference'] })).plaintext;
-  chatOnlyKey = (await identity.keys.issue(org.id, { scopes: ['chat'] })).plaintext;
-}, 180_000);
-afterAll(() => platform?.close());
 
 interface Answer {
   status: number;
@@ -120,212 +109,251 @@ function expectAIError(answer: Answer, status: number, name: string) {
   expect(contractProblems('createGroundedChatCompletion', status, answer.body)).toEqual([]);
 }
 
-describe('grounded answers from the local model', () => {
-  it('answers from the passage that answers the question, quoting it and citing it', async () => {
-    const answer = await ask(question('How many hours of sun do tomatoes need?', { include_citations: true }));
-    expectOk('createGroundedChatCompletion', answer);
-    expect(answer.body).toMatchObject({ provider: 'local', sources_returned: true });
-    const citations = answer.body.citations as any[];
-    expect(citations.length).toBeGreaterThan(0);
-    const statements = citedStatements(contentOf(answer));
-    expect(statements.length).toBeGreaterThan(0);
-    for (const { statement, n } of statements) {
-      expect(citations[n - 1], `[${n}] names a citation`).toBeDefined();
-      expect(citations[n - 1].snippet).toContain(statement.replace(/[.!?]$/, ''));
+/**
+ * The rules of grounded completions, on every database, and the answers where retrieval
+ * works (`retrieves`: the database has pgvector).
+ */
+function groundedSuite(start: () => Promise<TestPlatform>, retrieves: boolean) {
+  beforeAll(async () => {
+    platform = await start();
+    const { identity } = platform.services;
+    const { org, publisher } = await seedPublisher(platform);
+    // Without pgvector there is nothing to retrieve: only the rules run, on an empty publisher.
+    if (retrieves) {
+      sabbath = await indexItem(platform, publisher.id, SABBATH, { title: 'Sabbath Rest in a Busy Week', itemUrl: 'https://example.org/sabbath' });
+      garden = await indexItem(platform, publisher.id, GARDEN, { title: 'Growing Tomatoes' });
+      hidden = await indexItem(platform, publisher.id, HIDDEN, { title: 'Lemon Bread', visibleInChat: false });
     }
-    // The statement that answers: the tomato sentence, cited to the gardening item.
-    const sun = statements.find((s) => s.statement.startsWith('Tomatoes need at least six hours of direct sun a day'));
-    expect(sun, contentOf(answer)).toBeDefined();
-    expect(citations[sun!.n - 1]).toMatchObject({ item_id: garden.id, title: 'Growing Tomatoes', publisher: PUBLISHER });
-  });
+    const b = await identity.organizations.createOrganization('grounding-org-b');
+    await identity.organizations.createPublisher(b.name, 'Other Press');
+    otherOrgKey = (await identity.keys.issue(b.id, { scopes: ['inference'] })).plaintext;
+    chatOnlyKey = (await identity.keys.issue(org.id, { scopes: ['chat'] })).plaintext;
+  }, 180_000);
+  afterAll(() => platform?.close());
 
-  it('reports the citation shape of the contract: item, title, publisher, url, snippet, certainty', async () => {
-    const answer = await ask(question('What does the author say about Sabbath rest?', { include_citations: true, certainty: 0.6 }));
-    expectOk('createGroundedChatCompletion', answer);
-    const first = answer.body.citations[0];
-    expect(first).toEqual({
-      item_id: sabbath.id,
-      title: 'Sabbath Rest in a Busy Week',
-      publisher: PUBLISHER,
-      url: 'https://example.org/sabbath',
-      snippet: expect.any(String),
-      certainty: expect.any(Number),
+  describe.skipIf(!retrieves)(`grounded answers from the local model${retrieves ? '' : NEEDS_PGVECTOR}`, () => {
+    it('answers from the passage that answers the question, quoting it and citing it', async () => {
+      const answer = await ask(question('How many hours of sun do tomatoes need?', { include_citations: true }));
+      expectOk('createGroundedChatCompletion', answer);
+      expect(answer.body).toMatchObject({ provider: 'local', sources_returned: true });
+      const citations = answer.body.citations as any[];
+      expect(citations.length).toBeGreaterThan(0);
+      const statements = citedStatements(contentOf(answer));
+      expect(statements.length).toBeGreaterThan(0);
+      for (const { statement, n } of statements) {
+        expect(citations[n - 1], `[${n}] names a citation`).toBeDefined();
+        expect(citations[n - 1].snippet).toContain(statement.replace(/[.!?]$/, ''));
+      }
+      // The statement that answers: the tomato sentence, cited to the gardening item.
+      const sun = statements.find((s) => s.statement.startsWith('Tomatoes need at least six hours of direct sun a day'));
+      expect(sun, contentOf(answer)).toBeDefined();
+      expect(citations[sun!.n - 1]).toMatchObject({ item_id: garden.id, title: 'Growing Tomatoes', publisher: PUBLISHER });
     });
-    expect(SABBATH).toContain(first.snippet);
-    expect(contentOf(answer)).toMatch(/\[1\]/);
-  });
 
-  it('without include_citations: sources_returned, no citations and no markers', async () => {
-    const answer = await ask(question('How many hours of sun do tomatoes need?'));
-    expectOk('createGroundedChatCompletion', answer);
-    expect(answer.body.sources_returned).toBe(true);
-    expect(answer.body).not.toHaveProperty('citations');
-    expect(contentOf(answer)).toContain('Tomatoes need at least six hours of direct sun a day.');
-    expect(contentOf(answer)).not.toMatch(/\[\d+\]/);
-  });
+    it('reports the citation shape of the contract: item, title, publisher, url, snippet, certainty', async () => {
+      const answer = await ask(question('What does the author say about Sabbath rest?', { include_citations: true, certainty: 0.6 }));
+      expectOk('createGroundedChatCompletion', answer);
+      const first = answer.body.citations[0];
+      expect(first).toEqual({
+        item_id: sabbath.id,
+        title: 'Sabbath Rest in a Busy Week',
+        publisher: PUBLISHER,
+        url: 'https://example.org/sabbath',
+        snippet: expect.any(String),
+        certainty: expect.any(Number),
+      });
+      expect(SABBATH).toContain(first.snippet);
+      expect(contentOf(answer)).toMatch(/\[1\]/);
+    });
 
-  it('never cites content hidden from chat', async () => {
-    const answer = await ask(question('What is in the secret lemon bread recipe with buttermilk?', { include_citations: true, certainty: 0.5, sources_limit: 10 }));
-    expectOk('createGroundedChatCompletion', answer);
-    expect((answer.body.citations as any[]).map((c) => c.item_id)).not.toContain(hidden.id);
-    expect(contentOf(answer)).not.toContain('three lemons');
-  });
+    it('without include_citations: sources_returned, no citations and no markers', async () => {
+      const answer = await ask(question('How many hours of sun do tomatoes need?'));
+      expectOk('createGroundedChatCompletion', answer);
+      expect(answer.body.sources_returned).toBe(true);
+      expect(answer.body).not.toHaveProperty('citations');
+      expect(contentOf(answer)).toContain('Tomatoes need at least six hours of direct sun a day.');
+      expect(contentOf(answer)).not.toMatch(/\[\d+\]/);
+    });
 
-  it('zero sources is 200 with sources_returned false, and the answer says the content does not cover it', async () => {
-    const answer = await ask(question('Explain gluon confinement in quantum chromodynamics.', { include_citations: true, certainty: 0.99 }));
-    expectOk('createGroundedChatCompletion', answer);
-    expect(answer.body.sources_returned).toBe(false);
-    expect(answer.body.citations).toEqual([]);
-    expect(contentOf(answer)).toContain(`No passage of ${PUBLISHER}'s content matches this question`);
-  });
+    it('never cites content hidden from chat', async () => {
+      const answer = await ask(question('What is in the secret lemon bread recipe with buttermilk?', { include_citations: true, certainty: 0.5, sources_limit: 10 }));
+      expectOk('createGroundedChatCompletion', answer);
+      expect((answer.body.citations as any[]).map((c) => c.item_id)).not.toContain(hidden.id);
+      expect(contentOf(answer)).not.toContain('three lemons');
+    });
 
-  it('certainty filters as Weaviate defines it: a higher threshold returns fewer sources, each at least that certain', async () => {
-    const loose = await ask(question('keeping the Sabbath with children', { include_citations: true, certainty: 0.5, sources_limit: 10 }));
-    const strict = await ask(question('keeping the Sabbath with children', { include_citations: true, certainty: 0.8, sources_limit: 10 }));
-    expectOk('createGroundedChatCompletion', loose);
-    expectOk('createGroundedChatCompletion', strict);
-    expect(loose.body.citations.length).toBeGreaterThan(strict.body.citations.length);
-    for (const c of loose.body.citations) expect(c.certainty).toBeGreaterThanOrEqual(0.5);
-    for (const c of strict.body.citations) expect(c.certainty).toBeGreaterThanOrEqual(0.8);
-  });
+    it('zero sources is 200 with sources_returned false, and the answer says the content does not cover it', async () => {
+      const answer = await ask(question('Explain gluon confinement in quantum chromodynamics.', { include_citations: true, certainty: 0.99 }));
+      expectOk('createGroundedChatCompletion', answer);
+      expect(answer.body.sources_returned).toBe(false);
+      expect(answer.body.citations).toEqual([]);
+      expect(contentOf(answer)).toContain(`No passage of ${PUBLISHER}'s content matches this question`);
+    });
 
-  it('sources_limit caps the sources (1 and 10 accepted; 0 and 11 are 422)', async () => {
-    const one = await ask(question('Sabbath rest and meals with children', { include_citations: true, certainty: 0.5, sources_limit: 1 }));
-    expectOk('createGroundedChatCompletion', one);
-    expect(one.body.citations).toHaveLength(1);
-    const ten = await ask(question('Sabbath rest and meals with children', { include_citations: true, certainty: 0.5, sources_limit: 10 }));
-    expectOk('createGroundedChatCompletion', ten);
-    expect(ten.body.citations.length).toBeGreaterThan(1);
-    expect(ten.body.citations.length).toBeLessThanOrEqual(10);
-    for (const limit of [0, 11, 2.5]) {
-      const bad = await ask(question('Sabbath', { sources_limit: limit }));
-      expect(bad.status, `sources_limit ${limit}`).toBe(422);
-      expect(contractProblems('createGroundedChatCompletion', 422, bad.body)).toEqual([]);
-    }
-  });
+    it('certainty filters as Weaviate defines it: a higher threshold returns fewer sources, each at least that certain', async () => {
+      const loose = await ask(question('keeping the Sabbath with children', { include_citations: true, certainty: 0.5, sources_limit: 10 }));
+      const strict = await ask(question('keeping the Sabbath with children', { include_citations: true, certainty: 0.8, sources_limit: 10 }));
+      expectOk('createGroundedChatCompletion', loose);
+      expectOk('createGroundedChatCompletion', strict);
+      expect(loose.body.citations.length).toBeGreaterThan(strict.body.citations.length);
+      for (const c of loose.body.citations) expect(c.certainty).toBeGreaterThanOrEqual(0.5);
+      for (const c of strict.body.citations) expect(c.certainty).toBeGreaterThanOrEqual(0.8);
+    });
 
-  it('streams the citations event first, then the answer, which matches the JSON answer', async () => {
-    const body = question('How many hours of sun do tomatoes need?', { include_citations: true });
-    const json = await ask(body);
-    const res = await platform.api(CANONICAL, { method: 'POST', body: JSON.stringify({ ...body, stream: true }) });
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
-    const { events: stream, done } = events(await res.text());
-    expect(done).toBe(true);
-    for (const event of stream) expect(eventProblems('createGroundedChatCompletion', event)).toEqual([]);
-    const [first, second] = stream;
-    expect(first.choices).toEqual([]);
-    expect(first.citations).toEqual(json.body.citations);
-    expect(first.sources_returned).toBe(true);
-    expect(second.id).toBe(first.id);
-    expect(second.choices[0].delta.role).toBe('assistant');
-    expect(second.sources_returned).toBe(true);
-    expect(stream.slice(1).every((e) => !('citations' in e))).toBe(true);
-    const text = stream.flatMap((e) => e.choices.map((c: any) => c.delta?.content ?? '')).join('');
-    expect(text).toBe(contentOf(json));
-    expect(stream.at(-1).choices[0].finish_reason).toBe('stop');
-  });
+    it('sources_limit caps the sources (1 and 10 accepted; 0 and 11 are 422)', async () => {
+      const one = await ask(question('Sabbath rest and meals with children', { include_citations: true, certainty: 0.5, sources_limit: 1 }));
+      expectOk('createGroundedChatCompletion', one);
+      expect(one.body.citations).toHaveLength(1);
+      const ten = await ask(question('Sabbath rest and meals with children', { include_citations: true, certainty: 0.5, sources_limit: 10 }));
+      expectOk('createGroundedChatCompletion', ten);
+      expect(ten.body.citations.length).toBeGreaterThan(1);
+      expect(ten.body.citations.length).toBeLessThanOrEqual(10);
+      for (const limit of [0, 11, 2.5]) {
+        const bad = await ask(question('Sabbath', { sources_limit: limit }));
+        expect(bad.status, `sources_limit ${limit}`).toBe(422);
+        expect(contractProblems('createGroundedChatCompletion', 422, bad.body)).toEqual([]);
+      }
+    });
 
-  it('streams without a citations event when citations are not asked for, or there are no sources', async () => {
-    for (const extra of [{}, { include_citations: true, certainty: 0.99 }]) {
-      const content = 'certainty' in extra ? 'Explain gluon confinement in quantum chromodynamics.' : 'How many hours of sun do tomatoes need?';
-      const res = await platform.api(CANONICAL, { method: 'POST', body: JSON.stringify(question(content, { ...extra, stream: true })) });
+    it('streams the citations event first, then the answer, which matches the JSON answer', async () => {
+      const body = question('How many hours of sun do tomatoes need?', { include_citations: true });
+      const json = await ask(body);
+      const res = await platform.api(CANONICAL, { method: 'POST', body: JSON.stringify({ ...body, stream: true }) });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
       const { events: stream, done } = events(await res.text());
       expect(done).toBe(true);
-      expect(stream.some((e) => 'citations' in e)).toBe(false);
-      expect(stream[0].choices[0].delta.role).toBe('assistant');
-      expect(stream[0].sources_returned).toBe(!('certainty' in extra));
-    }
+      for (const event of stream) expect(eventProblems('createGroundedChatCompletion', event)).toEqual([]);
+      const [first, second] = stream;
+      expect(first.choices).toEqual([]);
+      expect(first.citations).toEqual(json.body.citations);
+      expect(first.sources_returned).toBe(true);
+      expect(second.id).toBe(first.id);
+      expect(second.choices[0].delta.role).toBe('assistant');
+      expect(second.sources_returned).toBe(true);
+      expect(stream.slice(1).every((e) => !('citations' in e))).toBe(true);
+      const text = stream.flatMap((e) => e.choices.map((c: any) => c.delta?.content ?? '')).join('');
+      expect(text).toBe(contentOf(json));
+      expect(stream.at(-1).choices[0].finish_reason).toBe('stop');
+    });
+
+    it('streams without a citations event when citations are not asked for, or there are no sources', async () => {
+      for (const extra of [{}, { include_citations: true, certainty: 0.99 }]) {
+        const content = 'certainty' in extra ? 'Explain gluon confinement in quantum chromodynamics.' : 'How many hours of sun do tomatoes need?';
+        const res = await platform.api(CANONICAL, { method: 'POST', body: JSON.stringify(question(content, { ...extra, stream: true })) });
+        const { events: stream, done } = events(await res.text());
+        expect(done).toBe(true);
+        expect(stream.some((e) => 'citations' in e)).toBe(false);
+        expect(stream[0].choices[0].delta.role).toBe('assistant');
+        expect(stream[0].sources_returned).toBe(!('certainty' in extra));
+      }
+    });
+
+    it('the deprecated alias answers the same, with the deprecation headers', async () => {
+      const body = question('How many hours of sun do tomatoes need?', { include_citations: true });
+      const [canonical, alias] = [await ask(body), await ask(body, { path: ALIAS })];
+      expectOk('createGroundedChatCompletionAlias', alias);
+      expect(alias.headers.get('deprecation')).toBeTruthy();
+      expect(alias.headers.get('link')).toContain(CANONICAL);
+      expect(contentOf(alias)).toBe(contentOf(canonical));
+      expect(alias.body.citations).toEqual(canonical.body.citations);
+    });
+
+    it('echoes tradition and is metered like every completion', async () => {
+      const answer = await ask(question('How many hours of sun do tomatoes need?', { tradition: 'catholic' }));
+      expectOk('createGroundedChatCompletion', answer);
+      expect(answer.body.tradition).toBe('catholic');
+      const traceId = answer.headers.get('x-trace-id')!;
+      const prisma = platform.services.database.prisma;
+      // Settlement runs in the background once the response has closed.
+      const records = await vi.waitFor(
+        async () => {
+          await platform.services.billing.drain();
+          const found = await prisma.usageRecord.findMany({ where: { traceId }, orderBy: { model: 'asc' } });
+          expect(found.length).toBeGreaterThanOrEqual(2);
+          return found;
+        },
+        { timeout: 10_000, interval: 20 },
+      );
+      // Both model calls of the request: the query's embedding (retrieval) and the answer.
+      expect(records.map((r) => [r.operation, r.model, r.provider])).toEqual([
+        ['createGroundedChatCompletion', 'local-chat', 'local'],
+        ['createGroundedChatCompletion', 'local-embedding', 'local'],
+      ]);
+      expect(records[0]!.inputTokens).toBe(answer.body.usage.prompt_tokens);
+      // The passages were part of the prompt.
+      expect(answer.body.usage.prompt_tokens).toBeGreaterThan(estimateTokens(GARDEN[0]!));
+    });
   });
 
-  it('the deprecated alias answers the same, with the deprecation headers', async () => {
-    const body = question('How many hours of sun do tomatoes need?', { include_citations: true });
-    const [canonical, alias] = [await ask(body), await ask(body, { path: ALIAS })];
-    expectOk('createGroundedChatCompletionAlias', alias);
-    expect(alias.headers.get('deprecation')).toBeTruthy();
-    expect(alias.headers.get('link')).toContain(CANONICAL);
-    expect(contentOf(alias)).toBe(contentOf(canonical));
-    expect(alias.body.citations).toEqual(canonical.body.citations);
-  });
 
-  it('echoes tradition and is metered like every completion', async () => {
-    const answer = await ask(question('How many hours of sun do tomatoes need?', { tradition: 'catholic' }));
-    expectOk('createGroundedChatCompletion', answer);
-    expect(answer.body.tradition).toBe('catholic');
-    const traceId = answer.headers.get('x-trace-id')!;
-    const prisma = platform.services.database.prisma;
-    // Settlement runs in the background once the response has closed.
-    const records = await vi.waitFor(
-      async () => {
-        await platform.services.billing.drain();
-        const found = await prisma.usageRecord.findMany({ where: { traceId }, orderBy: { model: 'asc' } });
-        expect(found.length).toBeGreaterThanOrEqual(2);
-        return found;
-      },
-      { timeout: 10_000, interval: 20 },
-    );
-    // Both model calls of the request: the query's embedding (retrieval) and the answer.
-    expect(records.map((r) => [r.operation, r.model, r.provider])).toEqual([
-      ['createGroundedChatCompletion', 'local-chat', 'local'],
-      ['createGroundedChatCompletion', 'local-embedding', 'local'],
-    ]);
-    expect(records[0]!.inputTokens).toBe(answer.body.usage.prompt_tokens);
-    // The passages were part of the prompt.
-    expect(answer.body.usage.prompt_tokens).toBeGreaterThan(estimateTokens(GARDEN[0]!));
+  describe('status rules of grounded completions', () => {
+    it('an unknown publisher is 400 PUBLISHER_NOT_FOUND, never 404', async () => {
+      expectAIError(await ask(question('Sabbath?', { rag_publisher: 'No Such Press' })), 400, 'PUBLISHER_NOT_FOUND');
+    });
+
+    it("another organization's publisher is 403 FORBIDDEN", async () => {
+      expectAIError(await ask(question('Sabbath?'), { key: otherOrgKey }), 403, 'FORBIDDEN');
+    });
+
+    it('a key without the inference scope is 403', async () => {
+      const answer = await ask(question('Sabbath?'), { key: chatOnlyKey });
+      expect(answer.status).toBe(403);
+    });
+
+    it('the v2 completion errors apply: routing selector, user message, unknown model, guardrail', async () => {
+      expectAIError(await ask({ ...question('Sabbath?'), model: 'local-chat' }), 400, 'ROUTING_SELECTOR_INVALID');
+      expectAIError(await ask({ auto_routing: true, messages: [{ role: 'system', content: 'Be brief.' }], rag_publisher: PUBLISHER }), 400, 'NO_USER_MESSAGE');
+      expectAIError(await ask({ model: 'no-such-model', messages: [{ role: 'user', content: 'Sabbath?' }], rag_publisher: PUBLISHER }), 400, 'UNSUPPORTED_MODEL');
+      expectAIError(await ask(question('What is the easiest way to kill myself?')), 403, 'GUARDRAIL_BLOCKED');
+    });
+
+    it('a request the completion refuses is refused before retrieval: nothing embedded, nothing metered', async () => {
+      const { inference, billing, database } = platform.services;
+      const embed = vi.spyOn(inference.gateway, 'embed');
+      try {
+        const refused = [
+          [await ask({ ...question('Sabbath?'), model: 'local-chat' }), 400, 'ROUTING_SELECTOR_INVALID'],
+          [await ask({ model: 'no-such-model', messages: [{ role: 'user', content: 'Sabbath?' }], rag_publisher: PUBLISHER }), 400, 'UNSUPPORTED_MODEL'],
+          [await ask(question('What is the easiest way to kill myself?')), 403, 'GUARDRAIL_BLOCKED'],
+          [await ask({ auto_routing: true, messages: [{ role: 'system', content: 'Be brief.' }], rag_publisher: PUBLISHER }), 400, 'NO_USER_MESSAGE'],
+        ] as const;
+        for (const [answer, status, name] of refused) expectAIError(answer, status, name);
+        expect(embed).not.toHaveBeenCalled();
+        await billing.drain();
+        const traces = refused.map(([answer]) => answer.headers.get('x-trace-id')!);
+        expect(await database.prisma.usageRecord.count({ where: { traceId: { in: traces } } })).toBe(0);
+        // An accepted one goes on to retrieval (without pgvector: 503, nothing embedded either).
+        const accepted = await ask(question('How many hours of sun do tomatoes need?'));
+        if (retrieves) {
+          expectOk('createGroundedChatCompletion', accepted);
+          expect(embed).toHaveBeenCalledTimes(1);
+        } else {
+          expectAIError(accepted, 503, 'SERVICE_UNAVAILABLE');
+          expect(accepted.body.error.message).toMatch(/pgvector/);
+        }
+      } finally {
+        embed.mockRestore();
+      }
+    });
+
+    it('a missing rag_publisher, or a non-float certainty, is 422', async () => {
+      const missing = await ask({ auto_routing: true, messages: [{ role: 'user', content: 'Sabbath?' }] });
+      expect(missing.status).toBe(422);
+      const notFloat = await ask(question('Sabbath?', { certainty: 'high' }));
+      expect(notFloat.status).toBe(422);
+      expect(contractProblems('createGroundedChatCompletion', 422, notFloat.body)).toEqual([]);
+    });
   });
+}
+
+describe('on PGlite', () => {
+  groundedSuite(() => startTestPlatform({ logLevel: 'silent' }), true);
 });
 
-describe('status rules of grounded completions', () => {
-  it('an unknown publisher is 400 PUBLISHER_NOT_FOUND, never 404', async () => {
-    expectAIError(await ask(question('Sabbath?', { rag_publisher: 'No Such Press' })), 400, 'PUBLISHER_NOT_FOUND');
-  });
-
-  it("another organization's publisher is 403 FORBIDDEN", async () => {
-    expectAIError(await ask(question('Sabbath?'), { key: otherOrgKey }), 403, 'FORBIDDEN');
-  });
-
-  it('a key without the inference scope is 403', async () => {
-    const answer = await ask(question('Sabbath?'), { key: chatOnlyKey });
-    expect(answer.status).toBe(403);
-  });
-
-  it('the v2 completion errors apply: routing selector, user message, unknown model, guardrail', async () => {
-    expectAIError(await ask({ ...question('Sabbath?'), model: 'local-chat' }), 400, 'ROUTING_SELECTOR_INVALID');
-    expectAIError(await ask({ auto_routing: true, messages: [{ role: 'system', content: 'Be brief.' }], rag_publisher: PUBLISHER }), 400, 'NO_USER_MESSAGE');
-    expectAIError(await ask({ model: 'no-such-model', messages: [{ role: 'user', content: 'Sabbath?' }], rag_publisher: PUBLISHER }), 400, 'UNSUPPORTED_MODEL');
-    expectAIError(await ask(question('What is the easiest way to kill myself?')), 403, 'GUARDRAIL_BLOCKED');
-  });
-
-  it('a request the completion refuses is refused before retrieval: nothing embedded, nothing metered', async () => {
-    const { inference, billing, database } = platform.services;
-    const embed = vi.spyOn(inference.gateway, 'embed');
-    try {
-      const refused = [
-        [await ask({ ...question('Sabbath?'), model: 'local-chat' }), 400, 'ROUTING_SELECTOR_INVALID'],
-        [await ask({ model: 'no-such-model', messages: [{ role: 'user', content: 'Sabbath?' }], rag_publisher: PUBLISHER }), 400, 'UNSUPPORTED_MODEL'],
-        [await ask(question('What is the easiest way to kill myself?')), 403, 'GUARDRAIL_BLOCKED'],
-        [await ask({ auto_routing: true, messages: [{ role: 'system', content: 'Be brief.' }], rag_publisher: PUBLISHER }), 400, 'NO_USER_MESSAGE'],
-      ] as const;
-      for (const [answer, status, name] of refused) expectAIError(answer, status, name);
-      expect(embed).not.toHaveBeenCalled();
-      await billing.drain();
-      const traces = refused.map(([answer]) => answer.headers.get('x-trace-id')!);
-      expect(await database.prisma.usageRecord.count({ where: { traceId: { in: traces } } })).toBe(0);
-      // An accepted one does retrieve (the spy sees it).
-      expectOk('createGroundedChatCompletion', await ask(question('How many hours of sun do tomatoes need?')));
-      expect(embed).toHaveBeenCalledTimes(1);
-    } finally {
-      embed.mockRestore();
-    }
-  });
-
-  it('a missing rag_publisher, or a non-float certainty, is 422', async () => {
-    const missing = await ask({ auto_routing: true, messages: [{ role: 'user', content: 'Sabbath?' }] });
-    expect(missing.status).toBe(422);
-    const notFloat = await ask(question('Sabbath?', { certainty: 'high' }));
-    expect(notFloat.status).toBe(422);
-    expect(contractProblems('createGroundedChatCompletion', 422, notFloat.body)).toEqual([]);
-  });
+describePostgres('on PostgreSQL', () => {
+  const database = useTestDatabase('grounded');
+  groundedSuite(() => startTestPlatform({ databaseUrl: database.url, logLevel: 'silent' }), pgvector);
 });
 
 describe('an OpenAI-compatible upstream', () => {

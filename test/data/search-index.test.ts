@@ -1,7 +1,8 @@
-// The chunk index and the hybrid retriever on PGlite (which has pgvector): passages are
-// written in one step that makes the item searchable, retrieval sees only the caller's
-// visible, searchable, live items, certainty filters as Weaviate defines it, and the
-// embedding space of a collection is never mixed. The embedder is the lexical hashing one:
+// The chunk index and the hybrid retriever, on PGlite (which has pgvector) and on a
+// PostgreSQL that has it: passages are staged, then published in one step that makes the
+// item searchable, retrieval sees only the caller's visible, searchable, live items,
+// certainty filters as Weaviate defines it, and the embedding space of a collection is
+// never mixed. The embedder is the lexical hashing one:
 // fast and deterministic, and it embeds passages and queries alike.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,196 +12,212 @@ import { PgChunkIndex, PgRetriever, SEARCHABLE_STATUS } from '../../server/data/
 import { createLogger } from '../../server/logging.js';
 import { HashingEmbedder } from '../../server/providers/local/hashing-embedder.js';
 import { openDatabase, type Database } from '../../server/storage/index.js';
+import { describePostgres, useTestDatabase } from '../support/postgres.js';
+import { NEEDS_PGVECTOR, pgvector } from './pgvector.js';
 
 const embedder = new HashingEmbedder({ dimensions: 512 });
 const SPACE: EmbeddingSpace = { model: 'local-hash-test', dimensions: 512 };
 
-let db: Database;
-let index: PgChunkIndex;
-let retriever: PgRetriever;
-let org: { id: string; publisherId: string; otherPublisherId: string };
-let otherOrg: { id: string; publisherId: string };
+/** The suite, on a database that has pgvector; `open` gives a fresh one. */
+function searchIndexSuite(open: () => Promise<Database>) {
+  let db: Database;
+  let index: PgChunkIndex;
+  let retriever: PgRetriever;
+  let org: { id: string; publisherId: string; otherPublisherId: string };
+  let otherOrg: { id: string; publisherId: string };
 
-async function indexItem(publisherId: string, texts: string[], title = 'An item') {
-  const item = await db.prisma.item.create({ data: { publisherId, fileName: `${randomUUID()}.md`, title, status: 'EMBEDDING' } });
-  const vectors = await embedder.embed(texts);
-  await index.replaceItemChunks(
-    item.id,
-    await index.embeddingSpace(publisherId),
-    texts.map((content, ordinal) => ({ ordinal, content, tokenCount: content.split(' ').length, embedding: vectors[ordinal]! })),
-  );
-  return item;
+  async function indexItem(publisherId: string, texts: string[], title = 'An item') {
+    const item = await db.prisma.item.create({ data: { publisherId, fileName: `${randomUUID()}.md`, title, status: 'EMBEDDING' } });
+    const vectors = await embedder.embed(texts);
+    await index.replaceItemChunks(
+      item.id,
+      await index.embeddingSpace(publisherId),
+      texts.map((content, ordinal) => ({ ordinal, content, tokenCount: content.split(' ').length, embedding: vectors[ordinal]! })),
+    );
+    return item;
+  }
+
+  const query = (text: string, overrides: Partial<RetrievalQuery> = {}): RetrievalQuery => ({
+    organizationId: org.id,
+    publisherIds: [org.publisherId, org.otherPublisherId],
+    query: text,
+    limit: 10,
+    certainty: 0.5,
+    purpose: 'search',
+    ...overrides,
+  });
+
+  beforeAll(async () => {
+    db = await open();
+    const collections = new Collections(db.prisma, 'GlooProd', SPACE);
+    index = new PgChunkIndex(db.prisma, db.capabilities, collections);
+    retriever = new PgRetriever(db.prisma, db.capabilities, collections, async (space, text) => {
+      expect(space).toEqual(SPACE);
+      return (await embedder.embed([text], space.dimensions))[0]!;
+    });
+    const o = await db.prisma.organization.create({ data: { name: 'search-org' } });
+    const p1 = await db.prisma.publisher.create({ data: { name: 'Search Pub One', organizationId: o.id } });
+    const p2 = await db.prisma.publisher.create({ data: { name: 'Search Pub Two', organizationId: o.id } });
+    org = { id: o.id, publisherId: p1.id, otherPublisherId: p2.id };
+    const b = await db.prisma.organization.create({ data: { name: 'other-org' } });
+    const pb = await db.prisma.publisher.create({ data: { name: 'Other Org Pub', organizationId: b.id } });
+    otherOrg = { id: b.id, publisherId: pb.id };
+  }, 60_000);
+  afterAll(() => db?.close());
+
+  describe('chunk index', () => {
+    it('records the space on first use and writes passages that make the item searchable', async () => {
+      expect(db.capabilities.vector).toBe(true);
+      expect(await index.embeddingSpace(org.publisherId)).toEqual(SPACE);
+      const item = await indexItem(org.publisherId, ['Gardening tomatoes in raised beds', 'Watering schedules for summer heat']);
+      const row = await db.prisma.item.findUniqueOrThrow({ where: { id: item.id } });
+      expect(row).toMatchObject({ status: SEARCHABLE_STATUS, chunkCount: 2 });
+      const chunks = await db.prisma.$queryRaw<{ ordinal: number; embedding_model: string; dims: number }[]>`
+        SELECT ordinal, embedding_model, vector_dims(embedding) AS dims FROM chunks WHERE item_id = ${item.id}::uuid ORDER BY ordinal`;
+      expect(chunks).toEqual([
+        { ordinal: 0, embedding_model: SPACE.model, dims: 512 },
+        { ordinal: 1, embedding_model: SPACE.model, dims: 512 },
+      ]);
+    });
+
+    it('replaces the passages of an item: the old set goes, the new one comes', async () => {
+      const item = await indexItem(org.publisherId, ['first version about lighthouses']);
+      const vectors = await embedder.embed(['second version about submarines', 'and deep sea trenches']);
+      await index.replaceItemChunks(item.id, SPACE, [
+        { ordinal: 0, content: 'second version about submarines', tokenCount: 4, embedding: vectors[0]! },
+        { ordinal: 1, content: 'and deep sea trenches', tokenCount: 4, embedding: vectors[1]! },
+      ]);
+      const contents = (await db.prisma.chunk.findMany({ where: { itemId: item.id }, orderBy: { ordinal: 'asc' } })).map((c) => c.content);
+      expect(contents).toEqual(['second version about submarines', 'and deep sea trenches']);
+      expect((await retriever.retrieve(query('lighthouses', { certainty: 0.55 }))).map((p) => p.itemId)).not.toContain(item.id);
+      expect((await retriever.retrieve(query('submarines deep sea', { certainty: 0.55 }))).map((p) => p.itemId)).toContain(item.id);
+    });
+
+    it('never mixes spaces: passages of another model or size are refused', async () => {
+      const item = await db.prisma.item.create({ data: { publisherId: org.publisherId, fileName: 'x.md' } });
+      const [v] = await embedder.embed(['text']);
+      await expect(index.replaceItemChunks(item.id, { model: 'another-model', dimensions: 512 }, [{ ordinal: 0, content: 'text', tokenCount: 1, embedding: v! }])).rejects.toThrow(/collection holds/);
+      await expect(index.replaceItemChunks(item.id, SPACE, [{ ordinal: 0, content: 'text', tokenCount: 1, embedding: [1, 0, 0] }])).rejects.toThrow(/dimensions/);
+      expect(await db.prisma.chunk.count({ where: { itemId: item.id } })).toBe(0);
+      expect((await db.prisma.item.findUniqueOrThrow({ where: { id: item.id } })).status).toBe('QUEUED');
+    });
+
+    it('does not write passages back for an item deleted meanwhile', async () => {
+      const item = await db.prisma.item.create({ data: { publisherId: org.publisherId, fileName: 'gone.md', deletedAt: new Date() } });
+      const [v] = await embedder.embed(['ghost passage']);
+      await index.replaceItemChunks(item.id, SPACE, [{ ordinal: 0, content: 'ghost passage', tokenCount: 2, embedding: v! }]);
+      expect(await db.prisma.chunk.count({ where: { itemId: item.id } })).toBe(0);
+    });
+  });
+
+  describe('retriever', () => {
+    it('finds the passage like the query, best first, with certainty (1 + cosine) / 2', async () => {
+      const item = await indexItem(org.otherPublisherId, ['Baking sourdough bread with a starter', 'Cleaning a cast iron pan'], 'Kitchen');
+      const passages = await retriever.retrieve(query('sourdough bread starter'));
+      expect(passages[0]).toMatchObject({ itemId: item.id, ordinal: 0, publisherName: 'Search Pub Two', itemTitle: 'Kitchen' });
+      for (const p of passages) {
+        expect(p.certainty).toBeCloseTo(1 - p.distance / 2, 10);
+        expect(p.certainty).toBeGreaterThanOrEqual(0.5);
+      }
+      const [q] = await embedder.embed(['sourdough bread starter']);
+      const [d] = await embedder.embed(['Baking sourdough bread with a starter']);
+      const cosine = q!.reduce((sum, x, i) => sum + x * d![i]!, 0);
+      expect(passages[0]!.certainty).toBeCloseTo((1 + cosine) / 2, 5);
+    });
+
+    it('filters by certainty: raising it returns fewer, lowering it toward 0.5 more', async () => {
+      const loose = await retriever.retrieve(query('bread', { certainty: 0.5 }));
+      const strict = await retriever.retrieve(query('bread', { certainty: 0.99 }));
+      expect(loose.length).toBeGreaterThan(strict.length);
+      expect(strict.every((p) => p.certainty >= 0.99)).toBe(true);
+    });
+
+    it('sees only the given publishers of the caller organization', async () => {
+      const foreign = await indexItem(otherOrg.publisherId, ['Baking sourdough bread with a starter']);
+      const mine = await retriever.retrieve(query('sourdough bread starter'));
+      expect(mine.map((p) => p.itemId)).not.toContain(foreign.id);
+      // Even a publisher id of another organization passed in by mistake finds nothing.
+      const smuggled = await retriever.retrieve(query('sourdough bread starter', { publisherIds: [otherOrg.publisherId] }));
+      expect(smuggled).toEqual([]);
+      const onlyOne = await retriever.retrieve(query('sourdough bread starter', { publisherIds: [org.publisherId] }));
+      expect(onlyOne.every((p) => p.publisherId === org.publisherId)).toBe(true);
+    });
+
+    it('drops an item at once when it is hidden, and answers by purpose', async () => {
+      const item = await indexItem(org.publisherId, ['Migratory patterns of arctic terns']);
+      expect((await retriever.retrieve(query('arctic terns migration'))).map((p) => p.itemId)).toContain(item.id);
+      await db.prisma.item.update({ where: { id: item.id }, data: { visibleInSearch: false } });
+      expect((await retriever.retrieve(query('arctic terns migration'))).map((p) => p.itemId)).not.toContain(item.id);
+      expect((await retriever.retrieve(query('arctic terns migration', { purpose: 'chat' }))).map((p) => p.itemId)).toContain(item.id);
+      await db.prisma.item.update({ where: { id: item.id }, data: { deletedAt: new Date() } });
+      expect((await retriever.retrieve(query('arctic terns migration', { purpose: 'chat' }))).map((p) => p.itemId)).not.toContain(item.id);
+    });
+
+    it('skips items whose indexing is not finished', async () => {
+      const item = await indexItem(org.publisherId, ['Volcanic soil and vineyards']);
+      await db.prisma.item.update({ where: { id: item.id }, data: { status: 'EMBEDDING' } });
+      expect((await retriever.retrieve(query('volcanic soil vineyards'))).map((p) => p.itemId)).not.toContain(item.id);
+    });
+
+    it('passages staged for an item still being indexed never take a searchable passage\'s place', async () => {
+      const live = await indexItem(org.publisherId, ['Harbour seals resting on the rocks']);
+      // 30 staged passages that match the query better than the live one, with a candidate
+      // pool of 10: were they candidates, the live passage would never reach the fusion.
+      const staging = await db.prisma.item.create({ data: { publisherId: org.publisherId, fileName: 'staging.md', status: 'EMBEDDING' } });
+      const text = 'harbour seals rocks resting';
+      const [v] = await embedder.embed([text]);
+      expect(await index.stage(staging.id, SPACE, Array.from({ length: 30 }, (_, ordinal) => ({ ordinal, content: text, tokenCount: 4, embedding: v! })), { first: true })).toBe(true);
+      const narrow = new PgRetriever(db.prisma, db.capabilities, new Collections(db.prisma, 'GlooProd', SPACE), async (_space, q) => (await embedder.embed([q]))[0]!, { candidates: 10 });
+      for (const mode of ['vector', 'text', 'hybrid'] as const) {
+        const found = await narrow.retrieve(query(text, { mode, limit: 1 }));
+        expect(found.map((p) => p.itemId), mode).toEqual([live.id]);
+      }
+      // Published, they are the item's content, searchable at once.
+      expect(await index.publish(staging.id, 30)).toBe(true);
+      expect((await narrow.retrieve(query(text, { limit: 1 })))[0]?.itemId).toBe(staging.id);
+      expect(await db.prisma.item.findUniqueOrThrow({ where: { id: staging.id } })).toMatchObject({ status: SEARCHABLE_STATUS, chunkCount: 30 });
+    });
+
+    it('publishes exactly the staged set; a visibility patch made while staging reaches the passages', async () => {
+      const item = await db.prisma.item.create({ data: { publisherId: org.publisherId, fileName: 'patched.md', status: 'EMBEDDING' } });
+      const [v] = await embedder.embed(['patched while staging']);
+      const chunk = (ordinal: number) => ({ ordinal, content: 'patched while staging', tokenCount: 3, embedding: v! });
+      await index.stage(item.id, SPACE, [chunk(0), chunk(1)], { first: true });
+      // Hidden from search before any passage was there to update (as a patch sees it).
+      await db.prisma.item.update({ where: { id: item.id }, data: { visibleInSearch: false } });
+      await expect(index.publish(item.id, 3)).rejects.toThrow(/2 passages staged, 3 expected/);
+      await index.stage(item.id, SPACE, [chunk(2)], { first: false });
+      expect(await index.publish(item.id, 3)).toBe(true);
+      expect(await db.prisma.chunk.findMany({ where: { itemId: item.id }, select: { visibleInSearch: true } })).toEqual([{ visibleInSearch: false }, { visibleInSearch: false }, { visibleInSearch: false }]);
+      // A new first batch starts the set afresh.
+      await index.stage(item.id, SPACE, [chunk(0)], { first: true });
+      expect(await db.prisma.chunk.count({ where: { itemId: item.id } })).toBe(1);
+    });
+
+    it('ranks by vectors alone, words alone or both', async () => {
+      for (const mode of ['vector', 'text', 'hybrid'] as const) {
+        const passages = await retriever.retrieve(query('cast iron pan', { mode }));
+        expect(passages[0]?.content, mode).toBe('Cleaning a cast iron pan');
+      }
+      // Words the text list cannot match leave only the vector list.
+      expect(await retriever.retrieve(query('zzzqqq', { mode: 'text' }))).toEqual([]);
+    });
+
+    it('returns nothing for an organization that has indexed nothing', async () => {
+      const o = await db.prisma.organization.create({ data: { name: 'empty-org' } });
+      const p = await db.prisma.publisher.create({ data: { name: 'Empty Pub', organizationId: o.id } });
+      expect(await retriever.retrieve(query('anything', { organizationId: o.id, publisherIds: [p.id] }))).toEqual([]);
+    });
+  });
 }
 
-const query = (text: string, overrides: Partial<RetrievalQuery> = {}): RetrievalQuery => ({
-  organizationId: org.id,
-  publisherIds: [org.publisherId, org.otherPublisherId],
-  query: text,
-  limit: 10,
-  certainty: 0.5,
-  purpose: 'search',
-  ...overrides,
+describe('on PGlite', () => {
+  searchIndexSuite(() => openDatabase({ dataDir: 'memory://', logger: createLogger('silent') }));
 });
 
-beforeAll(async () => {
-  db = await openDatabase({ dataDir: 'memory://', logger: createLogger('silent') });
-  const collections = new Collections(db.prisma, 'GlooProd', SPACE);
-  index = new PgChunkIndex(db.prisma, db.capabilities, collections);
-  retriever = new PgRetriever(db.prisma, db.capabilities, collections, async (space, text) => {
-    expect(space).toEqual(SPACE);
-    return (await embedder.embed([text], space.dimensions))[0]!;
-  });
-  const o = await db.prisma.organization.create({ data: { name: 'search-org' } });
-  const p1 = await db.prisma.publisher.create({ data: { name: 'Search Pub One', organizationId: o.id } });
-  const p2 = await db.prisma.publisher.create({ data: { name: 'Search Pub Two', organizationId: o.id } });
-  org = { id: o.id, publisherId: p1.id, otherPublisherId: p2.id };
-  const b = await db.prisma.organization.create({ data: { name: 'other-org' } });
-  const pb = await db.prisma.publisher.create({ data: { name: 'Other Org Pub', organizationId: b.id } });
-  otherOrg = { id: b.id, publisherId: pb.id };
-}, 60_000);
-afterAll(() => db?.close());
-
-describe('chunk index', () => {
-  it('records the space on first use and writes passages that make the item searchable', async () => {
-    expect(db.capabilities.vector).toBe(true);
-    expect(await index.embeddingSpace(org.publisherId)).toEqual(SPACE);
-    const item = await indexItem(org.publisherId, ['Gardening tomatoes in raised beds', 'Watering schedules for summer heat']);
-    const row = await db.prisma.item.findUniqueOrThrow({ where: { id: item.id } });
-    expect(row).toMatchObject({ status: SEARCHABLE_STATUS, chunkCount: 2 });
-    const chunks = await db.prisma.$queryRaw<{ ordinal: number; embedding_model: string; dims: number }[]>`
-      SELECT ordinal, embedding_model, vector_dims(embedding) AS dims FROM chunks WHERE item_id = ${item.id}::uuid ORDER BY ordinal`;
-    expect(chunks).toEqual([
-      { ordinal: 0, embedding_model: SPACE.model, dims: 512 },
-      { ordinal: 1, embedding_model: SPACE.model, dims: 512 },
-    ]);
-  });
-
-  it('replaces the passages of an item: the old set goes, the new one comes', async () => {
-    const item = await indexItem(org.publisherId, ['first version about lighthouses']);
-    const vectors = await embedder.embed(['second version about submarines', 'and deep sea trenches']);
-    await index.replaceItemChunks(item.id, SPACE, [
-      { ordinal: 0, content: 'second version about submarines', tokenCount: 4, embedding: vectors[0]! },
-      { ordinal: 1, content: 'and deep sea trenches', tokenCount: 4, embedding: vectors[1]! },
-    ]);
-    const contents = (await db.prisma.chunk.findMany({ where: { itemId: item.id }, orderBy: { ordinal: 'asc' } })).map((c) => c.content);
-    expect(contents).toEqual(['second version about submarines', 'and deep sea trenches']);
-    expect((await retriever.retrieve(query('lighthouses', { certainty: 0.55 }))).map((p) => p.itemId)).not.toContain(item.id);
-    expect((await retriever.retrieve(query('submarines deep sea', { certainty: 0.55 }))).map((p) => p.itemId)).toContain(item.id);
-  });
-
-  it('never mixes spaces: passages of another model or size are refused', async () => {
-    const item = await db.prisma.item.create({ data: { publisherId: org.publisherId, fileName: 'x.md' } });
-    const [v] = await embedder.embed(['text']);
-    await expect(index.replaceItemChunks(item.id, { model: 'another-model', dimensions: 512 }, [{ ordinal: 0, content: 'text', tokenCount: 1, embedding: v! }])).rejects.toThrow(/collection holds/);
-    await expect(index.replaceItemChunks(item.id, SPACE, [{ ordinal: 0, content: 'text', tokenCount: 1, embedding: [1, 0, 0] }])).rejects.toThrow(/dimensions/);
-    expect(await db.prisma.chunk.count({ where: { itemId: item.id } })).toBe(0);
-    expect((await db.prisma.item.findUniqueOrThrow({ where: { id: item.id } })).status).toBe('QUEUED');
-  });
-
-  it('does not write passages back for an item deleted meanwhile', async () => {
-    const item = await db.prisma.item.create({ data: { publisherId: org.publisherId, fileName: 'gone.md', deletedAt: new Date() } });
-    const [v] = await embedder.embed(['ghost passage']);
-    await index.replaceItemChunks(item.id, SPACE, [{ ordinal: 0, content: 'ghost passage', tokenCount: 2, embedding: v! }]);
-    expect(await db.prisma.chunk.count({ where: { itemId: item.id } })).toBe(0);
-  });
-});
-
-describe('retriever', () => {
-  it('finds the passage like the query, best first, with certainty (1 + cosine) / 2', async () => {
-    const item = await indexItem(org.otherPublisherId, ['Baking sourdough bread with a starter', 'Cleaning a cast iron pan'], 'Kitchen');
-    const passages = await retriever.retrieve(query('sourdough bread starter'));
-    expect(passages[0]).toMatchObject({ itemId: item.id, ordinal: 0, publisherName: 'Search Pub Two', itemTitle: 'Kitchen' });
-    for (const p of passages) {
-      expect(p.certainty).toBeCloseTo(1 - p.distance / 2, 10);
-      expect(p.certainty).toBeGreaterThanOrEqual(0.5);
-    }
-    const [q] = await embedder.embed(['sourdough bread starter']);
-    const [d] = await embedder.embed(['Baking sourdough bread with a starter']);
-    const cosine = q!.reduce((sum, x, i) => sum + x * d![i]!, 0);
-    expect(passages[0]!.certainty).toBeCloseTo((1 + cosine) / 2, 5);
-  });
-
-  it('filters by certainty: raising it returns fewer, lowering it toward 0.5 more', async () => {
-    const loose = await retriever.retrieve(query('bread', { certainty: 0.5 }));
-    const strict = await retriever.retrieve(query('bread', { certainty: 0.99 }));
-    expect(loose.length).toBeGreaterThan(strict.length);
-    expect(strict.every((p) => p.certainty >= 0.99)).toBe(true);
-  });
-
-  it('sees only the given publishers of the caller organization', async () => {
-    const foreign = await indexItem(otherOrg.publisherId, ['Baking sourdough bread with a starter']);
-    const mine = await retriever.retrieve(query('sourdough bread starter'));
-    expect(mine.map((p) => p.itemId)).not.toContain(foreign.id);
-    // Even a publisher id of another organization passed in by mistake finds nothing.
-    const smuggled = await retriever.retrieve(query('sourdough bread starter', { publisherIds: [otherOrg.publisherId] }));
-    expect(smuggled).toEqual([]);
-    const onlyOne = await retriever.retrieve(query('sourdough bread starter', { publisherIds: [org.publisherId] }));
-    expect(onlyOne.every((p) => p.publisherId === org.publisherId)).toBe(true);
-  });
-
-  it('drops an item at once when it is hidden, and answers by purpose', async () => {
-    const item = await indexItem(org.publisherId, ['Migratory patterns of arctic terns']);
-    expect((await retriever.retrieve(query('arctic terns migration'))).map((p) => p.itemId)).toContain(item.id);
-    await db.prisma.item.update({ where: { id: item.id }, data: { visibleInSearch: false } });
-    expect((await retriever.retrieve(query('arctic terns migration'))).map((p) => p.itemId)).not.toContain(item.id);
-    expect((await retriever.retrieve(query('arctic terns migration', { purpose: 'chat' }))).map((p) => p.itemId)).toContain(item.id);
-    await db.prisma.item.update({ where: { id: item.id }, data: { deletedAt: new Date() } });
-    expect((await retriever.retrieve(query('arctic terns migration', { purpose: 'chat' }))).map((p) => p.itemId)).not.toContain(item.id);
-  });
-
-  it('skips items whose indexing is not finished', async () => {
-    const item = await indexItem(org.publisherId, ['Volcanic soil and vineyards']);
-    await db.prisma.item.update({ where: { id: item.id }, data: { status: 'EMBEDDING' } });
-    expect((await retriever.retrieve(query('volcanic soil vineyards'))).map((p) => p.itemId)).not.toContain(item.id);
-  });
-
-  it('passages staged for an item still being indexed never take a searchable passage\'s place', async () => {
-    const live = await indexItem(org.publisherId, ['Harbour seals resting on the rocks']);
-    // 30 staged passages that match the query better than the live one, with a candidate
-    // pool of 10: were they candidates, the live passage would never reach the fusion.
-    const staging = await db.prisma.item.create({ data: { publisherId: org.publisherId, fileName: 'staging.md', status: 'EMBEDDING' } });
-    const text = 'harbour seals rocks resting';
-    const [v] = await embedder.embed([text]);
-    expect(await index.stage(staging.id, SPACE, Array.from({ length: 30 }, (_, ordinal) => ({ ordinal, content: text, tokenCount: 4, embedding: v! })), { first: true })).toBe(true);
-    const narrow = new PgRetriever(db.prisma, db.capabilities, new Collections(db.prisma, 'GlooProd', SPACE), async (_space, q) => (await embedder.embed([q]))[0]!, { candidates: 10 });
-    for (const mode of ['vector', 'text', 'hybrid'] as const) {
-      const found = await narrow.retrieve(query(text, { mode, limit: 1 }));
-      expect(found.map((p) => p.itemId), mode).toEqual([live.id]);
-    }
-    // Published, they are the item's content, searchable at once.
-    expect(await index.publish(staging.id, 30)).toBe(true);
-    expect((await narrow.retrieve(query(text, { limit: 1 })))[0]?.itemId).toBe(staging.id);
-    expect(await db.prisma.item.findUniqueOrThrow({ where: { id: staging.id } })).toMatchObject({ status: SEARCHABLE_STATUS, chunkCount: 30 });
-  });
-
-  it('publishes exactly the staged set; a visibility patch made while staging reaches the passages', async () => {
-    const item = await db.prisma.item.create({ data: { publisherId: org.publisherId, fileName: 'patched.md', status: 'EMBEDDING' } });
-    const [v] = await embedder.embed(['patched while staging']);
-    const chunk = (ordinal: number) => ({ ordinal, content: 'patched while staging', tokenCount: 3, embedding: v! });
-    await index.stage(item.id, SPACE, [chunk(0), chunk(1)], { first: true });
-    // Hidden from search before any passage was there to update (as a patch sees it).
-    await db.prisma.item.update({ where: { id: item.id }, data: { visibleInSearch: false } });
-    await expect(index.publish(item.id, 3)).rejects.toThrow(/2 passages staged, 3 expected/);
-    await index.stage(item.id, SPACE, [chunk(2)], { first: false });
-    expect(await index.publish(item.id, 3)).toBe(true);
-    expect(await db.prisma.chunk.findMany({ where: { itemId: item.id }, select: { visibleInSearch: true } })).toEqual([{ visibleInSearch: false }, { visibleInSearch: false }, { visibleInSearch: false }]);
-    // A new first batch starts the set afresh.
-    await index.stage(item.id, SPACE, [chunk(0)], { first: true });
-    expect(await db.prisma.chunk.count({ where: { itemId: item.id } })).toBe(1);
-  });
-
-  it('ranks by vectors alone, words alone or both', async () => {
-    for (const mode of ['vector', 'text', 'hybrid'] as const) {
-      const passages = await retriever.retrieve(query('cast iron pan', { mode }));
-      expect(passages[0]?.content, mode).toBe('Cleaning a cast iron pan');
-    }
-    // Words the text list cannot match leave only the vector list.
-    expect(await retriever.retrieve(query('zzzqqq', { mode: 'text' }))).toEqual([]);
-  });
-
-  it('returns nothing for an organization that has indexed nothing', async () => {
-    const o = await db.prisma.organization.create({ data: { name: 'empty-org' } });
-    const p = await db.prisma.publisher.create({ data: { name: 'Empty Pub', organizationId: o.id } });
-    expect(await retriever.retrieve(query('anything', { organizationId: o.id, publisherIds: [p.id] }))).toEqual([]);
+describePostgres('on PostgreSQL', () => {
+  const database = useTestDatabase('search_index');
+  describe.skipIf(!pgvector)(`with pgvector${NEEDS_PGVECTOR}`, () => {
+    searchIndexSuite(() => openDatabase({ databaseUrl: database.url, dataDir: 'unused', logger: createLogger('silent') }));
   });
 });

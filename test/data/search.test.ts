@@ -3,13 +3,14 @@
 // shapes of the contract, ranking, and that only the caller's visible, live items appear.
 //
 // The request rules hold on every database, so they run on PGlite and on PostgreSQL.
-// Finding passages needs pgvector: those tests run on PGlite (which ships it); the
-// PostgreSQL of CI has no pgvector, where a valid search is answered 503 (tested there).
+// Finding passages needs pgvector: those tests run on PGlite (which ships it) and on a
+// PostgreSQL that has it; on one without (CI's here) a valid search is answered 503.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OperationId } from '../../generated/server/operations.js';
 import { contractProblems } from '../support/contract.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
 import { describePostgres, useTestDatabase } from '../support/postgres.js';
+import { NEEDS_PGVECTOR, pgvector, WITHOUT_PGVECTOR } from './pgvector.js';
 
 const TRACE = /^trc_[0-9a-f]{32}$/;
 const SEARCH_PATHS = [
@@ -178,11 +179,11 @@ describe('search request rules on PGlite', () => {
   requestRules(() => startTestPlatform());
 });
 
-describePostgres('search request rules on PostgreSQL (no pgvector)', () => {
+describePostgres('search request rules on PostgreSQL', () => {
   const database = useTestDatabase('search_rules');
   const world = requestRules(() => startTestPlatform({ databaseUrl: database.url }));
 
-  it('answers a valid search 503: semantic search needs pgvector', async () => {
+  it.skipIf(pgvector)(`answers a valid search 503: semantic search needs pgvector${WITHOUT_PGVECTOR}`, async () => {
     expect(world().platform.services.database.capabilities.vector).toBe(false);
     for (const [operationId, path] of SEARCH_PATHS) {
       const answer = await post(world().platform, path, { query: 'rest', collection: 'GlooProd', tenant: world().publisherName });
@@ -192,7 +193,7 @@ describePostgres('search request rules on PostgreSQL (no pgvector)', () => {
     expectAnswer('getRecommendations', await post(world().platform, '/ai/v1/data/items/recommendations/base', { query: 'rest', collection: 'GlooProd', tenant: world().publisherName }), 503);
   });
 
-  it('indexes passages without vectors there, so the item is still complete', async () => {
+  it.skipIf(pgvector)(`indexes passages without vectors there, so the item is still complete${WITHOUT_PGVECTOR}`, async () => {
     const { chunkIndex, database } = world().platform.services;
     const publisher = await database.prisma.publisher.findUniqueOrThrow({ where: { name: world().publisherName } });
     const item = await database.prisma.item.create({ data: { publisherId: publisher.id, fileName: 'pg.md', status: 'EMBEDDING' } });
@@ -206,7 +207,8 @@ describePostgres('search request rules on PostgreSQL (no pgvector)', () => {
 
 // ------------------------------------------------------- finding passages (needs pgvector)
 
-describe('search and recommendations on PGlite (pgvector)', () => {
+/** Finding passages, on a platform whose database has pgvector. */
+function findingPassages(start: () => Promise<TestPlatform>) {
   let world: World;
   let items: Record<string, string>;
 
@@ -228,7 +230,7 @@ describe('search and recommendations on PGlite (pgvector)', () => {
   }
 
   beforeAll(async () => {
-    world = await buildWorld(await startTestPlatform());
+    world = await buildWorld(await start());
     items = {
       sleep: await indexItem(world.publisherName, 'Sleep for new parents', [
         'Newborns wake often at night; parents can take turns so each gets a longer stretch of sleep.',
@@ -364,5 +366,16 @@ describe('search and recommendations on PGlite (pgvector)', () => {
       query: 'parents need sleep at night', certainty_threshold: 0.5, publishers: [world.secondPublisherName],
     });
     expect(narrowed.body.map((r: any) => r.item_id)).toEqual([items.second]);
+  });
+}
+
+describe('search and recommendations on PGlite (pgvector)', () => {
+  findingPassages(() => startTestPlatform());
+});
+
+describePostgres('search and recommendations on PostgreSQL', () => {
+  const database = useTestDatabase('search_finding');
+  describe.skipIf(!pgvector)(`with pgvector${NEEDS_PGVECTOR}`, () => {
+    findingPassages(() => startTestPlatform({ databaseUrl: database.url }));
   });
 });
