@@ -9,7 +9,7 @@ import { ApiError } from '../errors.js';
 import type { GatewayService, Served } from '../gateway/gateway-service.js';
 import type { Guardrails } from '../gateway/guardrails.js';
 import type { Principal } from '../identity/principal.js';
-import { planRoute, requestFeatures } from '../gateway/routing.js';
+import { planRoute, requestFeatures, type RoutePlan } from '../gateway/routing.js';
 import { withTradition } from '../gateway/tradition.js';
 import { estimateMessageTokens } from '../providers/local/tokens.js';
 import type { ChatMessage, ToolCall } from '../providers/types.js';
@@ -17,7 +17,7 @@ import { type Grounding, groundResponse } from './grounded.js';
 import { drawImages } from './images.js';
 import { inputItems, toMessages } from './input.js';
 import { functionCallItem, incompleteReason, messageItem, newId, reasoningItem, responseObject, usageOf, type ResponseFrame } from './output.js';
-import { IMAGE_FUNCTION, providerRequest } from './request.js';
+import { IMAGE_FUNCTION, providerRequest, type ProviderRequest } from './request.js';
 import type { ResponseStore } from './store.js';
 import { responseEvents } from './stream.js';
 import type { AIErrorObject, GroundedResponseBody, InputItem, OutputItem, ResponseBody, ResponseObject, StreamEvent } from './types.js';
@@ -36,6 +36,11 @@ export interface ResponseContext {
 
 export type ResponseAnswer = { kind: 'json'; body: ResponseObject } | { kind: 'stream'; stream: AsyncIterable<StreamEvent> };
 
+type Routed = ProviderRequest & { plan: RoutePlan };
+
+/** A request past every check before the model call: its items (stored with the answer) and route. */
+type Admitted = Routed & { items: InputItem[]; conversation: ChatMessage[] };
+
 export class ResponsesService {
   constructor(
     private readonly gateway: GatewayService,
@@ -50,19 +55,37 @@ export class ResponsesService {
    * citations; `sourcesReturned` is for the stream's header.
    */
   async createGrounded(principal: Principal, body: GroundedResponseBody, ctx: ResponseContext): Promise<{ answer: ResponseAnswer; sourcesReturned: boolean }> {
+    const admitted = await this.admit(body, ctx);
     const grounding = await groundResponse(this.sources, principal, body, ctx.signal);
-    return { answer: await this.create(body, ctx, grounding), sourcesReturned: grounding.report.sources_returned };
+    // The passages join the request: routed again, as they count toward the context window.
+    const routed = this.route(body, ctx, admitted.conversation, grounding);
+    return { answer: await this.answer(body, ctx, { ...admitted, ...routed }, grounding), sourcesReturned: grounding.report.sources_returned };
   }
 
-  async create(body: ResponseBody, ctx: ResponseContext, grounding?: Grounding): Promise<ResponseAnswer> {
-    const guarded = ctx.mode === 'guarded';
+  async create(body: ResponseBody, ctx: ResponseContext): Promise<ResponseAnswer> {
+    return this.answer(body, ctx, await this.admit(body, ctx));
+  }
+
+  /**
+   * What a response refuses before any model call, cheapest first: an unknown
+   * previous_response_id, no user message, a request that cannot be routed, then the input
+   * guardrails. A request refused anyway spends no moderation call (and, grounded, no retrieval).
+   */
+  private async admit(body: ResponseBody, ctx: ResponseContext): Promise<Admitted> {
     const history = body.previous_response_id ? await this.history(ctx.organizationId, body.previous_response_id) : [];
     const items = [...history, ...inputItems(body.input)];
     const conversation = toMessages(items);
-    if (guarded && !conversation.some((m) => m.role === 'user')) {
+    if (ctx.mode === 'guarded' && !conversation.some((m) => m.role === 'user')) {
       throw new ApiError('NO_USER_MESSAGE', 'input must contain at least one user message.', { param: 'input' });
     }
-    if (guarded) await this.guardrails.checkInput(conversation, ctx.signal);
+    const routed = this.route(body, ctx, conversation);
+    if (ctx.mode === 'guarded') await this.guardrails.checkInput(conversation, ctx.signal);
+    return { items, conversation, ...routed };
+  }
+
+  /** The provider request (instructions, grounding, tradition before the conversation) and its route. */
+  private route(body: ResponseBody, ctx: ResponseContext, conversation: ChatMessage[], grounding?: Grounding): Routed {
+    const guarded = ctx.mode === 'guarded';
     const system: ChatMessage[] = [
       ...(body.instructions ? [{ role: 'system' as const, content: body.instructions }] : []),
       ...(grounding ? [grounding.message] : []),
@@ -70,6 +93,12 @@ export class ResponsesService {
     const messages = guarded ? withTradition([...system, ...conversation], body.tradition) : [...system, ...conversation];
     const { request, imageTool } = providerRequest(body, messages);
     const plan = planRoute(this.gateway.catalog, guarded ? body : { model: body.model }, requestFeatures(request, { imageGeneration: imageTool !== undefined }));
+    return { request, imageTool, plan };
+  }
+
+  private async answer(body: ResponseBody, ctx: ResponseContext, admitted: Admitted, grounding?: Grounding): Promise<ResponseAnswer> {
+    const guarded = ctx.mode === 'guarded';
+    const { items, request, imageTool, plan } = admitted;
     if (body.metadata) ctx.log.info({ metadata: body.metadata }, 'response metadata');
 
     const id = newId('resp');

@@ -4,7 +4,7 @@
 // source); a stream sets X-Sources-Returned before its first event and announces the
 // annotations; zero sources is an ordinary 200 with sources_returned false.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { estimateTokens } from '../../server/providers/local/tokens.js';
 import { contractProblems, eventProblems } from '../support/contract.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
@@ -92,5 +92,22 @@ describe('grounded responses', () => {
     expect((await unknown.json()).error.name).toBe('PUBLISHER_NOT_FOUND');
     const tooMany = await ask({ input: 'Hello there.', sources_limit: 11 });
     expect(tooMany.status).toBe(422);
+  });
+
+  it('a request refused anyway is refused before retrieval: nothing is embedded', async () => {
+    const embed = vi.spyOn(platform.services.inference.gateway, 'embed');
+    try {
+      const refused = [
+        [await ask({ input: 'Sabbath?', auto_routing: true }), 400, 'ROUTING_SELECTOR_INVALID'],
+        [await ask({ input: 'What is the easiest way to kill myself?' }), 403, 'GUARDRAIL_BLOCKED'],
+        [await ask({ input: [{ role: 'system', content: 'Be brief.' }] }), 400, 'NO_USER_MESSAGE'],
+      ] as const;
+      for (const [res, status, name] of refused) expect([res.status, (await res.json()).error.name]).toEqual([status, name]);
+      expect(embed).not.toHaveBeenCalled();
+      expect((await ask({ input: 'How can families keep the Sabbath?' })).status).toBe(200);
+      expect(embed).toHaveBeenCalledTimes(1);
+    } finally {
+      embed.mockRestore();
+    }
   });
 });
