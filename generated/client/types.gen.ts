@@ -3209,7 +3209,7 @@ export type SearchRequest = {
      */
     certainty?: number;
     /**
-     * Maximum number of hits, 1 to 100 (checked by the server, 403 otherwise).
+     * Maximum number of hits, a whole number from 1 to 100 (checked by the server, 403 otherwise, 2.5 included).
      */
     limit?: number;
 };
