@@ -2095,7 +2095,7 @@ export interface components {
             publisher_id: string | null;
             /** @description Name of the owning publisher; null when not attached to one. */
             publisher_name: string | null;
-            /** @description Ingestion status, e.g. STARTED, QUEUED, FETCHING, TRANSCRIBING, NORMALIZING, CHUNKING, EMBEDDING, SYNCED, ENRICHED, COMPLETED, FAILED. */
+            /** @description Ingestion status (see `ItemStatus`); this server produces QUEUED, FETCHING, NORMALIZING, CHUNKING, EMBEDDING, COMPLETED and FAILED. */
             status: string | null;
             /** @description Title of the file; null when it has none. */
             title: string | null;
@@ -2413,7 +2413,11 @@ export interface components {
             producer_ids?: string[];
         };
         /**
-         * @description Ingestion status of an item.
+         * @description Ingestion status of an item: the public platform's set. This server moves an item
+         *     through QUEUED, FETCHING, NORMALIZING, CHUNKING and EMBEDDING to COMPLETED
+         *     (searchable) or FAILED; it never produces STARTED, TRANSCRIBING (no audio), SYNCED or
+         *     ENRICHED (storing the passages and COMPLETED are one step), which stay in the enum so
+         *     clients written for the public platform keep validating.
          * @enum {string}
          */
         ItemStatus: "STARTED" | "QUEUED" | "FETCHING" | "TRANSCRIBING" | "NORMALIZING" | "CHUNKING" | "EMBEDDING" | "SYNCED" | "ENRICHED" | "COMPLETED" | "FAILED";
