@@ -14,7 +14,7 @@ import { ItemGoneError, type ClaimedJob, type JobQueue } from './job-queue.js';
 import { isStreamed, parseDocument, streamText } from './parse.js';
 import { ItemStatus } from './statuses.js';
 
-/** Turns passages into vectors of a space (the gateway in production; a constant in a benchmark). */
+/** Turns passages into vectors of a space (the gateway in production; random vectors in a benchmark). */
 export interface PassageEmbedder {
   embed(space: EmbeddingSpace, texts: string[], signal: AbortSignal): Promise<number[][]>;
   /** The longest input the space's model takes, in (estimated) tokens. */
