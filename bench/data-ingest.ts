@@ -52,6 +52,8 @@ export interface IngestionBenchResult {
 }
 
 export interface RssProfile {
+  /** How many times RSS was read (every 50 ms while the event loop turns). */
+  samples: number;
   beforeMB: number;
   peakMB: number;
   /** Peak RSS in the first and the last quarter of the run: equal when memory stays flat. */
@@ -109,6 +111,7 @@ class RssSampler {
     const quarter = Math.max(1, Math.floor(this.samples.length / 4));
     const peak = (values: number[]) => Math.max(...values) / MB;
     return {
+      samples: this.samples.length,
       beforeMB: this.before / MB,
       peakMB: peak(this.samples),
       firstQuarterPeakMB: peak(this.samples.slice(0, quarter)),
@@ -194,7 +197,13 @@ async function freeEmbedder(files: number, fileBytes: number) {
   try {
     const { database, identity, chunkIndex: index } = platform.services;
     const free: PassageEmbedder = {
-      embed: async (space, texts) => texts.map(() => randomUnitVector(space.dimensions)),
+      embed: async (space, texts) => {
+        // A real embedder is a call out (HTTP, a model's thread pool): the event loop turns.
+        // Without this the workers' in-process database calls chain as microtasks and starve
+        // timers and I/O (the RSS sampler, lease renewals, the upload's answer).
+        await new Promise((resolve) => setImmediate(resolve));
+        return texts.map(() => randomUnitVector(space.dimensions));
+      },
       maxInputTokens: () => 2048,
     };
     // The index's share of the time, measured around each write (two workers: their writes
@@ -303,7 +312,7 @@ export const verdict = (met: boolean, target: string) => (met ? `ok (${target})`
 
 export function formatIngestionBench(r: IngestionBenchResult): string {
   const f = (n: number, digits = 2) => n.toFixed(digits);
-  const rss = (p: RssProfile) => `RSS before ${f(p.beforeMB, 0)} MB, peak ${f(p.peakMB, 0)} MB (first quarter ${f(p.firstQuarterPeakMB, 0)}, last quarter ${f(p.lastQuarterPeakMB, 0)})`;
+  const rss = (p: RssProfile) => `RSS before ${f(p.beforeMB, 0)} MB, peak ${f(p.peakMB, 0)} MB (first quarter ${f(p.firstQuarterPeakMB, 0)}, last quarter ${f(p.lastQuarterPeakMB, 0)}; ${p.samples} samples)`;
   return [
     'Ingestion (MB/s of text; PGlite; times include HTTP upload where said)',
     `  embedder alone            ${f(r.embedderMBps, 4)} MB/s  (${r.passages} passages, local-embedding, gateway calls only: no HTTP, parse or index)`,

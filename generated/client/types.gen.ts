@@ -2701,7 +2701,7 @@ export type FileData = {
      */
     author: Array<string> | null;
     /**
-     * Ingestion status, e.g. STARTED, QUEUED, FETCHING, TRANSCRIBING, NORMALIZING, CHUNKING, EMBEDDING, SYNCED, ENRICHED, COMPLETED, FAILED.
+     * Ingestion status (see `ItemStatus`); this server produces QUEUED, FETCHING, NORMALIZING, CHUNKING, EMBEDDING, COMPLETED and FAILED.
      */
     status: string | null;
     /**
@@ -2771,7 +2771,12 @@ export type FileData = {
 };
 
 /**
- * Ingestion status of an item.
+ * Ingestion status of an item: the public platform's set. This server moves an item
+ * through QUEUED, FETCHING, NORMALIZING, CHUNKING and EMBEDDING to COMPLETED
+ * (searchable) or FAILED; it never produces STARTED, TRANSCRIBING (no audio), SYNCED or
+ * ENRICHED (storing the passages and COMPLETED are one step), which stay in the enum so
+ * clients written for the public platform keep validating.
+ *
  */
 export type ItemStatus = 'STARTED' | 'QUEUED' | 'FETCHING' | 'TRANSCRIBING' | 'NORMALIZING' | 'CHUNKING' | 'EMBEDDING' | 'SYNCED' | 'ENRICHED' | 'COMPLETED' | 'FAILED';
 
@@ -3217,7 +3222,7 @@ export type SearchRequest = {
      */
     certainty?: number;
     /**
-     * Maximum number of hits, 1 to 100 (checked by the server, 403 otherwise).
+     * Maximum number of hits, a whole number from 1 to 100 (checked by the server, 403 otherwise, 2.5 included).
      */
     limit?: number;
 };

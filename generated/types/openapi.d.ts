@@ -191,15 +191,20 @@ export interface paths {
          * @description Semantic (not keyword) search over a collection; `tenant` (the publisher
          *     name) selects the tenant of a multi-tenant collection. `certainty` is
          *     Weaviate's `(1 + cosine_similarity) / 2`; lowering it toward 0.5 returns
-         *     more results. An empty `query` or `collection` or an invalid `limit` is
-         *     answered 403 with code `forbidden` (checked by the server, not by the
-         *     schema); an invalid collection or a missing/invalid tenant is 400. Zero
-         *     results is a 200 with empty `data`.
+         *     more results. An empty `query` or `collection` or an invalid `limit` (a
+         *     number that is not a whole number from 1 to 100) is answered 403 with code
+         *     `forbidden` (checked by the server, not by the schema); an invalid collection
+         *     or a missing/invalid tenant is 400. Zero results is a 200 with empty `data`.
+         *     An absent `query` or `collection`, or a value of the wrong type (a string
+         *     `limit`, a non-float `certainty`), fails field validation: 422, as an absent
+         *     `messages` does on completions (spec 7.1).
          *
          *     A collection is an organization's named index over its publishers' passages:
          *     every organization has `GlooProd` (the server's SEARCH_COLLECTION), multi-tenant,
          *     whose tenants are the organization's publisher names; a `tenant` on a collection
-         *     that is not multi-tenant is 400, the name of another organization's publisher 403. `limit` is 1 to 100. Hits are passages of items
+         *     that is not multi-tenant is 400, and so is the name of another organization's
+         *     publisher: it is no tenant of the caller's collection, and the answer does not
+         *     tell it from a name that exists nowhere. Hits are passages of items
          *     visible in search and fully indexed, ranked by fusing vector similarity with
          *     PostgreSQL full-text rank (reciprocal rank fusion); every hit reaches `certainty`.
          *     `intent` is null (no intent detection). A database without pgvector (a
@@ -1002,8 +1007,14 @@ export interface paths {
          *     publisher `publisher_id`. Accepted types include `.txt`, `.md`, `.pdf`,
          *     `.docx`, plus `.html`; the type is recognized from the content (magic bytes)
          *     as well as the name. A file of another type, or one that cannot be read as
-         *     its type, is 400 naming it. With `producer_id` only one file is allowed (400
-         *     otherwise); `update` names an existing item whose content the upload
+         *     its type, is 400 naming it: the type is checked from the content, and a PDF
+         *     or Word file must open (its structure and first page, its archive and main
+         *     part), so a corrupt one is refused here; what only reading it whole can tell
+         *     (a scanned PDF without text, a damaged later page) makes the item `FAILED`
+         *     with the reason. With `producer_id` only one file is allowed (400
+         *     otherwise), and one already used by a live item of the publisher is 400
+         *     (spec 7.1 has no 409 for ingestion; pass `update` to replace that item's
+         *     content); `update` names an existing item whose content the upload
          *     replaces (404 when unknown). Duplicate content (same bytes already in an
          *     item of the publisher) is reported in `duplicates` of a 200, never 409; an
          *     item whose ingestion `FAILED` holds no content, so the same bytes may be
@@ -1015,9 +1026,11 @@ export interface paths {
          *     a malformed form (e.g. a field name over 100 bytes).
          *
          *     The files are stored durably before the answer; each item then moves
-         *     through the ingestion `status` values (`QUEUED`, `FETCHING`, `NORMALIZING`,
-         *     `CHUNKING`, `EMBEDDING`, `SYNCED`, `ENRICHED`, `COMPLETED`, or `FAILED` with
-         *     a reason) on a background queue: poll `GET /engine/v2/items/{item_id}`.
+         *     through the ingestion `status` values `QUEUED`, `FETCHING`, `NORMALIZING`,
+         *     `CHUNKING`, `EMBEDDING` and `COMPLETED` (searchable), or `FAILED` with a
+         *     reason, on a background queue: poll `GET /engine/v2/items/{item_id}`. The
+         *     public platform's `SYNCED` and `ENRICHED` are never seen: storing the
+         *     passages and `COMPLETED` are one step here.
          */
         post: operations["ingestFiles"];
         delete?: never;
@@ -2086,7 +2099,7 @@ export interface components {
             publisher_id: string | null;
             /** @description Name of the owning publisher; null when not attached to one. */
             publisher_name: string | null;
-            /** @description Ingestion status, e.g. STARTED, QUEUED, FETCHING, TRANSCRIBING, NORMALIZING, CHUNKING, EMBEDDING, SYNCED, ENRICHED, COMPLETED, FAILED. */
+            /** @description Ingestion status (see `ItemStatus`); this server produces QUEUED, FETCHING, NORMALIZING, CHUNKING, EMBEDDING, COMPLETED and FAILED. */
             status: string | null;
             /** @description Title of the file; null when it has none. */
             title: string | null;
@@ -2404,7 +2417,11 @@ export interface components {
             producer_ids?: string[];
         };
         /**
-         * @description Ingestion status of an item.
+         * @description Ingestion status of an item: the public platform's set. This server moves an item
+         *     through QUEUED, FETCHING, NORMALIZING, CHUNKING and EMBEDDING to COMPLETED
+         *     (searchable) or FAILED; it never produces STARTED, TRANSCRIBING (no audio), SYNCED or
+         *     ENRICHED (storing the passages and COMPLETED are one step), which stay in the enum so
+         *     clients written for the public platform keep validating.
          * @enum {string}
          */
         ItemStatus: "STARTED" | "QUEUED" | "FETCHING" | "TRANSCRIBING" | "NORMALIZING" | "CHUNKING" | "EMBEDDING" | "SYNCED" | "ENRICHED" | "COMPLETED" | "FAILED";
@@ -3624,7 +3641,7 @@ export interface components {
             /** @description Collection (index) to search, e.g. `GlooProd`; an empty value is refused with 403. */
             collection: string;
             /**
-             * @description Maximum number of hits, 1 to 100 (checked by the server, 403 otherwise).
+             * @description Maximum number of hits, a whole number from 1 to 100 (checked by the server, 403 otherwise, 2.5 included).
              * @default 10
              */
             limit: number;

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { ApiError } from '../../server/errors.js';
-import { JobQueue, LeaseLostError, type QueueOptions } from '../../server/data/ingestion/job-queue.js';
+import { JobQueue, LeaseLostError, type ClaimedJob, type QueueOptions } from '../../server/data/ingestion/job-queue.js';
 import { chunkOptions, STAGE_BATCH, type PassageEmbedder } from '../../server/data/ingestion/pipeline.js';
 import { chunkText } from '../../server/data/ingestion/chunker.js';
 import { IngestionWorker } from '../../server/data/ingestion/worker.js';
@@ -106,6 +106,14 @@ export function ingestionQueueSuite(open: () => Promise<Database>): void {
     return ['DONE', 'FAILED'].includes((await jobOf(id)).status) && current;
   };
 
+  /** Claims the job of item `id` for `owner`, giving back any other job claimed on the way. */
+  const claimItem = (queue: JobQueue, owner: string, id: string) =>
+    until(async () => {
+      const next = await queue.claim(owner);
+      return next && next.itemId === id ? next : next && (await queue.release(next, owner), null);
+    });
+  const expireLease = (id: string) => db.prisma.$executeRaw`UPDATE ingestion_jobs SET lease_until = now() - interval '1 second' WHERE item_id = ${id}::uuid AND status = 'RUNNING'`;
+
   function startWorker(queue: JobQueue, embedder: PassageEmbedder, concurrency = 1): IngestionWorker {
     const worker = new IngestionWorker({ queue, chunkIndex, embedder }, logger, { concurrency, pollMs: 50 });
     worker.start();
@@ -175,7 +183,7 @@ export function ingestionQueueSuite(open: () => Promise<Database>): void {
   it('retries a failed attempt after a backoff, then completes', async () => {
     const queue = new JobQueue(db.prisma, QUEUE);
     const id = await enqueue(queue, 'Retried until the embedder answers.');
-    const between: { status: string; error: string | null; due: boolean; itemStatus: string }[] = [];
+    const between: { status: string; error: string | null; itemStatus: string }[] = [];
     let failures = 0;
     const worker = startWorker(
       queue,
@@ -184,7 +192,7 @@ export function ingestionQueueSuite(open: () => Promise<Database>): void {
         before: async () => {
           if (failures > 0) {
             const job = await jobOf(id);
-            between.push({ status: job.status, error: job.error, due: job.runAfter.getTime() <= Date.now() + 1000, itemStatus: (await item(id)).status });
+            between.push({ status: job.status, error: job.error, itemStatus: (await item(id)).status });
           }
           if (failures++ < 2) throw new ApiError('EMBEDDING_PROVIDER_UNAVAILABLE', `embedder down (${failures})`);
         },
@@ -198,6 +206,33 @@ export function ingestionQueueSuite(open: () => Promise<Database>): void {
     } finally {
       await worker.stop();
     }
+  });
+
+  it('backs off exponentially with jitter: attempt n waits base x 2^(n-1) x [0.5, 1]; a job is not claimed before it is due', async () => {
+    const queue = new JobQueue(db.prisma, { ...QUEUE, retryBaseMs: 60_000 });
+    const id = await enqueue(queue, 'Backed off between attempts.');
+    for (let attempt = 1; attempt < QUEUE.maxAttempts; attempt++) {
+      const job = await claimItem(queue, 'backoff', id);
+      expect(job.attempts).toBe(attempt);
+      expect(await queue.fail(job, 'backoff', `down ${attempt}`, true)).toBe('retrying');
+      // run_after and updated_at come from the same statement's now(): their gap is the delay.
+      const [{ delay }] = await db.prisma.$queryRaw<{ delay: number }[]>`
+        SELECT (extract(epoch FROM run_after - updated_at) * 1000)::float8 AS delay FROM ingestion_jobs WHERE item_id = ${id}::uuid`;
+      const full = 60_000 * 2 ** (attempt - 1);
+      expect(delay).toBeGreaterThanOrEqual(full * 0.5);
+      expect(delay).toBeLessThanOrEqual(full);
+      expect(await jobOf(id)).toMatchObject({ status: 'QUEUED', error: `down ${attempt}` });
+      // Not due: nobody takes it, whatever else is due (all of that is given back after).
+      const taken: ClaimedJob[] = [];
+      for (let next = await queue.claim('early'); next; next = await queue.claim('early')) taken.push(next);
+      for (const other of taken) await queue.release(other, 'early');
+      expect(taken.map((j) => j.itemId)).not.toContain(id);
+      await db.prisma.$executeRaw`UPDATE ingestion_jobs SET run_after = now() WHERE item_id = ${id}::uuid`;
+    }
+    // The last attempt fails for good, whatever the failure.
+    const last = await claimItem(queue, 'backoff', id);
+    expect(await queue.fail(last, 'backoff', 'down for good', true)).toBe('failed');
+    expect(await item(id)).toMatchObject({ status: 'FAILED', failureReason: 'down for good' });
   });
 
   it('fails an item with the reason once attempts run out; an unreadable file fails at once', async () => {
@@ -248,14 +283,6 @@ export function ingestionQueueSuite(open: () => Promise<Database>): void {
       await worker.stop();
     }
   });
-
-  /** Claims the job of item `id` for `owner`, giving back any other job claimed on the way. */
-  const claimItem = (queue: JobQueue, owner: string, id: string) =>
-    until(async () => {
-      const next = await queue.claim(owner);
-      return next && next.itemId === id ? next : next && (await queue.release(next, owner), null);
-    });
-  const expireLease = (id: string) => db.prisma.$executeRaw`UPDATE ingestion_jobs SET lease_until = now() - interval '1 second' WHERE item_id = ${id}::uuid AND status = 'RUNNING'`;
 
   it('fails a job whose worker died on each of its attempts instead of running it forever', async () => {
     const queue = new JobQueue(db.prisma, QUEUE);

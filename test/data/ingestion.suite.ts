@@ -191,12 +191,12 @@ export function ingestionSuite(start: StartPlatform): void {
     expect(await waitForStatus(platform, secondId)).toBe('COMPLETED');
   });
 
-  it('producer_id takes exactly one file (400 otherwise) and is recorded; a taken one is 409', async () => {
+  it('producer_id takes exactly one file (400 otherwise) and is recorded; a taken one is 400 (spec 7.1: no 409 for ingestion)', async () => {
     expectError('ingestFiles', await upload([{ name: 'a.txt', content: 'one' }, { name: 'b.txt', content: 'two' }], '?producer_id=p-1'), 400, /producer_id names one file/);
     const one = await upload([{ name: 'a.txt', content: 'produced content' }], '?producer_id=p-1');
     expect(one.status, one.text).toBe(200);
     expect(await prisma().item.findUniqueOrThrow({ where: { id: one.body.ingesting[0] } })).toMatchObject({ producerId: 'p-1' });
-    expectError('ingestFiles', await upload([{ name: 'b.txt', content: 'other content' }], '?producer_id=p-1'), 409, /already used/);
+    expectError('ingestFiles', await upload([{ name: 'b.txt', content: 'other content' }], '?producer_id=p-1'), 400, /already used/);
   });
 
   it('refuses a file it cannot read with 400 naming it, and stores nothing of the batch', async () => {
@@ -205,7 +205,20 @@ export function ingestionSuite(start: StartPlatform): void {
     expectError('ingestFiles', await upload([{ name: 'fake.pdf', content: 'just text pretending' }]), 400, /fake\.pdf is not a valid PDF/);
     expectError('ingestFiles', await upload([{ name: 'image.png', content: Buffer.from('89504e470d0a1a0a0000000d4948445200000001', 'hex') }]), 400, /image\/png/);
     expectError('ingestFiles', await upload([{ name: 'empty.txt', content: '' }]), 400, /empty/);
+    // A valid signature is not enough: the file must open as what it says it is.
+    const brokenPdf = Buffer.concat([Buffer.from('%PDF-1.4\n'), Buffer.alloc(2000, 7)]);
+    expectError('ingestFiles', await upload([{ name: 'ok.txt', content: 'fine too' }, { name: 'broken.pdf', content: brokenPdf }]), 400, /broken\.pdf could not be read as a PDF/);
+    const docx = await makeDocx([{ text: 'A Word file cut short in transfer.' }]);
+    expectError('ingestFiles', await upload([{ name: 'cut.docx', content: docx.subarray(0, Math.floor(docx.length * 0.8)) }]), 400, /cut\.docx could not be read as a Word document/);
     expect(await prisma().item.count()).toBe(before);
+  });
+
+  it('a PDF that opens but has no text (a scan) is accepted, then FAILED with the reason', async () => {
+    const answer = await upload([{ name: 'scan.pdf', content: makePdf([], 'A scanned page') }]);
+    expect(answer.status, answer.text).toBe(200);
+    const itemId = answer.body.ingesting[0];
+    expect(await waitForStatus(platform, itemId)).toBe('FAILED');
+    expect((await prisma().item.findUniqueOrThrow({ where: { id: itemId } })).failureReason).toMatch(/scan\.pdf contains no text/);
   });
 
   it('spools file parts to disk, hashed on the way, and removes them once answered', async () => {

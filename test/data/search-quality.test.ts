@@ -1,9 +1,11 @@
 // Hybrid ranking must beat vectors alone and full text alone on the labelled retrieval set
-// (test/fixtures/retrieval; the whole set is measured by `npm run eval:retrieval`). Here one
-// tenant's passages and its look-up and paraphrase queries keep it cheap, with the platform's
-// default local embedder (Universal Sentence Encoder lite), on PGlite (pgvector).
+// (test/fixtures/retrieval), with the platform's default local embedder (Universal Sentence
+// Encoder lite), on PGlite (pgvector). Here one tenant's passages and all its queries, of
+// every kind (142 of 284), keep it near 11 s of CPU; the whole set, per tenant, is the check
+// of `npm run eval:retrieval`, which exits non-zero when hybrid does not beat both (the
+// whole set here measured 16 s of CPU, over 40 s on this shared machine).
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { buildEvalIndex, evaluate, loadRetrievalSet, MODES, type EvalIndex, type Scores } from '../../scripts/eval-retrieval.js';
+import { buildEvalIndex, evaluate, loadRetrievalSet, MODES, shortfalls, type EvalIndex, type Scores } from '../../scripts/eval-retrieval.js';
 import type { RankingMode } from '../../server/data/search/chunk-index.js';
 import { createLocalEmbedder } from '../../server/providers/local/local-embedder.js';
 
@@ -11,7 +13,7 @@ const TENANT = 'Northwind Guides';
 const set = loadRetrievalSet();
 // The other tenant's twins of this tenant's passages come along: a leak across tenants would find them.
 const documents = set.documents.filter((d) => d.tenant === TENANT || d.kind === 'twin');
-const queries = set.queries.filter((q) => q.tenant === TENANT && (q.style === 'lookup' || q.style === 'paraphrase'));
+const queries = set.queries.filter((q) => q.tenant === TENANT);
 const embedder = createLocalEmbedder();
 let index: EvalIndex;
 const scores = {} as Record<RankingMode, Scores>;
@@ -34,11 +36,12 @@ it('the labelled set is what it claims: two tenants, at least 200 labelled queri
   expect(set.documents.filter((d) => d.kind === 'near-miss').length).toBeGreaterThanOrEqual(60);
 });
 
-it('hybrid beats vectors alone and full text alone on nDCG@10, and recalls at least as much', () => {
-  expect(scores.hybrid.ndcg).toBeGreaterThan(scores.vector.ndcg);
-  expect(scores.hybrid.ndcg).toBeGreaterThan(scores.text.ndcg);
-  expect(scores.hybrid.recall).toBeGreaterThanOrEqual(scores.vector.recall);
-  expect(scores.hybrid.recall).toBeGreaterThanOrEqual(scores.text.recall);
+it('covers every kind of query', () => {
+  expect(new Set(queries.map((q) => q.style))).toEqual(new Set(set.queries.map((q) => q.style)));
+});
+
+it('hybrid beats vectors alone and full text alone on recall@10 and nDCG@10', () => {
+  expect(shortfalls(scores)).toEqual([]);
 });
 
 it('no query of one tenant ever returns the other tenant\'s twin passages', async () => {
@@ -55,4 +58,14 @@ it('no query of one tenant ever returns the other tenant\'s twin passages', asyn
   expect(documents.some((d) => d.id === 'a-password-manager-twin')).toBe(true);
   expect(found).not.toContain('a-password-manager-twin');
   expect(found.every((id) => documents.find((d) => d.id === id)?.tenant === TENANT)).toBe(true);
+});
+
+it("the script's check: hybrid must score higher than each rival on both measures, or the maximum", () => {
+  const at = (recall: number, ndcg: number): Scores => ({ recall, ndcg });
+  expect(shortfalls({ hybrid: at(0.9, 0.8), vector: at(0.8, 0.7), text: at(0.5, 0.5) })).toEqual([]);
+  expect(shortfalls({ hybrid: at(1, 0.8), vector: at(1, 0.7), text: at(0.5, 0.5) })).toEqual([]);
+  expect(shortfalls({ hybrid: at(0.9, 0.7), vector: at(0.9, 0.6), text: at(0.5, 0.75) }, 'tenant T')).toEqual([
+    'tenant T: hybrid recall@10 0.900 does not beat vector 0.900',
+    'tenant T: hybrid ndcg@10 0.700 does not beat text 0.750',
+  ]);
 });

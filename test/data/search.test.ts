@@ -72,6 +72,7 @@ function requestRules(start: () => Promise<TestPlatform>) {
       ['a limit of 0', { limit: 0 }, /limit/],
       ['a negative limit', { limit: -5 }, /limit/],
       ['a limit above 100', { limit: 101 }, /limit/],
+      ['a fractional limit', { limit: 2.5 }, /limit/],
     ])('403 forbidden for %s', async (_name, change, message) => {
       const answer = await search({ ...valid(), ...change });
       expectAnswer(operationId, answer, 403);
@@ -103,10 +104,18 @@ function requestRules(start: () => Promise<TestPlatform>) {
       expect(answer.body.detail).toMatch(/Invalid tenant/);
     });
 
-    it("403 for another organization's publisher as tenant", async () => {
-      const answer = await search({ ...valid(), tenant: world.foreignPublisherName });
-      expectAnswer(operationId, answer, 403);
-      expect(answer.text).not.toContain('search-other-org');
+    it("400 for another organization's publisher as tenant, answered as a name that exists nowhere", async () => {
+      const foreign = await search({ ...valid(), tenant: world.foreignPublisherName });
+      const nowhere = await search({ ...valid(), tenant: 'Press That Exists Nowhere' });
+      expectAnswer(operationId, foreign, 400);
+      expect(foreign.body.detail).toBe(nowhere.body.detail.replace('Press That Exists Nowhere', world.foreignPublisherName));
+      expect(foreign.text).not.toContain('search-other-org');
+    });
+
+    it('422 for an absent query or collection, or a limit that is not a number (field validation, spec 7.1)', async () => {
+      const { query: _query, ...noQuery } = valid();
+      const { collection: _collection, ...noCollection } = valid();
+      for (const body of [noQuery, noCollection, { ...valid(), limit: 'ten' }]) expectAnswer(operationId, await search(body), 422);
     });
 
     it('400 for a tenant on a collection that is not multi-tenant', async () => {

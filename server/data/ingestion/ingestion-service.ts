@@ -14,6 +14,7 @@ import type { Principal } from '../../identity/principal.js';
 import { detectFormat, MEDIA_TYPES, UnreadableDocumentError, type DocumentFormat } from './formats.js';
 import type { ClaimedJob, JobQueue } from './job-queue.js';
 import { ItemStatus } from './statuses.js';
+import { checkOpens } from './parse.js';
 import type { IngestionWorker } from './worker.js';
 
 type Schemas = components['schemas'];
@@ -67,6 +68,7 @@ export class IngestionService {
     const accepted: Accepted[] = [];
     for (const file of files) {
       const format = await detectFormat(file.path, file.originalName, file.size).catch(rethrowUnreadable);
+      await checkOpens(file.path, format, file.originalName).catch(rethrowUnreadable);
       accepted.push({ fileName: file.originalName, format, sha256: file.sha256, size: file.size, content: () => createReadStream(file.path, { highWaterMark: 1024 * 1024 }) });
     }
     const results: NonNullable<UploadResult['files']> = [];
@@ -201,7 +203,8 @@ export class IngestionService {
 
 function producerTaken(producerId: string | undefined, itemId?: string): ApiError {
   const which = itemId ? ` (item ${itemId}; pass update=${itemId} to replace its content)` : '';
-  return new ApiError('INVALID_REQUEST', `producer_id ${producerId} is already used in this publisher${which}`, { status: 409 });
+  // 400, not 409: spec 7.1 lists no 409 for ingestion (a structurally invalid request).
+  return new ApiError('INVALID_REQUEST', `producer_id ${producerId} is already used in this publisher${which}`);
 }
 
 /** An unreadable file is the caller's 400, naming the file. */

@@ -5,6 +5,8 @@
 // and split into blocks as the file's parts arrive, so their size costs no memory.
 import { compile, type FormatCallback } from 'html-to-text';
 import mammoth from 'mammoth';
+import { readFile } from 'node:fs/promises';
+import JSZip from 'jszip';
 import { extractText, getDocumentProxy, getMeta } from 'unpdf';
 import { splitBlocks } from './chunker.js';
 import { UnreadableDocumentError, type DocumentFormat } from './formats.js';
@@ -59,6 +61,32 @@ export async function parseDocument(bytes: Buffer, format: Exclude<DocumentForma
     }
     case 'pdf':
       return parsePdf(bytes, fileName);
+  }
+}
+
+/**
+ * Refuses at upload (400, rather than FAILED later) a PDF or Word file that its parser cannot
+ * open, at a bounded cost: a PDF's structure and first page, a Word file's archive and main
+ * part, no text extraction. What still fails later: a PDF with no text layer (a scan), a page
+ * after the first that is damaged, a main part that is not valid XML.
+ */
+export async function checkOpens(path: string, format: DocumentFormat, fileName: string): Promise<void> {
+  if (format !== 'pdf' && format !== 'docx') return;
+  const bytes = await readFile(path);
+  if (format === 'pdf') {
+    await withPdf(bytes, fileName, (pdf) => pdf.getPage(1));
+    return;
+  }
+  try {
+    const zip = await JSZip.loadAsync(bytes);
+    // The main part is where the package's relationships say (word/document.xml as Word writes it).
+    const rels = (await zip.file('_rels/.rels')?.async('string')) ?? '';
+    const target = /<Relationship\b[^>]*\/officeDocument"[^>]*>/.exec(rels)?.[0].match(/Target="\/?([^"]+)"/)?.[1] ?? 'word/document.xml';
+    const main = zip.file(target);
+    if (!main) throw new Error(`it has no ${target}`);
+    await main.async('uint8array');
+  } catch (error) {
+    throw new UnreadableDocumentError(`${fileName} could not be read as a Word document: ${(error as Error).message}`);
   }
 }
 
@@ -122,13 +150,22 @@ async function* decodedBlocks(parts: AsyncIterable<Uint8Array>, fileName: string
 }
 
 async function parsePdf(bytes: Buffer, fileName: string): Promise<ParsedDocument> {
+  return withPdf(bytes, fileName, async (pdf) => {
+    const [{ text: pages }, meta] = await Promise.all([extractText(pdf, { mergePages: false }), getMeta(pdf).catch(() => null)]);
+    const title = typeof meta?.info?.Title === 'string' && meta.info.Title.trim() ? meta.info.Title.trim() : null;
+    return { text: normalize(pages.join('\n\n')), title };
+  });
+}
+
+type PdfDocument = Awaited<ReturnType<typeof getDocumentProxy>>;
+
+/** Runs `use` on the opened PDF; any failure to read it is an UnreadableDocumentError. */
+async function withPdf<T>(bytes: Buffer, fileName: string, use: (pdf: PdfDocument) => Promise<T>): Promise<T> {
   try {
     // pdf.js takes ownership of the array it is given: hand it a copy.
     const pdf = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 });
     try {
-      const [{ text: pages }, meta] = await Promise.all([extractText(pdf, { mergePages: false }), getMeta(pdf).catch(() => null)]);
-      const title = typeof meta?.info?.Title === 'string' && meta.info.Title.trim() ? meta.info.Title.trim() : null;
-      return { text: normalize(pages.join('\n\n')), title };
+      return await use(pdf);
     } finally {
       await pdf.destroy();
     }

@@ -94,10 +94,11 @@ export class SearchService {
       return { collection: collection.name, publisherIds: await this.organizationPublishers(principal.organizationId) };
     }
     if (isBlank(tenant)) throw new ApiError('INVALID_REQUEST', `Missing tenant: collection "${name}" is multi-tenant; name a publisher as tenant.`);
-    const publisher = await this.prisma.publisher.findUnique({ where: { name: tenant }, select: { id: true, organizationId: true } });
+    // The collection is the caller's: its tenants are the caller's publishers. Another
+    // organization's publisher is answered as one that does not exist (its existence is not
+    // the caller's to learn).
+    const publisher = await this.prisma.publisher.findFirst({ where: { name: tenant, organizationId: principal.organizationId }, select: { id: true } });
     if (!publisher) throw new ApiError('INVALID_REQUEST', `Invalid tenant: "${tenant}" is not a tenant of collection "${name}".`);
-    // Spec 5.6, as for publisher ids: another organization's publisher is an ownership mismatch.
-    if (publisher.organizationId !== principal.organizationId) throw notYours(tenant!);
     return { collection: collection.name, publisherIds: [publisher.id] };
   }
 
