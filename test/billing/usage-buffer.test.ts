@@ -1,29 +1,32 @@
 // Usage rows of unmetered requests are written behind, in batches: nothing is written per
 // request, a full batch or the timer writes one statement, and every in-process read (the
 // usage report, shutdown) flushes first, so nothing settled is missing from what it sees.
+// The batch statement itself round-trips every column on PGlite and on PostgreSQL.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Prisma, PrismaClient } from '../../generated/prisma/client.js';
-import { USAGE_FLUSH_ROWS, UsageBuffer } from '../../server/billing/usage-buffer.js';
+import { insertUsageRows, USAGE_FLUSH_ROWS, UsageBuffer } from '../../server/billing/usage-buffer.js';
+import { createLogger } from '../../server/logging.js';
+import { openDatabase, type Database } from '../../server/storage/index.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+import { describePostgres, useTestDatabase } from '../support/postgres.js';
 import { ask, createOrg, pricedCatalog } from './support.js';
 
 type Row = Prisma.UsageRecordCreateManyInput;
 
+/** Records each statement's rows by trace id (the 13th column array of the insert). */
 function fakeDatabase(fail = false) {
   const writes: Row[][] = [];
   const errors: unknown[] = [];
   const prisma = {
-    usageRecord: {
-      createMany: async ({ data }: { data: Row[] }) => {
-        if (fail) throw new Error('database down');
-        writes.push(data);
-        return { count: data.length };
-      },
+    $executeRaw: async (_sql: TemplateStringsArray, ...columns: unknown[][]) => {
+      if (fail) throw new Error('database down');
+      writes.push(columns[12]!.map((traceId) => ({ traceId }) as Row));
+      return columns[12]!.length;
     },
-  } as unknown as Pick<PrismaClient, 'usageRecord'>;
+  } as unknown as Pick<PrismaClient, '$executeRaw'>;
   return { prisma, writes, logger: { error: (...args: unknown[]) => void errors.push(args) }, errors };
 }
 
@@ -70,6 +73,47 @@ describe('UsageBuffer', () => {
     await buffer.flush();
     expect(db.errors).toHaveLength(1);
     expect(db.errors[0]).toEqual([expect.objectContaining({ rows: 2 }), 'could not record the usage of unmetered requests']);
+  });
+});
+
+/** Every column written and read back, optional ones absent and present. */
+async function roundTrip(db: Database): Promise<void> {
+  const org = await db.prisma.organization.create({ data: { name: `usage-rows-${Date.now()}-${Math.random()}` } });
+  const createdAt = new Date('2026-11-23T10:11:12.345Z');
+  const full: Row = {
+    organizationId: org.id, apiKeyId: null, operation: 'createResponse', model: 'gpt-5', provider: 'openai', inputTokens: 7,
+    outputTokens: 9, images: 1, costMicros: 12_345_678_901n, billedMicros: 42n, product: 'code-assist',
+    reservationId: '0b7f6a1e-6a8d-4b7e-9a53-8f2a1d3c4e5f', traceId: 'trc_full', createdAt,
+  };
+  const bare: Row = { organizationId: org.id, operation: 'createEmbeddings', traceId: 'trc_bare', createdAt };
+  expect(await insertUsageRows(db.prisma, [full, bare])).toBe(2);
+  const read = await db.prisma.usageRecord.findMany({ where: { organizationId: org.id }, orderBy: { traceId: 'asc' } });
+  expect(read.map(({ id: _id, ...rest }) => rest)).toEqual([
+    { ...bare, apiKeyId: null, model: null, provider: null, inputTokens: 0, outputTokens: 0, images: 0, costMicros: 0n, billedMicros: 0n, product: null, reservationId: null },
+    full,
+  ]);
+}
+
+describe('the batch statement', () => {
+  it('writes every column as given on PGlite', async () => {
+    const db = await openDatabase({ dataDir: 'memory://', logger: createLogger('silent') });
+    try {
+      await roundTrip(db);
+    } finally {
+      await db.close();
+    }
+  });
+
+  describePostgres('on PostgreSQL', () => {
+    const database = useTestDatabase('usage_rows');
+    it('writes every column as given', async () => {
+      const db = await openDatabase({ databaseUrl: database.url, dataDir: 'unused', logger: createLogger('silent') });
+      try {
+        await roundTrip(db);
+      } finally {
+        await db.close();
+      }
+    });
   });
 });
 
