@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashSecret } from '../../server/identity/credentials.js';
 import type { OAuthClientCredentials } from '../../server/identity/oauth.js';
 import { contractProblems } from '../support/contract.js';
-import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+import { logLinesOf, startTestPlatform, type TestPlatform } from '../support/platform.js';
 
 let platform: TestPlatform;
 let client: OAuthClientCredentials;
@@ -111,19 +111,33 @@ describe('POST /oauth2/token', () => {
     }
   });
 
-  it('logs only a short, clean prefix of what the caller sent', async () => {
+  it('logs a failed request once, with only a short, clean prefix of what the caller sent', async () => {
     const huge = `${'x'.repeat(100)}\nforged log line${'y'.repeat(1_000_000)}`;
-    const before = platform.logs.length;
-    const res = await requestToken({ grant_type: 'client_credentials', client_id: huge, client_secret: 'nope' });
-    expect(res.status).toBe(401);
-    const grant = await requestToken({ grant_type: huge }, client);
-    expect(grant.status).toBe(400);
-    const lines = platform.logs.slice(before);
-    expect(lines.some((line) => line.includes('deprecated OAuth client credentials used'))).toBe(true);
-    for (const line of lines) {
-      expect(line.length).toBeLessThan(2000);
-      expect(line).not.toContain('forged log line');
+    const failures = [
+      await requestToken({ grant_type: 'client_credentials', client_id: huge, client_secret: 'nope' }),
+      await requestToken({ grant_type: huge }, client),
+      await requestToken({ grant_type: 'client_credentials' }, { ...client, clientSecret: 'nope' }),
+    ];
+    expect(failures.map((res) => res.status)).toEqual([401, 400, 401]);
+    for (const res of failures) {
+      const lines = await logLinesOf(platform, res);
+      // The request line alone: no deprecation warning for credentials that did not authenticate.
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).not.toContain('deprecated OAuth');
+      expect(lines[0].length).toBeLessThan(2000);
+      expect(lines[0]).not.toContain('forged log line');
     }
+  });
+
+  it('warns about the deprecation once per client, on its first token', async () => {
+    const org = await platform.services.identity.organizations.findOrganization('default');
+    const fresh = await platform.services.identity.oauth.createClient(org.id, ['agents:read']);
+    const first = await logLinesOf(platform, await requestToken({ grant_type: 'client_credentials' }, fresh));
+    expect(first).toHaveLength(2);
+    expect(JSON.parse(first.find((line) => line.includes('deprecated OAuth'))!)).toMatchObject({ level: 40, clientId: fresh.clientId });
+    const second = await logLinesOf(platform, await requestToken({ grant_type: 'client_credentials' }, fresh));
+    expect(second).toHaveLength(1);
+    expect(second[0]).toContain('request completed');
   });
 
   it('keeps client secrets and tokens out of the logs', async () => {

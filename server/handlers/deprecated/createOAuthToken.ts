@@ -36,6 +36,11 @@ export const createOAuthToken = (async ({ body, headers }, ctx) => {
   if (credentials.clientId.includes('\0') || credentials.clientSecret.includes('\0')) {
     throw new ApiError('INVALID_REQUEST', 'Client credentials must not contain NUL characters', { gatewayCode: 'invalid_request' });
   }
-  ctx.log.warn({ clientId: logSafe(credentials.clientId) }, 'deprecated OAuth client credentials used: migrate to API keys');
-  return { status: 200, body: await ctx.services.identity.oauth.issueToken(credentials), headers: { 'Cache-Control': 'no-store' } };
+  const { oauth } = ctx.services.identity;
+  const token = await oauth.issueToken(credentials);
+  // Only a client that really authenticated, once: a failed attempt is the request line alone.
+  if (oauth.firstTokenOf(credentials.clientId)) {
+    ctx.log.warn({ clientId: logSafe(credentials.clientId) }, 'deprecated OAuth client credentials used: migrate to API keys');
+  }
+  return { status: 200, body: token, headers: { 'Cache-Control': 'no-store' } };
 }) satisfies AppHandler<'createOAuthToken'>;
