@@ -1,0 +1,99 @@
+// The project's Spectral rules catch what they are for: each is run on a small document
+// that breaks it once and keeps it once, so a rule that can no longer fail is noticed.
+// (openapi.yaml itself is linted by `npm run lint:api`.)
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+
+const RULESET = new URL('../../.spectral.yaml', import.meta.url).pathname;
+const SPECTRAL = new URL('../../node_modules/.bin/spectral', import.meta.url).pathname;
+
+const errorBody = {
+  description: 'Error.',
+  content: {
+    'application/json': {
+      schema: { type: 'object', required: ['trace_id'], properties: { trace_id: { type: 'string', description: 'Trace.' } } },
+      examples: { not_found: { value: { trace_id: 'trc_1' } } },
+    },
+  },
+};
+
+const operation = (operationId: string, extra: object) => ({
+  operationId,
+  tags: ['things'],
+  summary: operationId,
+  description: operationId,
+  ...extra,
+});
+
+const stringArray = (extra: object = {}) => ({ type: 'array', description: 'Names.', items: { type: 'string' }, ...extra });
+
+/** One operation per rule case; its operationId says whether the rule must fire on it. */
+const document = {
+  openapi: '3.1.0',
+  info: { title: 'Lint fixture', version: '1', description: 'Fixture.', contact: { name: 'x' } },
+  servers: [{ url: 'https://example.com' }],
+  tags: [{ name: 'things', description: 'Things.' }],
+  paths: {
+    '/unbounded': {
+      post: operation('unboundedArrays', {
+        parameters: [{ name: 'ids', in: 'query', description: 'Ids.', schema: stringArray() }],
+        requestBody: {
+          content: {
+            'application/json': {
+              schema: { type: 'object', properties: { names: stringArray(), nested: { type: 'object', description: 'N.', properties: { deep: stringArray() } } } },
+            },
+          },
+        },
+        responses: { '204': { description: 'Done.' }, '404': errorBody },
+      }),
+    },
+    '/bounded': {
+      post: operation('boundedArrays', {
+        parameters: [{ name: 'ids', in: 'query', description: 'Ids.', schema: stringArray({ maxItems: 10 }) }],
+        requestBody: { content: { 'application/json': { schema: { type: 'object', properties: { names: stringArray({ maxItems: 10 }) } } } } },
+        responses: { '204': { description: 'Done.' }, '404': errorBody },
+      }),
+    },
+  },
+};
+
+interface Result {
+  code: string;
+  path: string[];
+  message: string;
+}
+
+let results: Result[] = [];
+let dir: string;
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'lint-rules-'));
+  const file = join(dir, 'fixture.yaml');
+  writeFileSync(file, stringify(document));
+  // Exit code 1 when anything is found: the JSON report is what matters.
+  const run = await promisify(execFile)(SPECTRAL, ['lint', file, '--ruleset', RULESET, '--format', 'json', '--quiet'], { maxBuffer: 1 << 24 }).catch(
+    (error: { stdout: string }) => error,
+  );
+  results = JSON.parse(run.stdout) as Result[];
+}, 60_000);
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const firing = (code: string) => results.filter((r) => r.code === code).map((r) => r.path.join('.'));
+
+describe('project Spectral rules', () => {
+  it('platform-request-array-max-items: every request array, body or parameter, nested or not', () => {
+    const paths = firing('platform-request-array-max-items');
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining('/unbounded.post.parameters.0.schema'),
+        expect.stringMatching(/\/unbounded\.post\.requestBody.*properties\.names$/),
+        expect.stringMatching(/\/unbounded\.post\.requestBody.*properties\.deep$/),
+      ]),
+    );
+    expect(paths).toHaveLength(3);
+  });
+});
