@@ -4,7 +4,7 @@
 // or a platform that stops answering is a finding; the run must have none. `npm run fuzz`
 // runs bigger campaigns.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { routesById, type OperationId } from '../../generated/contract/routes.js';
+import { routes, routesById, type OperationId } from '../../generated/contract/routes.js';
 import { conformanceProblems, type ObservedResponse } from '../support/conformance.js';
 import { contractDocument } from '../support/contract.js';
 import { startFuzzTarget, type FuzzTarget } from '../support/fuzz/platform.js';
@@ -26,6 +26,12 @@ describe('contract fuzzing on PGlite', () => {
     const result = await runFuzz(target, { requests: 3_000, seed: SEED, concurrency: 4, timeoutMs: 10_000 });
     expect(result.sent).toBe(3_000);
     expect(result.findings.map(describeFinding)).toEqual([]);
+    // A campaign that never gets past validation, or never fails it, tests little: every
+    // operation must have succeeded and been refused as invalid at least once.
+    const seen = (operationId: OperationId) => [...(result.statuses.get(operationId)?.keys() ?? [])];
+    const unsucceeded = routes.filter((r) => !seen(r.operationId).some((s) => s.startsWith('2'))).map((r) => r.operationId);
+    const unrefused = routes.filter((r) => !seen(r.operationId).some((s) => s === '400' || s === '422')).map((r) => r.operationId);
+    expect({ unsucceeded, unrefused }).toEqual({ unsucceeded: [], unrefused: [] });
   }, 120_000);
 });
 
