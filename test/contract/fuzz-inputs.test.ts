@@ -19,6 +19,16 @@ const PARAMETER_LIMIT = 32_767;
 const context: FuzzContext = { adminKey: 'sk_admin', knownIds: [], known: {}, disposable: {}, idempotencyKeys: ['k'], limits: FUZZ_LIMITS };
 const mutation = (name: string) => mutations.find((m) => m.name === name)!;
 
+/** A getItemsByProducer plan whose JSON body is one array, `ids`, of the given schema. */
+const arrayPlan = (value: unknown[], schema: object): RequestPlan => ({
+  route: routesById.getItemsByProducer,
+  method: 'POST',
+  parameters: [],
+  extraQuery: [],
+  headers: [],
+  body: { kind: 'json', value: { ids: value }, nodes: [{ path: ['ids'], schema: { type: 'array', ...schema } }] },
+});
+
 /** Everything `name` does to `plan` over many seeds. */
 function outcomes(name: string, plan: RequestPlan, runs = 400): RequestPlan[] {
   return Array.from({ length: runs }, (_, seed) => mutation(name).apply(plan, seededRandom(seed), context)[0]);
@@ -49,15 +59,7 @@ describe('fuzz inputs', () => {
   });
 
   it('sends an unbounded array longer than the bind-parameter limit, within the JSON limit', () => {
-    const uuid = '00000000-0000-4000-8000-000000000000';
-    const plan: RequestPlan = {
-      route: routesById.getItemsByProducer,
-      method: 'POST',
-      parameters: [],
-      extraQuery: [],
-      headers: [],
-      body: { kind: 'json', value: { ids: [uuid] }, nodes: [{ path: ['ids'], schema: { type: 'array', items: { type: 'string', format: 'uuid' } } }] },
-    };
+    const plan = arrayPlan(['00000000-0000-4000-8000-000000000000'], { items: { type: 'string', format: 'uuid' } });
     for (const huge of outcomes('huge-array', plan, 5)) {
       expect((huge.body as { value: { ids: unknown[] } }).value.ids.length).toBeGreaterThan(PARAMETER_LIMIT);
       expect(bodyBytes(huge.body)!.length).toBeLessThanOrEqual(FUZZ_LIMITS.jsonBody);
@@ -65,14 +67,7 @@ describe('fuzz inputs', () => {
   });
 
   it('sends a bounded array at its maxItems and one over', () => {
-    const plan: RequestPlan = {
-      route: routesById.getItemsByProducer,
-      method: 'POST',
-      parameters: [],
-      extraQuery: [],
-      headers: [],
-      body: { kind: 'json', value: { ids: ['a'] }, nodes: [{ path: ['ids'], schema: { type: 'array', maxItems: 100, items: { type: 'string' } } }] },
-    };
+    const plan = arrayPlan(['a'], { maxItems: 100, items: { type: 'string' } });
     const lengths = new Set(outcomes('huge-array', plan, 50).map((p) => (p.body as { value: { ids: unknown[] } }).value.ids.length));
     expect([...lengths].sort()).toEqual([100, 101]);
   });
