@@ -5089,7 +5089,7 @@ export type CreateEmbeddingsData = {
 
 export type CreateEmbeddingsErrors = {
     /**
-     * Not an embedding model, empty input or unsupported dimensions.
+     * Not an embedding model, empty input, an input over the model's limit or unsupported dimensions.
      */
     400: AiError;
     /**
@@ -5190,7 +5190,7 @@ export type CreateEmbeddingsAliasData = {
 
 export type CreateEmbeddingsAliasErrors = {
     /**
-     * Not an embedding model, empty input or unsupported dimensions.
+     * Not an embedding model, empty input, an input over the model's limit or unsupported dimensions.
      */
     400: AiError;
     /**

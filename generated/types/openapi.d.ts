@@ -3732,34 +3732,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "data": {
-                 *         "id": "5f0c2a9e-7b1d-4c3e-9a8f-1d2e3f4a5b6c",
-                 *         "name": "Sermon prep assistant",
-                 *         "description": "Helps outline sermons from a passage.",
-                 *         "version": 4,
-                 *         "status": "inactive",
-                 *         "tags": [
-                 *           "preaching",
-                 *           "archive-candidate"
-                 *         ],
-                 *         "model": {
-                 *           "mode": "model_family",
-                 *           "model_family": "anthropic"
-                 *         },
-                 *         "instructions": "Outline in three movements with one illustration each.",
-                 *         "tradition": "mainline",
-                 *         "createdAt": 1735689600000,
-                 *         "updatedAt": 1737000000000
-                 *       },
-                 *       "meta": {
-                 *         "requestId": "req_01JDQ9A1B2C3D4E5F6G7H8J9K4",
-                 *         "hasMore": false,
-                 *         "nextCursor": null
-                 *       }
-                 *     }
-                 */
                 "application/json": components["schemas"]["AgentResponse"];
             };
         };
@@ -3776,20 +3748,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1001,
-                 *         "name": "ROUTING_SELECTOR_INVALID",
-                 *         "message": "Exactly one of auto_routing, model or model_family must be set.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "None, or more than one, of auto_routing, model and model_family was given.",
-                 *         "param": "model_family"
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4R"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -3801,19 +3759,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1021,
-                 *         "name": "IDEMPOTENCY_KEY_IN_USE",
-                 *         "message": "A request with this Idempotency-Key is still running",
-                 *         "retryable": true,
-                 *         "category": "client",
-                 *         "description": "A request with this Idempotency-Key is still running; retry once it has finished."
-                 *       },
-                 *       "trace_id": "trc_01JDQX000AM5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -3826,19 +3771,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1015,
-                 *         "name": "GUARDRAIL_BLOCKED",
-                 *         "message": "The request was blocked by a safety guardrail.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "A hard guardrail blocked the request."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4W"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -3850,19 +3782,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 2013,
-                 *         "name": "PROVIDER_INFERENCE_ERROR",
-                 *         "message": "The provider failed while generating the completion.",
-                 *         "retryable": true,
-                 *         "category": "provider",
-                 *         "description": "The provider failed while running inference."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q50"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -3875,20 +3794,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1016,
-                 *         "name": "NOT_FOUND",
-                 *         "message": "No stored response resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX in this organization.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The resource does not exist or was permanently deleted.",
-                 *         "param": "previous_response_id"
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4Y"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -3900,19 +3805,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1020,
-                 *         "name": "PAYLOAD_TOO_LARGE",
-                 *         "message": "Request body or file is too large",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The request body is larger than allowed."
-                 *       },
-                 *       "trace_id": "trc_01JDQX0008M5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -3925,19 +3817,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1006,
-                 *         "name": "INSUFFICIENT_CREDIT",
-                 *         "message": "The prepaid balance of the organization is empty.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The prepaid balance is empty; access resumes when credit lands."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4T"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -3950,19 +3829,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 2001,
-                 *         "name": "PROVIDER_TIMEOUT",
-                 *         "message": "The model provider did not respond within 60 seconds.",
-                 *         "retryable": true,
-                 *         "category": "provider",
-                 *         "description": "The upstream provider did not answer in time."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4X"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"] | components["schemas"]["GatewayError"];
             };
         };
@@ -3974,19 +3840,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 2002,
-                 *         "name": "PROVIDER_UNAVAILABLE",
-                 *         "message": "No healthy provider is available for this request.",
-                 *         "retryable": true,
-                 *         "category": "provider",
-                 *         "description": "The upstream provider is unavailable and no healthy fallback exists."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q51"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4012,19 +3865,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1005,
-                 *         "name": "SPENDING_LIMIT_EXCEEDED",
-                 *         "message": "The weekly spending limit of your organization has been reached.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The organization reached its weekly spending cap. No Retry-After; adding credit does not clear it."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4Z"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4036,19 +3876,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1013,
-                 *         "name": "UNAUTHORIZED",
-                 *         "message": "Missing Authorization header.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The Authorization header is missing or the credential is invalid."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4S"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4065,22 +3892,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": [
-                 *         {
-                 *           "type": "missing",
-                 *           "loc": [
-                 *             "body",
-                 *             "messages"
-                 *           ],
-                 *           "msg": "Field required",
-                 *           "input": null
-                 *         }
-                 *       ],
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4Y"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ValidationError"] | components["schemas"]["AIError"];
             };
         };
@@ -4092,19 +3903,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1000,
-                 *         "name": "INVALID_REQUEST",
-                 *         "message": "unsupported media type text/plain",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The request is structurally invalid."
-                 *       },
-                 *       "trace_id": "trc_01JDQX0009M5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4121,48 +3919,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "id": "chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB",
-                 *       "object": "chat.completion",
-                 *       "created": 1735689600,
-                 *       "model": "gloo-openai-gpt-5-mini",
-                 *       "choices": [
-                 *         {
-                 *           "index": 0,
-                 *           "message": {
-                 *             "role": "assistant",
-                 *             "content": "Hope is the confident expectation of good things to come, rooted in God's faithfulness."
-                 *           },
-                 *           "finish_reason": "stop"
-                 *         }
-                 *       ],
-                 *       "usage": {
-                 *         "prompt_tokens": 31,
-                 *         "completion_tokens": 18,
-                 *         "total_tokens": 49
-                 *       },
-                 *       "provider": "openai",
-                 *       "model_family": "openai",
-                 *       "auto_routing": true,
-                 *       "routing_mechanism": "auto_routing",
-                 *       "routing_tier": "tier_1",
-                 *       "routing_confidence": 0.92,
-                 *       "tradition": "evangelical"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ChatCompletion"];
-                /**
-                 * @example data: {"id":"chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB","object":"chat.completion.chunk","created":1735689600,"model":"gloo-openai-gpt-5-mini","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"provider":"openai","routing_mechanism":"auto_routing"}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB","object":"chat.completion.chunk","created":1735689600,"model":"gloo-openai-gpt-5-mini","choices":[{"index":0,"delta":{"content":"Hope is the confident expectation"},"finish_reason":null}]}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB","object":"chat.completion.chunk","created":1735689600,"model":"gloo-openai-gpt-5-mini","choices":[{"index":0,"delta":{"content":" of good things to come."},"finish_reason":null}]}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB","object":"chat.completion.chunk","created":1735689600,"model":"gloo-openai-gpt-5-mini","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}
-                 *
-                 *     data: [DONE]
-                 */
                 "text/event-stream": components["schemas"]["ChatCompletionStreamEvent"];
             };
         };
@@ -4178,20 +3935,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1007,
-                 *         "name": "GC_ALLOWANCE_EXHAUSTED",
-                 *         "message": "The allowance of your coding plan is spent for this period.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The coding-agent plan allowance is spent (separate from API credit)."
-                 *       },
-                 *       "topup_available": true,
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4V"
-                 *     }
-                 */
                 "application/json": components["schemas"]["CodingAIError"];
             };
         };
@@ -4211,20 +3954,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1001,
-                 *         "name": "ROUTING_SELECTOR_INVALID",
-                 *         "message": "Exactly one of auto_routing, model or model_family must be set.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "None, or more than one, of auto_routing, model and model_family was given.",
-                 *         "param": "model_family"
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4R"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4238,19 +3967,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1021,
-                 *         "name": "IDEMPOTENCY_KEY_IN_USE",
-                 *         "message": "A request with this Idempotency-Key is still running",
-                 *         "retryable": true,
-                 *         "category": "client",
-                 *         "description": "A request with this Idempotency-Key is still running; retry once it has finished."
-                 *       },
-                 *       "trace_id": "trc_01JDQX000AM5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4265,19 +3981,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1015,
-                 *         "name": "GUARDRAIL_BLOCKED",
-                 *         "message": "The request was blocked by a safety guardrail.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "A hard guardrail blocked the request."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4W"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4291,19 +3994,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 2013,
-                 *         "name": "PROVIDER_INFERENCE_ERROR",
-                 *         "message": "The provider failed while generating the completion.",
-                 *         "retryable": true,
-                 *         "category": "provider",
-                 *         "description": "The provider failed while running inference."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q50"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4318,20 +4008,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1016,
-                 *         "name": "NOT_FOUND",
-                 *         "message": "No stored response resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX in this organization.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The resource does not exist or was permanently deleted.",
-                 *         "param": "previous_response_id"
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4Y"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4345,19 +4021,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1020,
-                 *         "name": "PAYLOAD_TOO_LARGE",
-                 *         "message": "Request body or file is too large",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The request body is larger than allowed."
-                 *       },
-                 *       "trace_id": "trc_01JDQX0008M5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4372,19 +4035,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1006,
-                 *         "name": "INSUFFICIENT_CREDIT",
-                 *         "message": "The prepaid balance of the organization is empty.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The prepaid balance is empty; access resumes when credit lands."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4T"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4401,19 +4051,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 2001,
-                 *         "name": "PROVIDER_TIMEOUT",
-                 *         "message": "The model provider did not respond within 60 seconds.",
-                 *         "retryable": true,
-                 *         "category": "provider",
-                 *         "description": "The upstream provider did not answer in time."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4X"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"] | components["schemas"]["GatewayError"];
             };
         };
@@ -4427,19 +4064,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 2002,
-                 *         "name": "PROVIDER_UNAVAILABLE",
-                 *         "message": "No healthy provider is available for this request.",
-                 *         "retryable": true,
-                 *         "category": "provider",
-                 *         "description": "The upstream provider is unavailable and no healthy fallback exists."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q51"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4468,19 +4092,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1005,
-                 *         "name": "SPENDING_LIMIT_EXCEEDED",
-                 *         "message": "The weekly spending limit of your organization has been reached.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The organization reached its weekly spending cap. No Retry-After; adding credit does not clear it."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4Z"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4494,19 +4105,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1013,
-                 *         "name": "UNAUTHORIZED",
-                 *         "message": "Missing Authorization header.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The Authorization header is missing or the credential is invalid."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4S"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4526,22 +4124,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": [
-                 *         {
-                 *           "type": "missing",
-                 *           "loc": [
-                 *             "body",
-                 *             "messages"
-                 *           ],
-                 *           "msg": "Field required",
-                 *           "input": null
-                 *         }
-                 *       ],
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4Y"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ValidationError"] | components["schemas"]["AIError"];
             };
         };
@@ -4555,19 +4137,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1000,
-                 *         "name": "INVALID_REQUEST",
-                 *         "message": "unsupported media type text/plain",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The request is structurally invalid."
-                 *       },
-                 *       "trace_id": "trc_01JDQX0009M5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4587,48 +4156,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "id": "chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB",
-                 *       "object": "chat.completion",
-                 *       "created": 1735689600,
-                 *       "model": "gloo-openai-gpt-5-mini",
-                 *       "choices": [
-                 *         {
-                 *           "index": 0,
-                 *           "message": {
-                 *             "role": "assistant",
-                 *             "content": "Hope is the confident expectation of good things to come, rooted in God's faithfulness."
-                 *           },
-                 *           "finish_reason": "stop"
-                 *         }
-                 *       ],
-                 *       "usage": {
-                 *         "prompt_tokens": 31,
-                 *         "completion_tokens": 18,
-                 *         "total_tokens": 49
-                 *       },
-                 *       "provider": "openai",
-                 *       "model_family": "openai",
-                 *       "auto_routing": true,
-                 *       "routing_mechanism": "auto_routing",
-                 *       "routing_tier": "tier_1",
-                 *       "routing_confidence": 0.92,
-                 *       "tradition": "evangelical"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ChatCompletion"];
-                /**
-                 * @example data: {"id":"chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB","object":"chat.completion.chunk","created":1735689600,"model":"gloo-openai-gpt-5-mini","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"provider":"openai","routing_mechanism":"auto_routing"}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB","object":"chat.completion.chunk","created":1735689600,"model":"gloo-openai-gpt-5-mini","choices":[{"index":0,"delta":{"content":"Hope is the confident expectation"},"finish_reason":null}]}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB","object":"chat.completion.chunk","created":1735689600,"model":"gloo-openai-gpt-5-mini","choices":[{"index":0,"delta":{"content":" of good things to come."},"finish_reason":null}]}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB","object":"chat.completion.chunk","created":1735689600,"model":"gloo-openai-gpt-5-mini","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}
-                 *
-                 *     data: [DONE]
-                 */
                 "text/event-stream": components["schemas"]["ChatCompletionStreamEvent"];
             };
         };
@@ -4648,12 +4176,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Publisher not found",
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6T"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -4667,12 +4189,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "A request with this Idempotency-Key is still running",
-                 *       "trace_id": "trc_01JDQX000DM5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -4687,12 +4203,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Not authorized to access this publisher",
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6V"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -4706,12 +4216,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Internal server error",
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6X"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -4726,12 +4230,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Item not found",
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6W"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -4745,12 +4243,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Request body or file is too large",
-                 *       "trace_id": "trc_01JDQX000BM5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -4764,12 +4256,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "The prepaid balance is empty; add credit to continue.",
-                 *       "trace_id": "trc_01JDQX000DM5P7R9TV2W4Y6Z8C"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -4783,12 +4269,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Service temporarily unavailable",
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6Z"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -4813,12 +4293,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "The organization's weekly spending cap of $100.00 is reached; it resets at 2026-12-07T00:00:00.000Z.",
-                 *       "trace_id": "trc_01JDQX000DM5P7R9TV2W4Y6Z8D"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -4832,12 +4306,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "unsupported media type text/plain",
-                 *       "trace_id": "trc_01JDQX000CM5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -4851,13 +4319,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Invalid API key",
-                 *       "code": "forbidden",
-                 *       "trace_id": "trc_01JDQF6H7J8K9L0M1N2P3Q4R5T"
-                 *     }
-                 */
                 "application/json": components["schemas"]["GatewayError"];
             };
         };
@@ -4871,13 +4332,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Missing Authorization",
-                 *       "code": "unauthorized_missing_authorization",
-                 *       "trace_id": "trc_01JDQF6H7J8K9L0M1N2P3Q4R5S"
-                 *     }
-                 */
                 "application/json": components["schemas"]["GatewayError"];
             };
         };
@@ -4891,13 +4345,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Request validation failed",
-                 *       "code": "validation_error",
-                 *       "trace_id": "trc_01JDQX0005M5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["GatewayError"];
             };
         };
@@ -4918,59 +4365,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "id": "chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD",
-                 *       "object": "chat.completion",
-                 *       "created": 1735689600,
-                 *       "model": "gloo-anthropic-claude-haiku-4.5",
-                 *       "choices": [
-                 *         {
-                 *           "index": 0,
-                 *           "message": {
-                 *             "role": "assistant",
-                 *             "content": "The author treats Sabbath rest as a gift received before it is achieved."
-                 *           },
-                 *           "finish_reason": "stop"
-                 *         }
-                 *       ],
-                 *       "usage": {
-                 *         "prompt_tokens": 812,
-                 *         "completion_tokens": 24,
-                 *         "total_tokens": 836
-                 *       },
-                 *       "provider": "anthropic",
-                 *       "model_family": "anthropic",
-                 *       "auto_routing": false,
-                 *       "routing_mechanism": "model_family",
-                 *       "routing_tier": null,
-                 *       "routing_confidence": null,
-                 *       "tradition": null,
-                 *       "sources_returned": true,
-                 *       "citations": [
-                 *         {
-                 *           "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                 *           "title": "Sabbath Rest in a Busy Week",
-                 *           "publisher": "Example Publishing",
-                 *           "url": "https://example.org/articles/sabbath-rest",
-                 *           "snippet": "Rest is received before it is achieved.",
-                 *           "certainty": 0.83
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["GroundedChatCompletion"];
-                /**
-                 * @example data: {"id":"chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD","object":"chat.completion.chunk","created":1735689600,"model":"gloo-anthropic-claude-haiku-4.5","choices":[],"citations":[{"item_id":"6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d","title":"Sabbath Rest in a Busy Week","publisher":"Example Publishing","url":"https://example.org/articles/sabbath-rest","snippet":"Rest is received before it is achieved.","certainty":0.83}]}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD","object":"chat.completion.chunk","created":1735689600,"model":"gloo-anthropic-claude-haiku-4.5","choices":[{"index":0,"delta":{"role":"assistant","content":"The author treats Sabbath rest"},"finish_reason":null}]}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD","object":"chat.completion.chunk","created":1735689600,"model":"gloo-anthropic-claude-haiku-4.5","choices":[{"index":0,"delta":{"content":" as a gift received before it is achieved."},"finish_reason":null}]}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD","object":"chat.completion.chunk","created":1735689600,"model":"gloo-anthropic-claude-haiku-4.5","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}
-                 *
-                 *     data: [DONE]
-                 */
                 "text/event-stream": components["schemas"]["ChatCompletionStreamEvent"];
             };
         };
@@ -4984,94 +4379,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "object": "list",
-                 *       "data": [
-                 *         {
-                 *           "id": "gloo-openai-gpt-5-mini",
-                 *           "object": "model",
-                 *           "created": 1735689600,
-                 *           "owned_by": "gloo",
-                 *           "family": "openai",
-                 *           "provider": "openai",
-                 *           "context_window": 400000,
-                 *           "max_output_tokens": 128000,
-                 *           "capabilities": {
-                 *             "tools": true,
-                 *             "reasoning": true,
-                 *             "vision": true,
-                 *             "streaming": true,
-                 *             "embeddings": false,
-                 *             "image_generation": false
-                 *           },
-                 *           "supports_tools": true,
-                 *           "supports_reasoning": true,
-                 *           "pricing": {
-                 *             "input_per_1m": 0.25,
-                 *             "output_per_1m": 2,
-                 *             "currency": "USD"
-                 *           },
-                 *           "is_deprecated": false,
-                 *           "type": "chat"
-                 *         },
-                 *         {
-                 *           "id": "gloo-anthropic-claude-haiku-4.5",
-                 *           "object": "model",
-                 *           "created": 1735689600,
-                 *           "owned_by": "gloo",
-                 *           "family": "anthropic",
-                 *           "provider": "anthropic",
-                 *           "context_window": 200000,
-                 *           "max_output_tokens": 64000,
-                 *           "capabilities": {
-                 *             "tools": true,
-                 *             "reasoning": true,
-                 *             "vision": true,
-                 *             "streaming": true,
-                 *             "embeddings": false,
-                 *             "image_generation": false
-                 *           },
-                 *           "supports_tools": true,
-                 *           "supports_reasoning": true,
-                 *           "pricing": {
-                 *             "input_per_1m": 1,
-                 *             "output_per_1m": 5,
-                 *             "currency": "USD"
-                 *           },
-                 *           "is_deprecated": false,
-                 *           "type": "chat"
-                 *         },
-                 *         {
-                 *           "id": "gloo-openai-text-embedding-3-small",
-                 *           "object": "model",
-                 *           "created": 1735689600,
-                 *           "owned_by": "gloo",
-                 *           "family": "openai",
-                 *           "provider": "openai",
-                 *           "context_window": 8191,
-                 *           "max_output_tokens": null,
-                 *           "capabilities": {
-                 *             "tools": false,
-                 *             "reasoning": false,
-                 *             "vision": false,
-                 *             "streaming": false,
-                 *             "embeddings": true,
-                 *             "image_generation": false
-                 *           },
-                 *           "supports_tools": false,
-                 *           "supports_reasoning": false,
-                 *           "pricing": {
-                 *             "input_per_1m": 0.02,
-                 *             "output_per_1m": 0,
-                 *             "currency": "USD"
-                 *           },
-                 *           "is_deprecated": false,
-                 *           "type": "embedding"
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["ModelList"];
             };
         };
@@ -5090,70 +4397,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "id": "resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX",
-                 *       "object": "response",
-                 *       "created_at": 1735689600,
-                 *       "status": "completed",
-                 *       "model": "gloo-openai-gpt-5-mini",
-                 *       "output": [
-                 *         {
-                 *           "type": "message",
-                 *           "id": "msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY",
-                 *           "role": "assistant",
-                 *           "status": "completed",
-                 *           "content": [
-                 *             {
-                 *               "type": "output_text",
-                 *               "text": "Grace is God's unearned favour.",
-                 *               "annotations": []
-                 *             }
-                 *           ]
-                 *         }
-                 *       ],
-                 *       "output_text": "Grace is God's unearned favour.",
-                 *       "incomplete_details": null,
-                 *       "error": null,
-                 *       "usage": {
-                 *         "input_tokens": 21,
-                 *         "output_tokens": 7,
-                 *         "total_tokens": 28
-                 *       }
-                 *     }
-                 */
                 "application/json": components["schemas"]["Response"];
-                /**
-                 * @example event: response.created
-                 *     data: {"type":"response.created","sequence_number":0,"response":{"id":"resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX","object":"response","created_at":1735689600,"status":"in_progress","model":"gloo-openai-gpt-5-mini","output":[],"output_text":"","incomplete_details":null,"error":null,"usage":null}}
-                 *
-                 *     event: response.in_progress
-                 *     data: {"type":"response.in_progress","sequence_number":1,"response":{"id":"resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX","object":"response","created_at":1735689600,"status":"in_progress","model":"gloo-openai-gpt-5-mini","output":[],"output_text":"","incomplete_details":null,"error":null,"usage":null}}
-                 *
-                 *     event: response.output_item.added
-                 *     data: {"type":"response.output_item.added","sequence_number":2,"output_index":0,"item":{"type":"message","id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","role":"assistant","status":"in_progress","content":[]}}
-                 *
-                 *     event: response.content_part.added
-                 *     data: {"type":"response.content_part.added","sequence_number":3,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"part":{"type":"output_text","text":"","annotations":[]}}
-                 *
-                 *     event: response.output_text.delta
-                 *     data: {"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"delta":"Grace is God's"}
-                 *
-                 *     event: response.output_text.delta
-                 *     data: {"type":"response.output_text.delta","sequence_number":5,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"delta":" unearned favour."}
-                 *
-                 *     event: response.output_text.done
-                 *     data: {"type":"response.output_text.done","sequence_number":6,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"text":"Grace is God's unearned favour."}
-                 *
-                 *     event: response.content_part.done
-                 *     data: {"type":"response.content_part.done","sequence_number":7,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"part":{"type":"output_text","text":"Grace is God's unearned favour.","annotations":[]}}
-                 *
-                 *     event: response.output_item.done
-                 *     data: {"type":"response.output_item.done","sequence_number":8,"output_index":0,"item":{"type":"message","id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Grace is God's unearned favour.","annotations":[]}]}}
-                 *
-                 *     event: response.completed
-                 *     data: {"type":"response.completed","sequence_number":9,"response":{"id":"resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX","object":"response","created_at":1735689600,"status":"completed","model":"gloo-openai-gpt-5-mini","output":[{"type":"message","id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Grace is God's unearned favour.","annotations":[]}]}],"output_text":"Grace is God's unearned favour.","incomplete_details":null,"error":null,"usage":{"input_tokens":21,"output_tokens":7,"total_tokens":28}}}
-                 */
                 "text/event-stream": components["schemas"]["ResponseStreamEvent"];
             };
         };
@@ -5168,22 +4412,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": [
-                 *         {
-                 *           "type": "uuid_parsing",
-                 *           "loc": [
-                 *             "path",
-                 *             "item_id"
-                 *           ],
-                 *           "msg": "Input should be a valid UUID",
-                 *           "input": "not-a-uuid"
-                 *         }
-                 *       ],
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S70"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ValidationError"];
             };
         };
@@ -5195,12 +4423,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Failed to update the vector store for this item",
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6Y"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -5217,12 +4439,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Publisher not found",
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6T"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -5234,12 +4450,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "A request with this Idempotency-Key is still running",
-                 *       "trace_id": "trc_01JDQX000DM5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -5252,12 +4462,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Not authorized to access this publisher",
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6V"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -5269,12 +4473,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Internal server error",
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6X"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -5287,12 +4485,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Item not found",
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6W"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -5304,12 +4496,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Request body or file is too large",
-                 *       "trace_id": "trc_01JDQX000BM5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -5321,12 +4507,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Service temporarily unavailable",
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6Z"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -5338,16 +4518,10 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "unsupported media type text/plain",
-                 *       "trace_id": "trc_01JDQX000CM5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
-        /** @description Not an embedding model, empty input or unsupported dimensions. */
+        /** @description Not an embedding model, empty input, an input over the model's limit or unsupported dimensions. */
         EmbeddingsBadRequest: {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -5356,20 +4530,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1009,
-                 *         "name": "NOT_EMBEDDING_MODEL",
-                 *         "message": "gloo-openai-gpt-5-mini is not an embedding model.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The model given to the embeddings endpoint is not an embedding model.",
-                 *         "param": "model"
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q52"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -5382,38 +4542,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "object": "list",
-                 *       "data": [
-                 *         {
-                 *           "object": "embedding",
-                 *           "index": 0,
-                 *           "embedding": [
-                 *             0.0023064255,
-                 *             -0.009327292,
-                 *             0.015797347,
-                 *             -0.0077780345
-                 *           ]
-                 *         },
-                 *         {
-                 *           "object": "embedding",
-                 *           "index": 1,
-                 *           "embedding": [
-                 *             -0.0108119,
-                 *             0.0051326542,
-                 *             0.0042157,
-                 *             0.0129384
-                 *           ]
-                 *         }
-                 *       ],
-                 *       "model": "gloo-openai-text-embedding-3-small",
-                 *       "usage": {
-                 *         "prompt_tokens": 11,
-                 *         "total_tokens": 11
-                 *       }
-                 *     }
-                 */
                 "application/json": components["schemas"]["EmbeddingsResponse"];
             };
         };
@@ -5425,19 +4553,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 2010,
-                 *         "name": "EMBEDDING_PROVIDER_UNAVAILABLE",
-                 *         "message": "The embedding provider is temporarily unavailable.",
-                 *         "retryable": true,
-                 *         "category": "provider",
-                 *         "description": "The embedding provider is unavailable (no failover to another provider)."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q54"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -5450,18 +4565,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": {
-                 *         "message": "input: value must be a string or a non-empty array of strings",
-                 *         "type": "invalid_request_error",
-                 *         "code": "invalid_input",
-                 *         "retryable": false,
-                 *         "param": "input"
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q53"
-                 *     }
-                 */
                 "application/json": components["schemas"]["EmbeddingsValidationError"];
             };
         };
@@ -5473,13 +4576,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Invalid API key",
-                 *       "code": "forbidden",
-                 *       "trace_id": "trc_01JDQF6H7J8K9L0M1N2P3Q4R5T"
-                 *     }
-                 */
                 "application/json": components["schemas"]["GatewayError"];
             };
         };
@@ -5491,13 +4587,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Missing Authorization",
-                 *       "code": "unauthorized_missing_authorization",
-                 *       "trace_id": "trc_01JDQF6H7J8K9L0M1N2P3Q4R5S"
-                 *     }
-                 */
                 "application/json": components["schemas"]["GatewayError"];
             };
         };
@@ -5509,13 +4598,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Request validation failed",
-                 *       "code": "validation_error",
-                 *       "trace_id": "trc_01JDQX0005M5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["GatewayError"];
             };
         };
@@ -5533,59 +4615,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "id": "chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD",
-                 *       "object": "chat.completion",
-                 *       "created": 1735689600,
-                 *       "model": "gloo-anthropic-claude-haiku-4.5",
-                 *       "choices": [
-                 *         {
-                 *           "index": 0,
-                 *           "message": {
-                 *             "role": "assistant",
-                 *             "content": "The author treats Sabbath rest as a gift received before it is achieved."
-                 *           },
-                 *           "finish_reason": "stop"
-                 *         }
-                 *       ],
-                 *       "usage": {
-                 *         "prompt_tokens": 812,
-                 *         "completion_tokens": 24,
-                 *         "total_tokens": 836
-                 *       },
-                 *       "provider": "anthropic",
-                 *       "model_family": "anthropic",
-                 *       "auto_routing": false,
-                 *       "routing_mechanism": "model_family",
-                 *       "routing_tier": null,
-                 *       "routing_confidence": null,
-                 *       "tradition": null,
-                 *       "sources_returned": true,
-                 *       "citations": [
-                 *         {
-                 *           "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                 *           "title": "Sabbath Rest in a Busy Week",
-                 *           "publisher": "Example Publishing",
-                 *           "url": "https://example.org/articles/sabbath-rest",
-                 *           "snippet": "Rest is received before it is achieved.",
-                 *           "certainty": 0.83
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["GroundedChatCompletion"];
-                /**
-                 * @example data: {"id":"chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD","object":"chat.completion.chunk","created":1735689600,"model":"gloo-anthropic-claude-haiku-4.5","choices":[],"citations":[{"item_id":"6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d","title":"Sabbath Rest in a Busy Week","publisher":"Example Publishing","url":"https://example.org/articles/sabbath-rest","snippet":"Rest is received before it is achieved.","certainty":0.83}]}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD","object":"chat.completion.chunk","created":1735689600,"model":"gloo-anthropic-claude-haiku-4.5","choices":[{"index":0,"delta":{"role":"assistant","content":"The author treats Sabbath rest"},"finish_reason":null}]}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD","object":"chat.completion.chunk","created":1735689600,"model":"gloo-anthropic-claude-haiku-4.5","choices":[{"index":0,"delta":{"content":" as a gift received before it is achieved."},"finish_reason":null}]}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD","object":"chat.completion.chunk","created":1735689600,"model":"gloo-anthropic-claude-haiku-4.5","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}
-                 *
-                 *     data: [DONE]
-                 */
                 "text/event-stream": components["schemas"]["ChatCompletionStreamEvent"];
             };
         };
@@ -5603,75 +4633,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "id": "resp_01JDQ8Q3B5D7F9H1K3M5P7R9TV",
-                 *       "object": "response",
-                 *       "created_at": 1735689600,
-                 *       "status": "completed",
-                 *       "model": "gloo-openai-gpt-5-mini",
-                 *       "output": [
-                 *         {
-                 *           "type": "message",
-                 *           "id": "msg_01JDQ8Q3B5D7F9H1K3M5P7R9TW",
-                 *           "role": "assistant",
-                 *           "status": "completed",
-                 *           "content": [
-                 *             {
-                 *               "type": "output_text",
-                 *               "text": "The author treats Sabbath rest as a gift received before it is achieved.",
-                 *               "annotations": []
-                 *             }
-                 *           ]
-                 *         }
-                 *       ],
-                 *       "output_text": "The author treats Sabbath rest as a gift received before it is achieved.",
-                 *       "incomplete_details": null,
-                 *       "error": null,
-                 *       "usage": {
-                 *         "input_tokens": 640,
-                 *         "output_tokens": 16,
-                 *         "total_tokens": 656
-                 *       },
-                 *       "sources_returned": true,
-                 *       "citations": [
-                 *         {
-                 *           "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                 *           "title": "Sabbath Rest in a Busy Week",
-                 *           "publisher": "Example Publishing",
-                 *           "url": "https://example.org/articles/sabbath-rest",
-                 *           "snippet": "Rest is received before it is achieved.",
-                 *           "certainty": 0.83
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["GroundedResponse"];
-                /**
-                 * @example event: response.created
-                 *     data: {"type":"response.created","sequence_number":0,"response":{"id":"resp_01JDQ8Q3B5D7F9H1K3M5P7R9TV","object":"response","created_at":1735689600,"status":"in_progress","model":"gloo-openai-gpt-5-mini","output":[],"output_text":"","incomplete_details":null,"error":null,"usage":null}}
-                 *
-                 *     event: response.output_item.added
-                 *     data: {"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"message","id":"msg_01JDQ8Q3B5D7F9H1K3M5P7R9TW","role":"assistant","status":"in_progress","content":[]}}
-                 *
-                 *     event: response.content_part.added
-                 *     data: {"type":"response.content_part.added","sequence_number":2,"item_id":"msg_01JDQ8Q3B5D7F9H1K3M5P7R9TW","output_index":0,"content_index":0,"part":{"type":"output_text","text":"","annotations":[]}}
-                 *
-                 *     event: response.output_text.delta
-                 *     data: {"type":"response.output_text.delta","sequence_number":3,"item_id":"msg_01JDQ8Q3B5D7F9H1K3M5P7R9TW","output_index":0,"content_index":0,"delta":"The author treats Sabbath rest as a gift."}
-                 *
-                 *     event: response.output_text.done
-                 *     data: {"type":"response.output_text.done","sequence_number":4,"item_id":"msg_01JDQ8Q3B5D7F9H1K3M5P7R9TW","output_index":0,"content_index":0,"text":"The author treats Sabbath rest as a gift."}
-                 *
-                 *     event: response.content_part.done
-                 *     data: {"type":"response.content_part.done","sequence_number":5,"item_id":"msg_01JDQ8Q3B5D7F9H1K3M5P7R9TW","output_index":0,"content_index":0,"part":{"type":"output_text","text":"The author treats Sabbath rest as a gift.","annotations":[]}}
-                 *
-                 *     event: response.output_item.done
-                 *     data: {"type":"response.output_item.done","sequence_number":6,"output_index":0,"item":{"type":"message","id":"msg_01JDQ8Q3B5D7F9H1K3M5P7R9TW","role":"assistant","status":"completed","content":[{"type":"output_text","text":"The author treats Sabbath rest as a gift.","annotations":[]}]}}
-                 *
-                 *     event: response.completed
-                 *     data: {"type":"response.completed","sequence_number":7,"response":{"id":"resp_01JDQ8Q3B5D7F9H1K3M5P7R9TV","object":"response","created_at":1735689600,"status":"completed","model":"gloo-openai-gpt-5-mini","output":[{"type":"message","id":"msg_01JDQ8Q3B5D7F9H1K3M5P7R9TW","role":"assistant","status":"completed","content":[{"type":"output_text","text":"The author treats Sabbath rest as a gift.","annotations":[]}]}],"output_text":"The author treats Sabbath rest as a gift.","incomplete_details":null,"error":null,"usage":{"input_tokens":640,"output_tokens":9,"total_tokens":649}}}
-                 */
                 "text/event-stream": components["schemas"]["ResponseStreamEvent"];
             };
         };
@@ -5683,13 +4645,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Request Header Fields Too Large",
-                 *       "code": "bad_request",
-                 *       "trace_id": "trc_01JDQX0004M5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["GatewayError"];
             };
         };
@@ -5701,20 +4656,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": "invalid_request",
-                 *         "message": "Malformed JSON body"
-                 *       },
-                 *       "meta": {
-                 *         "requestId": "trc_01JDQX0006M5P7R9TV2W4Y6Z8B",
-                 *         "hasMore": false,
-                 *         "nextCursor": null
-                 *       },
-                 *       "trace_id": "trc_01JDQX0006M5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -5726,20 +4667,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": "idempotency_key_in_use",
-                 *         "message": "A request with this Idempotency-Key is still running"
-                 *       },
-                 *       "meta": {
-                 *         "requestId": "trc_01JDQX000GM5P7R9TV2W4Y6Z8B",
-                 *         "hasMore": false,
-                 *         "nextCursor": null
-                 *       },
-                 *       "trace_id": "trc_01JDQX000GM5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -5752,20 +4679,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": "forbidden",
-                 *         "message": "The API key lacks the scope keys:manage."
-                 *       },
-                 *       "meta": {
-                 *         "requestId": "req_01JDQH8K9L0M1N2P3Q4R5S6T7W",
-                 *         "hasMore": false,
-                 *         "nextCursor": null
-                 *       },
-                 *       "trace_id": "trc_01JDQH8K9L0M1N2P3Q4R5S6T7W"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -5777,20 +4690,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": "internal_error",
-                 *         "message": "An unexpected error occurred."
-                 *       },
-                 *       "meta": {
-                 *         "requestId": "req_01JDQH8K9L0M1N2P3Q4R5S6T7Z",
-                 *         "hasMore": false,
-                 *         "nextCursor": null
-                 *       },
-                 *       "trace_id": "trc_01JDQH8K9L0M1N2P3Q4R5S6T7Z"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -5803,20 +4702,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": "method_not_allowed",
-                 *         "message": "PUT is not allowed here; use GET, PATCH, DELETE"
-                 *       },
-                 *       "meta": {
-                 *         "requestId": "trc_01JDQX0002M5P7R9TV2W4Y6Z8B",
-                 *         "hasMore": false,
-                 *         "nextCursor": null
-                 *       },
-                 *       "trace_id": "trc_01JDQX0002M5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -5828,20 +4713,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": "not_found",
-                 *         "message": "Agent 5f0c2a9e-7b1d-4c3e-9a8f-1d2e3f4a5b6c not found."
-                 *       },
-                 *       "meta": {
-                 *         "requestId": "req_01JDQH8K9L0M1N2P3Q4R5S6T7X",
-                 *         "hasMore": false,
-                 *         "nextCursor": null
-                 *       },
-                 *       "trace_id": "trc_01JDQH8K9L0M1N2P3Q4R5S6T7X"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -5853,20 +4724,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": "payload_too_large",
-                 *         "message": "Request body or file is too large"
-                 *       },
-                 *       "meta": {
-                 *         "requestId": "trc_01JDQX000EM5P7R9TV2W4Y6Z8B",
-                 *         "hasMore": false,
-                 *         "nextCursor": null
-                 *       },
-                 *       "trace_id": "trc_01JDQX000EM5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -5878,20 +4735,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": "unauthorized",
-                 *         "message": "Missing or invalid API key."
-                 *       },
-                 *       "meta": {
-                 *         "requestId": "req_01JDQH8K9L0M1N2P3Q4R5S6T7V",
-                 *         "hasMore": false,
-                 *         "nextCursor": null
-                 *       },
-                 *       "trace_id": "trc_01JDQH8K9L0M1N2P3Q4R5S6T7V"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -5904,31 +4747,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": "validation_error",
-                 *         "message": "Request validation failed.",
-                 *         "details": [
-                 *           {
-                 *             "type": "too_small",
-                 *             "loc": [
-                 *               "query",
-                 *               "limit"
-                 *             ],
-                 *             "msg": "Must be at least 1",
-                 *             "input": 0
-                 *           }
-                 *         ]
-                 *       },
-                 *       "meta": {
-                 *         "requestId": "req_01JDQH8K9L0M1N2P3Q4R5S6T7Y",
-                 *         "hasMore": false,
-                 *         "nextCursor": null
-                 *       },
-                 *       "trace_id": "trc_01JDQH8K9L0M1N2P3Q4R5S6T7Y"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -5940,20 +4758,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": "invalid_request",
-                 *         "message": "unsupported media type text/plain"
-                 *       },
-                 *       "meta": {
-                 *         "requestId": "trc_01JDQX000FM5P7R9TV2W4Y6Z8B",
-                 *         "hasMore": false,
-                 *         "nextCursor": null
-                 *       },
-                 *       "trace_id": "trc_01JDQX000FM5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -5966,13 +4770,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "DELETE is not allowed here; use POST",
-                 *       "code": "method_not_allowed",
-                 *       "trace_id": "trc_01JDQX0001M5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["GatewayError"];
             };
         };
@@ -5984,94 +4781,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "object": "list",
-                 *       "data": [
-                 *         {
-                 *           "id": "gloo-openai-gpt-5-mini",
-                 *           "object": "model",
-                 *           "created": 1735689600,
-                 *           "owned_by": "gloo",
-                 *           "family": "openai",
-                 *           "provider": "openai",
-                 *           "context_window": 400000,
-                 *           "max_output_tokens": 128000,
-                 *           "capabilities": {
-                 *             "tools": true,
-                 *             "reasoning": true,
-                 *             "vision": true,
-                 *             "streaming": true,
-                 *             "embeddings": false,
-                 *             "image_generation": false
-                 *           },
-                 *           "supports_tools": true,
-                 *           "supports_reasoning": true,
-                 *           "pricing": {
-                 *             "input_per_1m": 0.25,
-                 *             "output_per_1m": 2,
-                 *             "currency": "USD"
-                 *           },
-                 *           "is_deprecated": false,
-                 *           "type": "chat"
-                 *         },
-                 *         {
-                 *           "id": "gloo-anthropic-claude-haiku-4.5",
-                 *           "object": "model",
-                 *           "created": 1735689600,
-                 *           "owned_by": "gloo",
-                 *           "family": "anthropic",
-                 *           "provider": "anthropic",
-                 *           "context_window": 200000,
-                 *           "max_output_tokens": 64000,
-                 *           "capabilities": {
-                 *             "tools": true,
-                 *             "reasoning": true,
-                 *             "vision": true,
-                 *             "streaming": true,
-                 *             "embeddings": false,
-                 *             "image_generation": false
-                 *           },
-                 *           "supports_tools": true,
-                 *           "supports_reasoning": true,
-                 *           "pricing": {
-                 *             "input_per_1m": 1,
-                 *             "output_per_1m": 5,
-                 *             "currency": "USD"
-                 *           },
-                 *           "is_deprecated": false,
-                 *           "type": "chat"
-                 *         },
-                 *         {
-                 *           "id": "gloo-openai-text-embedding-3-small",
-                 *           "object": "model",
-                 *           "created": 1735689600,
-                 *           "owned_by": "gloo",
-                 *           "family": "openai",
-                 *           "provider": "openai",
-                 *           "context_window": 8191,
-                 *           "max_output_tokens": null,
-                 *           "capabilities": {
-                 *             "tools": false,
-                 *             "reasoning": false,
-                 *             "vision": false,
-                 *             "streaming": false,
-                 *             "embeddings": true,
-                 *             "image_generation": false
-                 *           },
-                 *           "supports_tools": false,
-                 *           "supports_reasoning": false,
-                 *           "pricing": {
-                 *             "input_per_1m": 0.02,
-                 *             "output_per_1m": 0,
-                 *             "currency": "USD"
-                 *           },
-                 *           "is_deprecated": false,
-                 *           "type": "embedding"
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["ModelList"];
             };
         };
@@ -6083,13 +4792,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Request Timeout",
-                 *       "code": "request_timeout",
-                 *       "trace_id": "trc_01JDQX0003M5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["GatewayError"];
             };
         };
@@ -6105,70 +4807,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "id": "resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX",
-                 *       "object": "response",
-                 *       "created_at": 1735689600,
-                 *       "status": "completed",
-                 *       "model": "gloo-openai-gpt-5-mini",
-                 *       "output": [
-                 *         {
-                 *           "type": "message",
-                 *           "id": "msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY",
-                 *           "role": "assistant",
-                 *           "status": "completed",
-                 *           "content": [
-                 *             {
-                 *               "type": "output_text",
-                 *               "text": "Grace is God's unearned favour.",
-                 *               "annotations": []
-                 *             }
-                 *           ]
-                 *         }
-                 *       ],
-                 *       "output_text": "Grace is God's unearned favour.",
-                 *       "incomplete_details": null,
-                 *       "error": null,
-                 *       "usage": {
-                 *         "input_tokens": 21,
-                 *         "output_tokens": 7,
-                 *         "total_tokens": 28
-                 *       }
-                 *     }
-                 */
                 "application/json": components["schemas"]["Response"];
-                /**
-                 * @example event: response.created
-                 *     data: {"type":"response.created","sequence_number":0,"response":{"id":"resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX","object":"response","created_at":1735689600,"status":"in_progress","model":"gloo-openai-gpt-5-mini","output":[],"output_text":"","incomplete_details":null,"error":null,"usage":null}}
-                 *
-                 *     event: response.in_progress
-                 *     data: {"type":"response.in_progress","sequence_number":1,"response":{"id":"resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX","object":"response","created_at":1735689600,"status":"in_progress","model":"gloo-openai-gpt-5-mini","output":[],"output_text":"","incomplete_details":null,"error":null,"usage":null}}
-                 *
-                 *     event: response.output_item.added
-                 *     data: {"type":"response.output_item.added","sequence_number":2,"output_index":0,"item":{"type":"message","id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","role":"assistant","status":"in_progress","content":[]}}
-                 *
-                 *     event: response.content_part.added
-                 *     data: {"type":"response.content_part.added","sequence_number":3,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"part":{"type":"output_text","text":"","annotations":[]}}
-                 *
-                 *     event: response.output_text.delta
-                 *     data: {"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"delta":"Grace is God's"}
-                 *
-                 *     event: response.output_text.delta
-                 *     data: {"type":"response.output_text.delta","sequence_number":5,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"delta":" unearned favour."}
-                 *
-                 *     event: response.output_text.done
-                 *     data: {"type":"response.output_text.done","sequence_number":6,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"text":"Grace is God's unearned favour."}
-                 *
-                 *     event: response.content_part.done
-                 *     data: {"type":"response.content_part.done","sequence_number":7,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"part":{"type":"output_text","text":"Grace is God's unearned favour.","annotations":[]}}
-                 *
-                 *     event: response.output_item.done
-                 *     data: {"type":"response.output_item.done","sequence_number":8,"output_index":0,"item":{"type":"message","id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Grace is God's unearned favour.","annotations":[]}]}}
-                 *
-                 *     event: response.completed
-                 *     data: {"type":"response.completed","sequence_number":9,"response":{"id":"resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX","object":"response","created_at":1735689600,"status":"completed","model":"gloo-openai-gpt-5-mini","output":[{"type":"message","id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Grace is God's unearned favour.","annotations":[]}]}],"output_text":"Grace is God's unearned favour.","incomplete_details":null,"error":null,"usage":{"input_tokens":21,"output_tokens":7,"total_tokens":28}}}
-                 */
                 "text/event-stream": components["schemas"]["ResponseStreamEvent"];
             };
         };
@@ -6184,13 +4823,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Invalid request: query must not be empty",
-                 *       "code": "forbidden",
-                 *       "trace_id": "trc_01JDQF6H7J8K9L0M1N2P3Q4R5V"
-                 *     }
-                 */
                 "application/json": components["schemas"]["GatewayError"];
             };
         };
@@ -6203,33 +4835,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "data": [
-                 *         {
-                 *           "uuid": "1e2d3c4b-5a69-4788-9a0b-1c2d3e4f5a6b",
-                 *           "metadata": {
-                 *             "distance": 0.34,
-                 *             "certainty": 0.83,
-                 *             "score": 0.83
-                 *           },
-                 *           "properties": {
-                 *             "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                 *             "item_title": "Sabbath Rest in a Busy Week",
-                 *             "publisher": "Example Publishing",
-                 *             "publication_date": "March 2021",
-                 *             "snippet": "Rest is received before it is achieved.",
-                 *             "type": "article",
-                 *             "author": [
-                 *               "Jane Doe"
-                 *             ]
-                 *           },
-                 *           "collection": "GlooProd"
-                 *         }
-                 *       ],
-                 *       "intent": "informational"
-                 *     }
-                 */
                 "application/json": components["schemas"]["SearchResponse"];
             };
         };
@@ -6242,22 +4847,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": [
-                 *         {
-                 *           "type": "uuid_parsing",
-                 *           "loc": [
-                 *             "path",
-                 *             "item_id"
-                 *           ],
-                 *           "msg": "Input should be a valid UUID",
-                 *           "input": "not-a-uuid"
-                 *         }
-                 *       ],
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S70"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ValidationError"];
             };
         };
@@ -6520,25 +5109,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "chat_id": "3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f",
-                     *       "query_id": "4d5e6f7a-8b9c-4d0e-9f1a-2b3c4d5e6f7a",
-                     *       "message_id": "5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b",
-                     *       "message": "Start small - one shared meal and a short walk can anchor the day.",
-                     *       "sources": [
-                     *         {
-                     *           "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *           "title": "Sabbath Rest in a Busy Week",
-                     *           "publisher": "Example Publishing",
-                     *           "url": "https://example.org/articles/sabbath-rest",
-                     *           "snippet": "Rest is received before it is achieved."
-                     *         }
-                     *       ],
-                     *       "timestamp": "2025-01-15T10:40:02Z",
-                     *       "success": true
-                     *     }
-                     */
                     "application/json": components["schemas"]["ChatMessageResponse"];
                 };
             };
@@ -6586,12 +5156,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "deleted": true,
-                     *       "message_id": "5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b"
-                     *     }
-                     */
                     "application/json": components["schemas"]["DeleteMessageResult"];
                 };
             };
@@ -6608,12 +5172,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "detail": "Failed to find message",
-                     *       "trace_id": "trc_01JDQD4F5G6H7J8K9L0M1N2P3Q"
-                     *     }
-                     */
                     "application/json": components["schemas"]["DetailError"];
                 };
             };
@@ -6629,22 +5187,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "detail": [
-                     *         {
-                     *           "type": "missing",
-                     *           "loc": [
-                     *             "query",
-                     *             "message_id"
-                     *           ],
-                     *           "msg": "Field required",
-                     *           "input": null
-                     *         }
-                     *       ],
-                     *       "trace_id": "trc_01JDQD4F5G6H7J8K9L0M1N2P3R"
-                     *     }
-                     */
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
@@ -6714,34 +5256,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "chat_id": "3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f",
-                     *       "created_at": "2025-01-15T10:40:00Z",
-                     *       "messages": [
-                     *         {
-                     *           "role": "user",
-                     *           "query_id": "4d5e6f7a-8b9c-4d0e-9f1a-2b3c4d5e6f7a",
-                     *           "message_id": "4d5e6f7a-8b9c-4d0e-9f1a-2b3c4d5e6f7a",
-                     *           "query": "How can I practise Sabbath with small children?",
-                     *           "message": "How can I practise Sabbath with small children?",
-                     *           "sources": [],
-                     *           "timestamp": "2025-01-15T10:40:00Z",
-                     *           "created_at": "2025-01-15T10:40:00Z"
-                     *         },
-                     *         {
-                     *           "role": "kallm",
-                     *           "query_id": "4d5e6f7a-8b9c-4d0e-9f1a-2b3c4d5e6f7a",
-                     *           "message_id": "5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b",
-                     *           "query": "How can I practise Sabbath with small children?",
-                     *           "message": "Start small - one shared meal and a short walk can anchor the day.",
-                     *           "sources": [],
-                     *           "timestamp": "2025-01-15T10:40:02Z",
-                     *           "created_at": "2025-01-15T10:40:02Z"
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["ChatHistory"];
                 };
             };
@@ -6852,40 +5366,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example [
-                     *       {
-                     *         "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *         "item_title": "Sabbath Rest in a Busy Week",
-                     *         "item_subtitle": null,
-                     *         "author": [
-                     *           "Jane Doe"
-                     *         ],
-                     *         "type": "article",
-                     *         "publication_date": "March 2021",
-                     *         "item_url": "https://example.org/articles/sabbath-rest",
-                     *         "item_image": null,
-                     *         "item_summary": "A practical reflection on rest.",
-                     *         "publisher": "Example Publishing",
-                     *         "snippet_count": 2,
-                     *         "cumulative_certainty": 1.62,
-                     *         "uuids": [
-                     *           {
-                     *             "uuid": "1e2d3c4b-5a69-4788-9a0b-1c2d3e4f5a6b",
-                     *             "item_summary": "A practical reflection on rest.",
-                     *             "part": 4,
-                     *             "certainty": 0.83
-                     *           },
-                     *           {
-                     *             "uuid": "2f3e4d5c-6b7a-4899-8a1b-2c3d4e5f6a7b",
-                     *             "item_summary": "A practical reflection on rest.",
-                     *             "part": 7,
-                     *             "certainty": 0.79
-                     *           }
-                     *         ]
-                     *       }
-                     *     ]
-                     */
                     "application/json": components["schemas"]["RecommendedItem"][];
                 };
             };
@@ -6950,34 +5430,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example [
-                     *       {
-                     *         "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *         "item_title": "Sabbath Rest in a Busy Week",
-                     *         "item_subtitle": null,
-                     *         "author": [
-                     *           "Jane Doe"
-                     *         ],
-                     *         "type": "article",
-                     *         "publication_date": "March 2021",
-                     *         "item_url": "https://example.org/articles/sabbath-rest",
-                     *         "item_image": null,
-                     *         "item_summary": "A practical reflection on rest.",
-                     *         "publisher": "Example Publishing",
-                     *         "snippet_count": 3,
-                     *         "cumulative_certainty": 2.41,
-                     *         "uuids": [
-                     *           {
-                     *             "uuid": "1e2d3c4b-5a69-4788-9a0b-1c2d3e4f5a6b",
-                     *             "item_summary": "A practical reflection on rest.",
-                     *             "part": 4,
-                     *             "certainty": 0.83
-                     *           }
-                     *         ]
-                     *       }
-                     *     ]
-                     */
                     "application/json": components["schemas"]["RecommendedItem"][];
                 };
             };
@@ -7038,35 +5490,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example [
-                     *       {
-                     *         "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *         "item_title": "Sabbath Rest in a Busy Week",
-                     *         "item_subtitle": null,
-                     *         "author": [
-                     *           "Jane Doe"
-                     *         ],
-                     *         "type": "article",
-                     *         "publication_date": "March 2021",
-                     *         "item_url": "https://example.org/articles/sabbath-rest",
-                     *         "item_image": null,
-                     *         "item_summary": "A practical reflection on rest.",
-                     *         "publisher": "Example Publishing",
-                     *         "snippet_count": 1,
-                     *         "cumulative_certainty": 0.83,
-                     *         "uuids": [
-                     *           {
-                     *             "uuid": "1e2d3c4b-5a69-4788-9a0b-1c2d3e4f5a6b",
-                     *             "item_summary": "A practical reflection on rest.",
-                     *             "part": 4,
-                     *             "certainty": 0.83,
-                     *             "snippet": "Rest is received before it is achieved."
-                     *           }
-                     *         ]
-                     *       }
-                     *     ]
-                     */
                     "application/json": components["schemas"]["RecommendedItem"][];
                 };
             };
@@ -7219,23 +5642,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "ai_paywall_summary": "A practical reflection on keeping a weekly day of rest.",
-                     *       "ai_why_read": "For readers who feel too busy to rest.",
-                     *       "bullet_points": [
-                     *         "Rest is received before it is achieved.",
-                     *         "Start with one shared meal."
-                     *       ],
-                     *       "related_articles": [
-                     *         {
-                     *           "item_id": "7a2d3c9f-4e5b-4a6c-8d7e-8f9a0b1c2d3e",
-                     *           "item_title": "Grace Notes",
-                     *           "item_url": "https://example.org/articles/grace-notes"
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["PaywallRelatedResult"];
                 };
             };
@@ -7718,35 +6124,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "data": [
-                     *         {
-                     *           "id": "5f0c2a9e-7b1d-4c3e-9a8f-1d2e3f4a5b6c",
-                     *           "name": "Sermon prep assistant",
-                     *           "description": "Helps outline sermons from a passage.",
-                     *           "version": 3,
-                     *           "status": "active",
-                     *           "tags": [
-                     *             "preaching"
-                     *           ],
-                     *           "model": {
-                     *             "mode": "model_family",
-                     *             "model_family": "anthropic"
-                     *           },
-                     *           "instructions": "Outline in three movements with one illustration each.",
-                     *           "tradition": "mainline",
-                     *           "createdAt": 1735689600000,
-                     *           "updatedAt": 1736899200000
-                     *         }
-                     *       ],
-                     *       "meta": {
-                     *         "requestId": "req_01JDQ9A1B2C3D4E5F6G7H8J9K1",
-                     *         "hasMore": true,
-                     *         "nextCursor": "Y3Vyc29yOmFndF8wMUpEUTlBMUIy"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["AgentListResponse"];
                 };
             };
@@ -7809,33 +6186,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "data": {
-                     *         "id": "5f0c2a9e-7b1d-4c3e-9a8f-1d2e3f4a5b6c",
-                     *         "name": "Sermon prep assistant",
-                     *         "description": "Helps outline sermons from a passage.",
-                     *         "version": 1,
-                     *         "status": "active",
-                     *         "tags": [
-                     *           "preaching"
-                     *         ],
-                     *         "model": {
-                     *           "mode": "model_family",
-                     *           "model_family": "anthropic"
-                     *         },
-                     *         "instructions": "Outline in three movements with one illustration each.",
-                     *         "tradition": "mainline",
-                     *         "createdAt": 1735689600000,
-                     *         "updatedAt": 1735689600000
-                     *       },
-                     *       "meta": {
-                     *         "requestId": "req_01JDQ9A1B2C3D4E5F6G7H8J9K2",
-                     *         "hasMore": false,
-                     *         "nextCursor": null
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["AgentResponse"];
                 };
             };
@@ -7902,19 +6252,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "data": {
-                     *         "id": "5f0c2a9e-7b1d-4c3e-9a8f-1d2e3f4a5b6c",
-                     *         "deleted": true
-                     *       },
-                     *       "meta": {
-                     *         "requestId": "req_01JDQ9A1B2C3D4E5F6G7H8J9K3",
-                     *         "hasMore": false,
-                     *         "nextCursor": null
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["AgentDeletedResponse"];
                 };
             };
@@ -8074,32 +6411,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "data": {
-                     *         "status": "healthy",
-                     *         "gateways": [
-                     *           {
-                     *             "id": "gw_inference",
-                     *             "name": "Inference gateway",
-                     *             "status": "healthy",
-                     *             "lastHealthCheck": 1735689600000
-                     *           },
-                     *           {
-                     *             "id": "gw_data",
-                     *             "name": "Data gateway",
-                     *             "status": "healthy",
-                     *             "lastHealthCheck": 1735689598000
-                     *           }
-                     *         ]
-                     *       },
-                     *       "meta": {
-                     *         "requestId": "req_01JDQ8M6Z3K4V7XW2N9PB5RTYA",
-                     *         "hasMore": false,
-                     *         "nextCursor": null
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["HealthResponse"];
                 };
             };
@@ -8141,31 +6452,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "data": [
-                     *         {
-                     *           "id": "9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
-                     *           "keyPrefix": "sk_…a1b2",
-                     *           "label": "CI pipeline",
-                     *           "scopes": [
-                     *             "inference",
-                     *             "data:read"
-                     *           ],
-                     *           "status": "active",
-                     *           "createdAt": 1735689600000,
-                     *           "expiresAt": 1893456000000,
-                     *           "revokedAt": null,
-                     *           "lastUsedAt": 1736899200000
-                     *         }
-                     *       ],
-                     *       "meta": {
-                     *         "requestId": "req_01JDQB7X8Y9Z0A1B2C3D4E5F6J",
-                     *         "hasMore": false,
-                     *         "nextCursor": null
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["KeyListResponse"];
                 };
             };
@@ -8223,28 +6509,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "data": {
-                     *         "id": "9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
-                     *         "key": "sk_7Hq2mN9vX4tB8kL3pR6wY1zC5dF0gJ2sa1b2",
-                     *         "keyPrefix": "sk_…a1b2",
-                     *         "label": "CI pipeline",
-                     *         "scopes": [
-                     *           "inference",
-                     *           "data:read"
-                     *         ],
-                     *         "status": "active",
-                     *         "createdAt": 1735689600000,
-                     *         "expiresAt": 1893456000000
-                     *       },
-                     *       "meta": {
-                     *         "requestId": "req_01JDQB7X8Y9Z0A1B2C3D4E5F6H",
-                     *         "hasMore": false,
-                     *         "nextCursor": null
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["CreatedKeyResponse"];
                 };
             };
@@ -8284,29 +6548,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "data": {
-                     *         "id": "9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
-                     *         "keyPrefix": "sk_…a1b2",
-                     *         "label": "CI pipeline",
-                     *         "scopes": [
-                     *           "inference",
-                     *           "data:read"
-                     *         ],
-                     *         "status": "active",
-                     *         "createdAt": 1735689600000,
-                     *         "expiresAt": 1893456000000,
-                     *         "revokedAt": null,
-                     *         "lastUsedAt": 1736899200000
-                     *       },
-                     *       "meta": {
-                     *         "requestId": "req_01JDQB7X8Y9Z0A1B2C3D4E5F6K",
-                     *         "hasMore": false,
-                     *         "nextCursor": null
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["KeyResponse"];
                 };
             };
@@ -8344,29 +6585,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "data": {
-                     *         "id": "9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
-                     *         "keyPrefix": "sk_…a1b2",
-                     *         "label": "CI pipeline",
-                     *         "scopes": [
-                     *           "inference",
-                     *           "data:read"
-                     *         ],
-                     *         "status": "revoked",
-                     *         "createdAt": 1735689600000,
-                     *         "expiresAt": 1893456000000,
-                     *         "revokedAt": 1737000000000,
-                     *         "lastUsedAt": 1736899200000
-                     *       },
-                     *       "meta": {
-                     *         "requestId": "req_01JDQB7X8Y9Z0A1B2C3D4E5F6M",
-                     *         "hasMore": false,
-                     *         "nextCursor": null
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["KeyResponse"];
                 };
             };
@@ -8398,11 +6616,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example # HELP gateway_upstream_calls_total Upstream model calls by deployment and outcome.
-                     *     # TYPE gateway_upstream_calls_total counter
-                     *     gateway_upstream_calls_total{deployment="openai-gpt-5-mini",outcome="ok"} 1027
-                     */
                     "text/plain": string;
                 };
             };
@@ -8485,38 +6698,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *       "title": "Sabbath Rest in a Busy Week",
-                     *       "file_name": "sabbath-rest.pdf",
-                     *       "type": "article",
-                     *       "ingestion_source": "upload",
-                     *       "author": [
-                     *         "Jane Doe"
-                     *       ],
-                     *       "status": "COMPLETED",
-                     *       "chunk_count": 42,
-                     *       "upload_date": "2025-01-15T10:24:00Z",
-                     *       "publisher_id": "0b7e6a52-1c3d-4e5f-8a9b-0c1d2e3f4a5b",
-                     *       "publisher_name": "Example Publishing",
-                     *       "organization_id": "9a8b7c6d-5e4f-4a3b-2c1d-0e9f8a7b6c5d",
-                     *       "organization_name": "Example Ministries",
-                     *       "item_subtitle": null,
-                     *       "item_image": null,
-                     *       "item_url": "https://example.org/articles/sabbath-rest",
-                     *       "item_summary": "A practical reflection on rest.",
-                     *       "item_tags": [
-                     *         "rest",
-                     *         "sabbath"
-                     *       ],
-                     *       "isbn": null,
-                     *       "publication_date": "March 2021",
-                     *       "hosted_url": null,
-                     *       "visible_in_search": true,
-                     *       "visible_in_chat": true
-                     *     }
-                     */
                     "application/json": components["schemas"]["FileData"];
                 };
             };
@@ -8573,12 +6754,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "success": true,
-                     *       "message": "Item 6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d updated."
-                     *     }
-                     */
                     "application/json": components["schemas"]["PatchItemResponse"];
                 };
             };
@@ -8627,12 +6802,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "success": true,
-                     *       "message": "Item 6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d updated."
-                     *     }
-                     */
                     "application/json": components["schemas"]["PatchItemResponse"];
                 };
             };
@@ -8679,27 +6848,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "success": true,
-                     *       "mode": "soft",
-                     *       "total_requested": 1,
-                     *       "total_deleted": 1,
-                     *       "total_failed": 0,
-                     *       "results": [
-                     *         {
-                     *           "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *           "success": true,
-                     *           "error": null,
-                     *           "deleted_from": {
-                     *             "database": true,
-                     *             "vector_store": true
-                     *           }
-                     *         }
-                     *       ],
-                     *       "message": "1 of 1 items deleted."
-                     *     }
-                     */
                     "application/json": components["schemas"]["DeleteItemsResponse"];
                 };
             };
@@ -8766,37 +6914,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "success": true,
-                     *       "total_matched": 2,
-                     *       "total_patched": 2,
-                     *       "total_failed": 0,
-                     *       "results": [
-                     *         {
-                     *           "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *           "success": true,
-                     *           "error": null,
-                     *           "etag": "W/\"4-1b2c3d4e\"",
-                     *           "updated_at": "2025-02-01T09:00:00Z"
-                     *         },
-                     *         {
-                     *           "item_id": "7a2d3c9f-4e5b-4a6c-8d7e-8f9a0b1c2d3e",
-                     *           "success": true,
-                     *           "error": null,
-                     *           "etag": "W/\"2-5e6f7a8b\"",
-                     *           "updated_at": "2025-02-01T09:00:00Z"
-                     *         }
-                     *       ],
-                     *       "message": "2 of 2 matched items patched.",
-                     *       "filter_applied": {
-                     *         "tags": [
-                     *           "sabbath"
-                     *         ],
-                     *         "visible_in_search": true
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["PatchItemsResponse"];
                 };
             };
@@ -8836,35 +6953,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *       "status": "COMPLETED",
-                     *       "updated_at": "2025-01-15T10:31:12Z",
-                     *       "etag": "W/\"3-9f86d081\"",
-                     *       "item_title": "Sabbath Rest in a Busy Week",
-                     *       "item_subtitle": null,
-                     *       "filename": "sabbath-rest.pdf",
-                     *       "publication_date": "March 2021",
-                     *       "type": "article",
-                     *       "item_image": null,
-                     *       "item_url": "https://example.org/articles/sabbath-rest",
-                     *       "item_summary": "A practical reflection on rest.",
-                     *       "item_number": null,
-                     *       "item_extra": null,
-                     *       "isbn": null,
-                     *       "author": [
-                     *         "Jane Doe"
-                     *       ],
-                     *       "item_tags": [
-                     *         "rest",
-                     *         "sabbath"
-                     *       ],
-                     *       "evergreen": true,
-                     *       "visible_in_search": true,
-                     *       "visible_in_chat": true
-                     *     }
-                     */
                     "application/json": components["schemas"]["Item"];
                 };
             };
@@ -8903,24 +6991,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example [
-                     *       {
-                     *         "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *         "item_title": "Sabbath Rest in a Busy Week",
-                     *         "filename": "sabbath-rest.pdf",
-                     *         "status": "COMPLETED",
-                     *         "producer_id": "article-2024-118"
-                     *       },
-                     *       {
-                     *         "item_id": "7a2d3c9f-4e5b-4a6c-8d7e-8f9a0b1c2d3e",
-                     *         "item_title": null,
-                     *         "filename": "grace-notes.md",
-                     *         "status": "EMBEDDING",
-                     *         "producer_id": null
-                     *       }
-                     *     ]
-                     */
                     "application/json": components["schemas"]["PublisherItemSummary"][];
                 };
             };
@@ -8983,17 +7053,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example [
-                     *       {
-                     *         "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *         "item_title": "Sabbath Rest in a Busy Week",
-                     *         "filename": "sabbath-rest.pdf",
-                     *         "status": "COMPLETED",
-                     *         "producer_id": "article-2024-118"
-                     *       }
-                     *     ]
-                     */
                     "application/json": components["schemas"]["PublisherItemSummary"][];
                 };
             };
@@ -9060,16 +7119,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "success": true,
-                     *       "message": "Sabbath Rest indexed in 3 passages.",
-                     *       "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *       "status": "COMPLETED",
-                     *       "chunk_count": 3,
-                     *       "duplicate": false
-                     *     }
-                     */
                     "application/json": components["schemas"]["RealTimeUploadResponse"];
                 };
             };
@@ -9132,30 +7181,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "success": true,
-                     *       "message": "1 file queued for ingestion, 1 duplicate skipped.",
-                     *       "ingesting": [
-                     *         "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d"
-                     *       ],
-                     *       "duplicates": [
-                     *         "grace-notes.md"
-                     *       ],
-                     *       "files": [
-                     *         {
-                     *           "file_name": "sabbath-rest.pdf",
-                     *           "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *           "duplicate": false
-                     *         },
-                     *         {
-                     *           "file_name": "grace-notes.md",
-                     *           "item_id": "2c9d4e1f-8a7b-4c6d-9e5f-1a2b3c4d5e6f",
-                     *           "duplicate": true
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["IngestFilesResponse"];
                 };
             };
@@ -9217,13 +7242,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "access_token": "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJjbGlfMDFKRFFDMlczRTRSNVQ2WTdVOEk5TzBQMUEifQ.c2lnbmF0dXJl",
-                     *       "expires_in": 3600,
-                     *       "token_type": "Bearer"
-                     *     }
-                     */
                     "application/json": components["schemas"]["OAuthTokenResponse"];
                 };
             };
@@ -9238,13 +7256,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "unsupported_grant_type",
-                     *       "error_description": "Only grant_type=client_credentials is supported.",
-                     *       "trace_id": "trc_01JDQC3A4S5D6F7G8H9J0K1L2M"
-                     *     }
-                     */
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
@@ -9259,13 +7270,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "invalid_client",
-                     *       "error_description": "Client authentication failed.",
-                     *       "trace_id": "trc_01JDQC3A4S5D6F7G8H9J0K1L2N"
-                     *     }
-                     */
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
@@ -9282,13 +7286,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "invalid_request",
-                     *       "error_description": "A request with this Idempotency-Key is still running",
-                     *       "trace_id": "trc_01JDQX000JM5P7R9TV2W4Y6Z8B"
-                     *     }
-                     */
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
@@ -9303,13 +7300,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "invalid_request",
-                     *       "error_description": "Request body or file is too large",
-                     *       "trace_id": "trc_01JDQX000HM5P7R9TV2W4Y6Z8B"
-                     *     }
-                     */
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
@@ -9324,13 +7314,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "invalid_request",
-                     *       "error_description": "unsupported media type text/plain",
-                     *       "trace_id": "trc_01JDQX000IM5P7R9TV2W4Y6Z8B"
-                     *     }
-                     */
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
