@@ -5,6 +5,7 @@
 // runs bigger campaigns.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routes, routesById, type OperationId } from '../../generated/contract/routes.js';
+import { defaultExample } from '../../scripts/codegen/contract.js';
 import { conformanceProblems, type ObservedResponse } from '../support/conformance.js';
 import { contractDocument } from '../support/contract.js';
 import { startFuzzTarget, type FuzzTarget } from '../support/fuzz/platform.js';
@@ -58,7 +59,7 @@ describe('conformanceProblems', () => {
   function exampleAnswer(operationId: OperationId, status: number): ObservedResponse {
     const route = routesById[operationId];
     const response = shared(contractDocument.paths[route.path][route.method].responses[String(status)], 'responses');
-    const body = response.content['application/json'].example;
+    const body = defaultExample(contractDocument, response.content['application/json']) as Json;
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     for (const [name, header] of Object.entries<Json>(response.headers ?? {})) headers[name.toLowerCase()] = String(shared(header, 'headers').example);
     if (headers['x-trace-id']) headers['x-trace-id'] = body.trace_id;

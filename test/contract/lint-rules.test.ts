@@ -52,6 +52,20 @@ const document = {
         responses: { '204': { description: 'Done.' }, '404': errorBody },
       }),
     },
+    '/examples': {
+      get: operation('bareExamples', {
+        responses: {
+          '200': {
+            description: 'Both.',
+            content: {
+              'application/json': { schema: { type: 'object' }, example: { a: 1 }, examples: { ok: { value: { a: 1 } } } },
+              'text/event-stream': { schema: { type: 'object' }, example: 'data: {}\n\n' },
+            },
+          },
+          '404': { ...errorBody, content: { 'application/json': { schema: errorBody.content['application/json'].schema, example: { trace_id: 'trc_1' } } } },
+        },
+      }),
+    },
     '/bounded': {
       post: operation('boundedArrays', {
         parameters: [{ name: 'ids', in: 'query', description: 'Ids.', schema: stringArray({ maxItems: 10 }) }],
@@ -85,6 +99,14 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const firing = (code: string) => results.filter((r) => r.code === code).map((r) => r.path.join('.'));
 
 describe('project Spectral rules', () => {
+  it('platform-response-named-examples: a bare example (alone or beside examples, JSON or SSE) on any response', () => {
+    expect(firing('platform-response-named-examples').sort()).toEqual([
+      'paths./examples.get.responses.200.content.application/json',
+      'paths./examples.get.responses.200.content.text/event-stream',
+      'paths./examples.get.responses.404.content.application/json',
+    ]);
+  });
+
   it('platform-request-array-max-items: every request array, body or parameter, nested or not', () => {
     const paths = firing('platform-request-array-max-items');
     expect(paths).toEqual(

@@ -1,6 +1,7 @@
 // A request before it is put on the wire: structured enough for a mutation to break one
 // part of it (a body node, a parameter, a header) and leave the rest valid.
 import type { RouteDefinition } from '../../../generated/contract/routes.js';
+import { defaultExample } from '../../../scripts/codegen/contract.js';
 import { contractDocument } from '../contract.js';
 import type { Random } from './random.js';
 import { generate, resolve, uuidFrom, type Json, type SchemaNode } from './schema.js';
@@ -121,11 +122,6 @@ function withKnownValues(g: Generation, value: unknown, nodes: SchemaNode[], nam
   return value;
 }
 
-/** The media type's example: `example`, else its first named one. */
-function exampleOf(media: Json): unknown {
-  return media.example ?? Object.values<Json>(media.examples ?? {})[0]?.value;
-}
-
 function parametersOf(g: Generation): Parameter[] {
   const declared: Json[] = [...(contractDocument.paths[g.route.path].parameters ?? []), ...(operationOf(g.route).parameters ?? [])].map(resolve);
   const parameters: Parameter[] = [];
@@ -141,7 +137,7 @@ function parametersOf(g: Generation): Parameter[] {
 
 function jsonBody(g: Generation, media: Json): PlannedBody {
   const nodes: SchemaNode[] = [];
-  const example = exampleOf(media);
+  const example = defaultExample(contractDocument, media);
   // The whole example as is some of the time: it is the one body known to reach the handler's happy path.
   const value = example !== undefined && likely(g, EXAMPLE_SHARE) ? structuredClone(example) : generate(media.schema, g.random, nodes, [], example);
   if (nodes.length === 0) generate(media.schema, g.random, nodes, [], value);
@@ -167,7 +163,7 @@ function multipartBody(g: Generation, media: Json): PlannedBody {
 }
 
 function formBody(g: Generation, media: Json): PlannedBody {
-  const example = Object.entries<unknown>((exampleOf(media) ?? {}) as Json);
+  const example = Object.entries<unknown>((defaultExample(contractDocument, media) ?? {}) as Json);
   return { kind: 'form', fields: example.map(([name, value]): [string, string] => [name, knownValue(g, {}, name) ?? String(value)]) };
 }
 
