@@ -380,13 +380,47 @@ describe('Prism errors without a trace id (issue 9)', () => {
 });
 
 describe('Retry-After (issue 9)', () => {
-  it('sends no Retry-After with a non-retryable 429 example (spending limit), as the contract says', async () => {
-    const { res, json } = await raw(routesById.createGuardedChatCompletion.path, {
+  /** Every (operation, 429 response) whose 429 can be SPENDING_LIMIT_EXCEEDED (1005). */
+  const spendingLimit429s = routes.flatMap((route) => {
+    const response = contractDocument.paths[route.path][route.method].responses['429'];
+    if (!response) return [];
+    const resolved = resolve(response);
+    const named = Object.values<Json>(resolved.content['application/json'].examples).map((e) => resolve(e).value);
+    return named.some((v) => (v.error?.name ?? v.detail?.name ?? JSON.stringify(v)).includes('SPENDING_LIMIT_EXCEEDED')) ? [{ route, resolved }] : [];
+  });
+
+  it('a 429 that can be the spending limit has a retryable default example and no mandatory Retry-After', () => {
+    expect(spendingLimit429s.length).toBeGreaterThan(10);
+    for (const { route, resolved } of spendingLimit429s) {
+      const body = defaultExampleOf(resolved.content['application/json']);
+      expect(JSON.stringify(body), route.operationId).not.toContain('SPENDING_LIMIT_EXCEEDED');
+      if (body.error?.retryable !== undefined) expect(body.error.retryable, route.operationId).toBe(true);
+      const retryAfter = resolved.headers?.['Retry-After'];
+      if (retryAfter) expect(resolve(retryAfter).required ?? false, route.operationId).toBe(false);
+    }
+  });
+
+  it("plain Prism's default 429 is the retryable one, so the Retry-After it always sends is true", async () => {
+    const route = routesById.createGuardedChatCompletion;
+    const res = await fetch(`${mock.prismUrl}${route.path}`, {
       method: 'POST',
-      body: sdkOptions(routesById.createGuardedChatCompletion).body,
-      headers: { Prefer: 'code=429' },
+      headers: { Authorization: 'Bearer sk_test', 'Content-Type': 'application/json', Prefer: 'code=429' },
+      body: JSON.stringify(sdkOptions(route).body),
     });
     expect(res.status).toBe(429);
-    expect(res.headers.get('retry-after') === null).toBe(json.error.retryable === false);
+    expect((await res.json()).error).toMatchObject({ name: 'QUOTA_EXCEEDED', retryable: true });
+    expect(res.headers.get('retry-after')).not.toBeNull();
+  });
+
+  it('sends no Retry-After with the non-retryable spending limit, and one with the default quota answer', async () => {
+    const ask = (prefer: string) =>
+      raw(routesById.createGuardedChatCompletion.path, { method: 'POST', body: sdkOptions(routesById.createGuardedChatCompletion).body, headers: { Prefer: prefer } });
+    const spending = await ask('code=429, example=spending_limit_exceeded');
+    expect(spending.res.status).toBe(429);
+    expect(spending.json.error).toMatchObject({ name: 'SPENDING_LIMIT_EXCEEDED', retryable: false });
+    expect(spending.res.headers.get('retry-after')).toBeNull();
+    const quota = await ask('code=429');
+    expect(quota.json.error.retryable).toBe(true);
+    expect(quota.res.headers.get('retry-after')).not.toBeNull();
   });
 });
