@@ -252,9 +252,9 @@ export type ManagementError = {
  */
 export type OAuthError = {
     /**
-     * RFC 6749 error code.
+     * RFC 6749 error code (`server_error` for a failure of the platform).
      */
-    error: 'invalid_request' | 'invalid_client' | 'unsupported_grant_type';
+    error: 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'server_error';
     /**
      * Human-readable reason.
      */
@@ -7420,7 +7420,7 @@ export type CreateOAuthTokenErrors = {
      */
     400: OAuthError;
     /**
-     * Unknown client or wrong secret.
+     * Unknown client, wrong secret or malformed HTTP Basic credentials.
      */
     401: OAuthError;
     /**
@@ -7447,6 +7447,10 @@ export type CreateOAuthTokenErrors = {
      * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
      */
     431: GatewayError;
+    /**
+     * INTERNAL_ERROR: the platform failed (e.g. its database); retryable.
+     */
+    500: OAuthError;
 };
 
 export type CreateOAuthTokenError = CreateOAuthTokenErrors[keyof CreateOAuthTokenErrors];

@@ -1055,7 +1055,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: null,
-    errorBodies: {"400":"OAuthError","401":"OAuthError","405":"GatewayError","408":"GatewayError","409":"OAuthError","413":"OAuthError","415":"OAuthError","431":"GatewayError"},
+    errorBodies: {"400":"OAuthError","401":"OAuthError","405":"GatewayError","408":"GatewayError","409":"OAuthError","413":"OAuthError","415":"OAuthError","431":"GatewayError","500":"OAuthError"},
   },
 ];
 

@@ -324,7 +324,8 @@ export type CreateOAuthTokenResponse =
   | { status: 409; body: operations['createOAuthToken']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 413; body: operations['createOAuthToken']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 415; body: operations['createOAuthToken']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
-  | { status: 431; body: operations['createOAuthToken']['responses'][431]['content']['application/json']; headers?: ResponseHeaders };
+  | { status: 431; body: operations['createOAuthToken']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['createOAuthToken']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
 /** POST /ai/v2/guarded/responses — Create a guarded response (Responses API v2) */
 export interface CreateResponseRequest {

@@ -2527,10 +2527,10 @@ export interface components {
         /** @description RFC 6749 error body of the token endpoint, plus `trace_id`. */
         OAuthError: {
             /**
-             * @description RFC 6749 error code.
+             * @description RFC 6749 error code (`server_error` for a failure of the platform).
              * @enum {string}
              */
-            error: "invalid_request" | "invalid_client" | "unsupported_grant_type";
+            error: "invalid_request" | "invalid_client" | "unsupported_grant_type" | "server_error";
             /** @description Human-readable reason. */
             error_description: string;
             /** @description Trace id of the request, the same as the `X-Trace-Id` header; quote it to support. */
@@ -5046,6 +5046,11 @@ export interface components {
          * @example Thu, 31 Dec 2026 23:59:59 GMT
          */
         Sunset: string;
+        /**
+         * @description RFC 6749 5.2 / RFC 7235: how to authenticate to the token endpoint. Sent with every 401 of `createOAuthToken`.
+         * @example Basic realm="oauth2"
+         */
+        WWWAuthenticate: string;
         /** @description The trace id again, under the name many proxies and log tools look for. Sent on every answer the platform routes (not on the 408/431 answered before routing). */
         XRequestId: string;
         /**
@@ -7259,12 +7264,13 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
-            /** @description Unknown client or wrong secret. */
+            /** @description Unknown client, wrong secret or malformed HTTP Basic credentials. */
             401: {
                 headers: {
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     Sunset: components["headers"]["Sunset"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
@@ -7318,6 +7324,20 @@ export interface operations {
                 };
             };
             431: components["responses"]["HeadersTooLarge"];
+            /** @description INTERNAL_ERROR: the platform failed (e.g. its database); retryable. */
+            500: {
+                headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    Sunset: components["headers"]["Sunset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
         };
     };
 }
