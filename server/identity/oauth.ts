@@ -23,8 +23,9 @@ export interface AccessToken {
   token_type: 'Bearer';
 }
 
-const invalidClient = () =>
-  new ApiError('UNAUTHORIZED', 'Client authentication failed', { gatewayCode: 'invalid_client', headers: { 'WWW-Authenticate': 'Basic realm="oauth2"' } });
+/** RFC 6749 5.2: a 401 of the token endpoint says how to authenticate. */
+export const invalidClient = (message = 'Client authentication failed') =>
+  new ApiError('UNAUTHORIZED', message, { gatewayCode: 'invalid_client', headers: { 'WWW-Authenticate': 'Basic realm="oauth2"' } });
 
 /** How many clients this process remembers having warned about the deprecation. */
 const WARNED_CLIENTS_MAX = 10_000;

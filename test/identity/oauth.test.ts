@@ -1,8 +1,9 @@
 // Deprecated OAuth 2.0 client credentials: a token that works like a key, expires, dies
 // with its client, and deprecation headers on every answer.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { hashSecret } from '../../server/identity/credentials.js';
 import type { OAuthClientCredentials } from '../../server/identity/oauth.js';
+import { conformanceProblems } from '../support/conformance.js';
 import { contractProblems } from '../support/contract.js';
 import { logLinesOf, startTestPlatform, type TestPlatform } from '../support/platform.js';
 
@@ -19,6 +20,13 @@ function requestToken(form: Record<string, string>, basic?: OAuthClientCredentia
   const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
   if (basic) headers.authorization = `Basic ${Buffer.from(`${basic.clientId}:${basic.clientSecret}`).toString('base64')}`;
   return platform.api('/oauth2/token', { method: 'POST', key: null, headers, body: new URLSearchParams(form).toString() });
+}
+
+/** Response headers as the conformance check takes them (lower-case names). */
+function headersOf(res: Response): Record<string, string> {
+  const headers: Record<string, string> = {};
+  res.headers.forEach((value, name) => (headers[name] = value));
+  return headers;
 }
 
 function expectDeprecationHeaders(res: Response) {
@@ -65,6 +73,8 @@ describe('POST /oauth2/token', () => {
     });
     expect(garbled.status).toBe(401);
     expect((await garbled.json()).error).toBe('invalid_client');
+    // RFC 6749 5.2: every 401 of the token endpoint says how to authenticate, as the contract declares.
+    for (const res of [wrong, garbled]) expect(res.headers.get('www-authenticate')).toBe('Basic realm="oauth2"');
 
     const missing = await requestToken({ grant_type: 'client_credentials' });
     expect(missing.status).toBe(400);
@@ -75,6 +85,22 @@ describe('POST /oauth2/token', () => {
     const noGrantBody = await noGrant.json();
     expect(noGrantBody.error).toBe('invalid_request');
     expect(contractProblems('createOAuthToken', 400, noGrantBody)).toEqual([]);
+  });
+
+  it('answers every status the contract declares for it, headers and body included', async () => {
+    const answers = [
+      await requestToken({ grant_type: 'client_credentials' }, client),
+      await requestToken({ grant_type: 'client_credentials' }, { ...client, clientSecret: 'nope' }),
+      await requestToken({ grant_type: 'password' }, client),
+    ];
+    // A failing database: the 500 in the OAuth error shape, `server_error`.
+    const failing = vi.spyOn(platform.services.identity.oauth, 'issueToken').mockRejectedValueOnce(new Error('database down'));
+    answers.push(await requestToken({ grant_type: 'client_credentials' }, client));
+    failing.mockRestore();
+    const observed = await Promise.all(answers.map(async (res) => ({ status: res.status, headers: headersOf(res), body: await res.text() })));
+    expect(observed.map((o) => o.status)).toEqual([200, 401, 400, 500]);
+    expect(JSON.parse(observed[3].body)).toMatchObject({ error: 'server_error', trace_id: expect.any(String) });
+    for (const answer of observed) expect(conformanceProblems('createOAuthToken', { method: 'POST' }, answer)).toEqual([]);
   });
 
   it('tokens expire', async () => {

@@ -2,6 +2,7 @@
 // or as form fields. The router adds the Deprecation and Sunset headers.
 import { ApiError } from '../../errors.js';
 import type { AppHandler } from '../../http/handler.js';
+import { invalidClient } from '../../identity/oauth.js';
 import { logSafe } from '../../logging.js';
 
 function basicCredentials(header: string | undefined): { clientId: string; clientSecret: string } | null {
@@ -14,7 +15,7 @@ function basicCredentials(header: string | undefined): { clientId: string; clien
   try {
     return { clientId: decodeURIComponent(decoded.slice(0, colon)), clientSecret: decodeURIComponent(decoded.slice(colon + 1)) };
   } catch {
-    throw new ApiError('UNAUTHORIZED', 'Malformed client credentials', { gatewayCode: 'invalid_client' });
+    throw invalidClient('Malformed client credentials');
   }
 }
 

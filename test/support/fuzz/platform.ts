@@ -56,6 +56,8 @@ async function fixtures(platform: TestPlatform, publisherId: string, vector: boo
     times(searchable, () => created<{ chat_id: string; message_id: string }>('chat', platform.api('/ai/v1/message', post({ query: 'What is rest?' })))),
     created<{ ingesting: string[] }>('file', platform.api('/ingestion/v2/files', { method: 'POST', body: upload })),
     platform.services.identity.oauth.createClient(org.id, ['inference']),
+    // Loads the local embedding model now: its first load can outlast a request's timeout on a busy machine.
+    created('embedding', platform.api('/ai/v2/direct/embeddings', post({ model: 'local-embedding', input: 'warm up' }))),
   ]);
   return {
     agents: agents.map((a) => a.data.id),
