@@ -5101,7 +5101,7 @@ export type CreateEmbeddingsErrors = {
      */
     402: AiError;
     /**
-     * Permission or ownership mismatch (FORBIDDEN) or a hard guardrail block (GUARDRAIL_BLOCKED).
+     * The key lacks the scope the operation needs.
      */
     403: AiError;
     /**
@@ -5202,7 +5202,7 @@ export type CreateEmbeddingsAliasErrors = {
      */
     402: AiError;
     /**
-     * Permission or ownership mismatch (FORBIDDEN) or a hard guardrail block (GUARDRAIL_BLOCKED).
+     * The key lacks the scope the operation needs.
      */
     403: AiError;
     /**
@@ -5297,10 +5297,7 @@ export type IngestFilesData = {
 
 export type IngestFilesErrors = {
     /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     *
+     * Structurally invalid request: publisher not found, a body that is not valid multipart, producer ID with multiple files, file read error, an Idempotency-Key reused for another request.
      */
     400: DetailError;
     /**
@@ -5463,10 +5460,7 @@ export type GetFileData = {
 
 export type GetFileErrors = {
     /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     *
+     * A malformed %-escape in the path.
      */
     400: DetailError;
     /**
@@ -5532,10 +5526,7 @@ export type GetItemData = {
 
 export type GetItemErrors = {
     /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     *
+     * A malformed %-escape in the path.
      */
     400: DetailError;
     /**
@@ -5596,10 +5587,7 @@ export type PatchItemData = {
 
 export type PatchItemErrors = {
     /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     *
+     * Structurally invalid request: publisher not found, a body that is not valid JSON, missing patch operations or no item named.
      */
     400: DetailError;
     /**
@@ -5765,10 +5753,7 @@ export type DeleteItemsData = {
 
 export type DeleteItemsErrors = {
     /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     *
+     * Structurally invalid request: a body that is not valid JSON, missing item IDs.
      */
     400: DetailError;
     /**
@@ -5838,10 +5823,7 @@ export type PatchItemsData = {
 
 export type PatchItemsErrors = {
     /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     *
+     * Structurally invalid request: publisher not found, a body that is not valid JSON, missing patch operations or no item named.
      */
     400: DetailError;
     /**
@@ -6001,10 +5983,7 @@ export type ListPublisherItemsData = {
 
 export type ListPublisherItemsErrors = {
     /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     *
+     * Publisher not found, or a malformed %-escape in the path.
      */
     400: DetailError;
     /**
@@ -6077,10 +6056,7 @@ export type SearchCollectionData = {
 
 export type SearchCollectionErrors = {
     /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     *
+     * Structurally invalid request: a body that is not valid JSON, invalid collection, missing or invalid tenant, an Idempotency-Key reused for another request.
      */
     400: DetailError;
     /**
@@ -6167,10 +6143,7 @@ export type SearchCollectionAliasData = {
 
 export type SearchCollectionAliasErrors = {
     /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     *
+     * Structurally invalid request: a body that is not valid JSON, invalid collection, missing or invalid tenant, an Idempotency-Key reused for another request.
      */
     400: DetailError;
     /**
@@ -6502,10 +6475,6 @@ export type GetHealthData = {
 
 export type GetHealthErrors = {
     /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
-     */
-    400: ManagementError;
-    /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
     401: ManagementError;
@@ -6554,10 +6523,6 @@ export type GetMetricsData = {
 };
 
 export type GetMetricsErrors = {
-    /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
-     */
-    400: ManagementError;
     /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
@@ -6616,10 +6581,6 @@ export type ListAgentsData = {
 };
 
 export type ListAgentsErrors = {
-    /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
-     */
-    400: ManagementError;
     /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
@@ -6683,7 +6644,7 @@ export type CreateAgentData = {
 
 export type CreateAgentErrors = {
     /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     * Malformed request: a body that is not valid JSON, or an Idempotency-Key reused for a different request.
      */
     400: ManagementError;
     /**
@@ -6753,7 +6714,7 @@ export type DeleteAgentData = {
 
 export type DeleteAgentErrors = {
     /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     * A malformed %-escape in the path.
      */
     400: ManagementError;
     /**
@@ -6815,7 +6776,7 @@ export type GetAgentData = {
 
 export type GetAgentErrors = {
     /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     * A malformed %-escape in the path.
      */
     400: ManagementError;
     /**
@@ -6877,7 +6838,7 @@ export type UpdateAgentData = {
 
 export type UpdateAgentErrors = {
     /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     * Malformed request: a body that is not valid JSON, or a malformed %-escape in the path.
      */
     400: ManagementError;
     /**
@@ -6942,10 +6903,6 @@ export type GetBillingAccountData = {
 
 export type GetBillingAccountErrors = {
     /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
-     */
-    400: ManagementError;
-    /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
     401: ManagementError;
@@ -7008,7 +6965,7 @@ export type AddCreditData = {
 
 export type AddCreditErrors = {
     /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     * Malformed request: a body that is not valid JSON, or an Idempotency-Key reused for a different request.
      */
     400: ManagementError;
     /**
@@ -7086,10 +7043,6 @@ export type GetUsageData = {
 
 export type GetUsageErrors = {
     /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
-     */
-    400: ManagementError;
-    /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
     401: ManagementError;
@@ -7147,10 +7100,6 @@ export type ListKeysData = {
 };
 
 export type ListKeysErrors = {
-    /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
-     */
-    400: ManagementError;
     /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
@@ -7214,7 +7163,7 @@ export type CreateKeyData = {
 
 export type CreateKeyErrors = {
     /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     * Malformed request: a body that is not valid JSON, or an Idempotency-Key reused for a different request.
      */
     400: ManagementError;
     /**
@@ -7284,7 +7233,7 @@ export type RevokeKeyData = {
 
 export type RevokeKeyErrors = {
     /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     * A malformed %-escape in the path.
      */
     400: ManagementError;
     /**
@@ -7346,7 +7295,7 @@ export type GetKeyData = {
 
 export type GetKeyErrors = {
     /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     * A malformed %-escape in the path.
      */
     400: ManagementError;
     /**
@@ -7731,7 +7680,7 @@ export type CreateChatCompletionV1Errors = {
      */
     402: AiError;
     /**
-     * Permission or ownership mismatch (FORBIDDEN) or a hard guardrail block (GUARDRAIL_BLOCKED). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     * The key lacks the scope the operation needs. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     403: AiError;
     /**
@@ -7891,7 +7840,7 @@ export type CreateResponseV1Errors = {
      */
     402: AiError;
     /**
-     * Permission or ownership mismatch (FORBIDDEN) or a hard guardrail block (GUARDRAIL_BLOCKED). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     * The key lacks the scope the operation needs. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     403: AiError;
     /**
@@ -7981,14 +7930,6 @@ export type GetChatData = {
 
 export type GetChatErrors = {
     /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
-     *
-     */
-    400: DetailError;
-    /**
      * Authorization header missing (gateway). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     401: GatewayError;
@@ -8056,11 +7997,7 @@ export type DeleteMessageData = {
 
 export type DeleteMessageErrors = {
     /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
-     *
+     * A malformed %-escape in the path. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     400: DetailError;
     /**
@@ -8155,7 +8092,7 @@ export type SendChatMessageErrors = {
      */
     402: DetailError;
     /**
-     * The caller lacks permission for the resource or publisher (ownership mismatch). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     * The caller lacks permission for the publisher, or the guardrail blocked the message (GUARDRAIL_BLOCKED). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     403: DetailError;
     /**

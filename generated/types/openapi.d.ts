@@ -3774,6 +3774,18 @@ export interface components {
                 "application/json": components["schemas"]["AIError"];
             };
         };
+        /** @description The key lacks the scope the operation needs. */
+        AIForbiddenUnguarded: {
+            headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AIError"];
+            };
+        };
         /** @description Internal or inference error (e.g. 2013 PROVIDER_INFERENCE_ERROR, 3001 INTERNAL_ERROR). */
         AIInternalError: {
             headers: {
@@ -3984,6 +3996,20 @@ export interface components {
                 "application/json": components["schemas"]["AIError"];
             };
         };
+        /** @description The key lacks the scope the operation needs. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedAIForbiddenUnguarded: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AIError"];
+            };
+        };
         /** @description Internal or inference error (e.g. 2013 PROVIDER_INFERENCE_ERROR, 3001 INTERNAL_ERROR). Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
         DeprecatedAIInternalError: {
             headers: {
@@ -4179,6 +4205,19 @@ export interface components {
                 "application/json": components["schemas"]["DetailError"];
             };
         };
+        /** @description A malformed %-escape in the path. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedDetailBadRequestPath: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
         /** @description IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running after a 30 s wait. Retry with the same key once it has finished. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
         DeprecatedDetailConflict: {
             headers: {
@@ -4206,6 +4245,33 @@ export interface components {
                 "application/json": components["schemas"]["DetailError"];
             };
         };
+        /** @description The caller lacks permission for the publisher, or the guardrail blocked the message (GUARDRAIL_BLOCKED). Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedDetailForbiddenGuarded: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description The caller lacks permission for the resource or publisher (ownership mismatch). Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedDetailForbiddenUnkeyed: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
         /** @description Internal error. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
         DeprecatedDetailInternalError: {
             headers: {
@@ -4223,7 +4289,6 @@ export interface components {
         DeprecatedDetailNotFound: {
             headers: {
                 Deprecation: components["headers"]["Deprecation"];
-                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
@@ -4415,6 +4480,19 @@ export interface components {
                 "application/json": components["schemas"]["ValidationError"];
             };
         };
+        /** @description Valid JSON (or parameters) failing field validation. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedValidationFailedUnkeyed: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ValidationError"];
+            };
+        };
         /** @description The content-control vector-store update failed. */
         DetailBadGateway: {
             headers: {
@@ -4432,6 +4510,74 @@ export interface components {
          *     missing patch operations, item IDs or producer IDs.
          */
         DetailBadRequest: {
+            headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description Structurally invalid request: a body that is not valid JSON, missing item IDs. */
+        DetailBadRequestDelete: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description Structurally invalid request: publisher not found, a body that is not valid JSON, missing patch operations or no item named. */
+        DetailBadRequestPatch: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description A malformed %-escape in the path. */
+        DetailBadRequestPath: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description Publisher not found, or a malformed %-escape in the path. */
+        DetailBadRequestPathPublisher: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description Structurally invalid request: a body that is not valid JSON, invalid collection, missing or invalid tenant, an Idempotency-Key reused for another request. */
+        DetailBadRequestSearch: {
+            headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description Structurally invalid request: publisher not found, a body that is not valid multipart, producer ID with multiple files, file read error, an Idempotency-Key reused for another request. */
+        DetailBadRequestUpload: {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
@@ -4465,6 +4611,17 @@ export interface components {
                 "application/json": components["schemas"]["DetailError"];
             };
         };
+        /** @description The caller lacks permission for the resource or publisher (ownership mismatch). */
+        DetailForbiddenUnkeyed: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
         /** @description Internal error. */
         DetailInternalError: {
             headers: {
@@ -4480,6 +4637,17 @@ export interface components {
         DetailNotFound: {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description Not found, or permanently deleted. */
+        DetailNotFoundUnkeyed: {
+            headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
@@ -4648,8 +4816,30 @@ export interface components {
                 "application/json": components["schemas"]["GatewayError"];
             };
         };
-        /** @description Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request. */
+        /** @description Malformed request: a body that is not valid JSON, or an Idempotency-Key reused for a different request. */
         ManagementBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ManagementError"];
+            };
+        };
+        /** @description A malformed %-escape in the path. */
+        ManagementBadRequestPath: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ManagementError"];
+            };
+        };
+        /** @description Malformed request: a body that is not valid JSON, or a malformed %-escape in the path. */
+        ManagementBadRequestUnkeyed: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
@@ -4674,6 +4864,17 @@ export interface components {
         ManagementForbidden: {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ManagementError"];
+            };
+        };
+        /** @description The key lacks the scope this operation needs. */
+        ManagementForbiddenUnkeyed: {
+            headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
@@ -4742,6 +4943,17 @@ export interface components {
         ManagementUnprocessable: {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ManagementError"];
+            };
+        };
+        /** @description Field validation failed; `error.details` lists the failing fields. */
+        ManagementUnprocessableUnkeyed: {
+            headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
@@ -4842,6 +5054,17 @@ export interface components {
         ValidationFailed: {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ValidationError"];
+            };
+        };
+        /** @description Valid JSON (or parameters) failing field validation. */
+        ValidationFailedUnkeyed: {
+            headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
@@ -5120,7 +5343,7 @@ export interface operations {
             400: components["responses"]["DeprecatedDetailBadRequest"];
             401: components["responses"]["DeprecatedGatewayUnauthorized"];
             402: components["responses"]["DeprecatedDetailPaymentRequired"];
-            403: components["responses"]["DeprecatedDetailForbidden"];
+            403: components["responses"]["DeprecatedDetailForbiddenGuarded"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["DeprecatedDetailConflict"];
@@ -5164,9 +5387,9 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteMessageResult"];
                 };
             };
-            400: components["responses"]["DeprecatedDetailBadRequest"];
+            400: components["responses"]["DeprecatedDetailBadRequestPath"];
             401: components["responses"]["DeprecatedGatewayUnauthorized"];
-            403: components["responses"]["DeprecatedDetailForbidden"];
+            403: components["responses"]["DeprecatedDetailForbiddenUnkeyed"];
             /** @description No such message (or it is not the caller's). */
             404: {
                 headers: {
@@ -5222,7 +5445,7 @@ export interface operations {
         requestBody: components["requestBodies"]["SearchBody"];
         responses: {
             200: components["responses"]["SearchOK"];
-            400: components["responses"]["DetailBadRequest"];
+            400: components["responses"]["DetailBadRequestSearch"];
             401: components["responses"]["GatewayUnauthorized"];
             403: components["responses"]["SearchForbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -5264,13 +5487,12 @@ export interface operations {
                     "application/json": components["schemas"]["ChatHistory"];
                 };
             };
-            400: components["responses"]["DeprecatedDetailBadRequest"];
             401: components["responses"]["DeprecatedGatewayUnauthorized"];
-            403: components["responses"]["DeprecatedDetailForbidden"];
+            403: components["responses"]["DeprecatedDetailForbiddenUnkeyed"];
             404: components["responses"]["DeprecatedDetailNotFound"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["DeprecatedValidationFailed"];
+            422: components["responses"]["DeprecatedValidationFailedUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DeprecatedDetailInternalError"];
             503: components["responses"]["DeprecatedDetailServiceUnavailable"];
@@ -5317,7 +5539,7 @@ export interface operations {
             400: components["responses"]["DeprecatedAIBadRequest"];
             401: components["responses"]["DeprecatedAIUnauthorized"];
             402: components["responses"]["DeprecatedAIPaymentRequired"];
-            403: components["responses"]["DeprecatedAIForbidden"];
+            403: components["responses"]["DeprecatedAIForbiddenUnguarded"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["DeprecatedAIRequestTimeout"];
             409: components["responses"]["DeprecatedAIConflict"];
@@ -5534,7 +5756,7 @@ export interface operations {
         requestBody: components["requestBodies"]["SearchBody"];
         responses: {
             200: components["responses"]["SearchOK"];
-            400: components["responses"]["DetailBadRequest"];
+            400: components["responses"]["DetailBadRequestSearch"];
             401: components["responses"]["GatewayUnauthorized"];
             403: components["responses"]["SearchForbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -5718,7 +5940,7 @@ export interface operations {
             400: components["responses"]["DeprecatedAIBadRequest"];
             401: components["responses"]["DeprecatedAIUnauthorized"];
             402: components["responses"]["DeprecatedAIPaymentRequired"];
-            403: components["responses"]["DeprecatedAIForbidden"];
+            403: components["responses"]["DeprecatedAIForbiddenUnguarded"];
             404: components["responses"]["DeprecatedAINotFound"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["DeprecatedAIRequestTimeout"];
@@ -5877,7 +6099,7 @@ export interface operations {
             400: components["responses"]["EmbeddingsBadRequest"];
             401: components["responses"]["AIUnauthorized"];
             402: components["responses"]["AIPaymentRequired"];
-            403: components["responses"]["AIForbidden"];
+            403: components["responses"]["AIForbiddenUnguarded"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["AIRequestTimeout"];
             409: components["responses"]["AIConflict"];
@@ -5915,7 +6137,7 @@ export interface operations {
             400: components["responses"]["EmbeddingsBadRequest"];
             401: components["responses"]["AIUnauthorized"];
             402: components["responses"]["AIPaymentRequired"];
-            403: components["responses"]["AIForbidden"];
+            403: components["responses"]["AIForbiddenUnguarded"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["AIRequestTimeout"];
             409: components["responses"]["AIConflict"];
@@ -6132,12 +6354,11 @@ export interface operations {
                     "application/json": components["schemas"]["AgentListResponse"];
                 };
             };
-            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
-            403: components["responses"]["ManagementForbidden"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ManagementUnprocessable"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
@@ -6223,13 +6444,13 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["AgentOK"];
-            400: components["responses"]["ManagementBadRequest"];
+            400: components["responses"]["ManagementBadRequestPath"];
             401: components["responses"]["ManagementUnauthorized"];
-            403: components["responses"]["ManagementForbidden"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
             404: components["responses"]["ManagementNotFound"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ManagementUnprocessable"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
@@ -6260,13 +6481,13 @@ export interface operations {
                     "application/json": components["schemas"]["AgentDeletedResponse"];
                 };
             };
-            400: components["responses"]["ManagementBadRequest"];
+            400: components["responses"]["ManagementBadRequestPath"];
             401: components["responses"]["ManagementUnauthorized"];
-            403: components["responses"]["ManagementForbidden"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
             404: components["responses"]["ManagementNotFound"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ManagementUnprocessable"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
@@ -6300,15 +6521,15 @@ export interface operations {
         };
         responses: {
             200: components["responses"]["AgentOK"];
-            400: components["responses"]["ManagementBadRequest"];
+            400: components["responses"]["ManagementBadRequestUnkeyed"];
             401: components["responses"]["ManagementUnauthorized"];
-            403: components["responses"]["ManagementForbidden"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
             404: components["responses"]["ManagementNotFound"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["ManagementPayloadTooLarge"];
             415: components["responses"]["ManagementUnsupportedMediaType"];
-            422: components["responses"]["ManagementUnprocessable"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
@@ -6333,12 +6554,11 @@ export interface operations {
                     "application/json": components["schemas"]["BillingAccountResponse"];
                 };
             };
-            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
-            403: components["responses"]["ManagementForbidden"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ManagementUnprocessable"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
@@ -6419,12 +6639,11 @@ export interface operations {
                     "application/json": components["schemas"]["HealthResponse"];
                 };
             };
-            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
-            403: components["responses"]["ManagementForbidden"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ManagementUnprocessable"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
@@ -6460,12 +6679,11 @@ export interface operations {
                     "application/json": components["schemas"]["KeyListResponse"];
                 };
             };
-            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
-            403: components["responses"]["ManagementForbidden"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ManagementUnprocessable"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
@@ -6556,13 +6774,13 @@ export interface operations {
                     "application/json": components["schemas"]["KeyResponse"];
                 };
             };
-            400: components["responses"]["ManagementBadRequest"];
+            400: components["responses"]["ManagementBadRequestPath"];
             401: components["responses"]["ManagementUnauthorized"];
-            403: components["responses"]["ManagementForbidden"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
             404: components["responses"]["ManagementNotFound"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ManagementUnprocessable"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
@@ -6593,13 +6811,13 @@ export interface operations {
                     "application/json": components["schemas"]["KeyResponse"];
                 };
             };
-            400: components["responses"]["ManagementBadRequest"];
+            400: components["responses"]["ManagementBadRequestPath"];
             401: components["responses"]["ManagementUnauthorized"];
-            403: components["responses"]["ManagementForbidden"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
             404: components["responses"]["ManagementNotFound"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ManagementUnprocessable"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
@@ -6624,12 +6842,11 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
-            403: components["responses"]["ManagementForbidden"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ManagementUnprocessable"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
@@ -6670,12 +6887,11 @@ export interface operations {
                     "application/json": components["schemas"]["UsageReportResponse"];
                 };
             };
-            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
-            403: components["responses"]["ManagementForbidden"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ManagementUnprocessable"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
@@ -6706,13 +6922,13 @@ export interface operations {
                     "application/json": components["schemas"]["FileData"];
                 };
             };
-            400: components["responses"]["DetailBadRequest"];
+            400: components["responses"]["DetailBadRequestPath"];
             401: components["responses"]["GatewayUnauthorized"];
-            403: components["responses"]["DetailForbidden"];
-            404: components["responses"]["DetailNotFound"];
+            403: components["responses"]["DetailForbiddenUnkeyed"];
+            404: components["responses"]["DetailNotFoundUnkeyed"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             503: components["responses"]["DetailServiceUnavailable"];
@@ -6810,15 +7026,15 @@ export interface operations {
                     "application/json": components["schemas"]["PatchItemResponse"];
                 };
             };
-            400: components["responses"]["DetailBadRequest"];
+            400: components["responses"]["DetailBadRequestPatch"];
             401: components["responses"]["GatewayUnauthorized"];
-            403: components["responses"]["DetailForbidden"];
-            404: components["responses"]["DetailNotFound"];
+            403: components["responses"]["DetailForbiddenUnkeyed"];
+            404: components["responses"]["DetailNotFoundUnkeyed"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["DetailPayloadTooLarge"];
             415: components["responses"]["DetailUnsupportedMediaType"];
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             502: components["responses"]["DetailBadGateway"];
@@ -6856,14 +7072,14 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteItemsResponse"];
                 };
             };
-            400: components["responses"]["DetailBadRequest"];
+            400: components["responses"]["DetailBadRequestDelete"];
             401: components["responses"]["GatewayUnauthorized"];
-            403: components["responses"]["DetailForbidden"];
+            403: components["responses"]["DetailForbiddenUnkeyed"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["DetailPayloadTooLarge"];
             415: components["responses"]["DetailUnsupportedMediaType"];
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             503: components["responses"]["DetailServiceUnavailable"];
@@ -6922,14 +7138,14 @@ export interface operations {
                     "application/json": components["schemas"]["PatchItemsResponse"];
                 };
             };
-            400: components["responses"]["DetailBadRequest"];
+            400: components["responses"]["DetailBadRequestPatch"];
             401: components["responses"]["GatewayUnauthorized"];
-            403: components["responses"]["DetailForbidden"];
+            403: components["responses"]["DetailForbiddenUnkeyed"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["DetailPayloadTooLarge"];
             415: components["responses"]["DetailUnsupportedMediaType"];
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             503: components["responses"]["DetailServiceUnavailable"];
@@ -6961,13 +7177,13 @@ export interface operations {
                     "application/json": components["schemas"]["Item"];
                 };
             };
-            400: components["responses"]["DetailBadRequest"];
+            400: components["responses"]["DetailBadRequestPath"];
             401: components["responses"]["GatewayUnauthorized"];
-            403: components["responses"]["DetailForbidden"];
-            404: components["responses"]["DetailNotFound"];
+            403: components["responses"]["DetailForbiddenUnkeyed"];
+            404: components["responses"]["DetailNotFoundUnkeyed"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             503: components["responses"]["DetailServiceUnavailable"];
@@ -6999,12 +7215,12 @@ export interface operations {
                     "application/json": components["schemas"]["PublisherItemSummary"][];
                 };
             };
-            400: components["responses"]["DetailBadRequest"];
+            400: components["responses"]["DetailBadRequestPathPublisher"];
             401: components["responses"]["GatewayUnauthorized"];
-            403: components["responses"]["DetailForbidden"];
+            403: components["responses"]["DetailForbiddenUnkeyed"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             503: components["responses"]["DetailServiceUnavailable"];
@@ -7189,7 +7405,7 @@ export interface operations {
                     "application/json": components["schemas"]["IngestFilesResponse"];
                 };
             };
-            400: components["responses"]["DetailBadRequest"];
+            400: components["responses"]["DetailBadRequestUpload"];
             401: components["responses"]["GatewayUnauthorized"];
             403: components["responses"]["DetailForbidden"];
             404: components["responses"]["DetailNotFound"];
