@@ -30,7 +30,7 @@ function namedExamples(route: RouteDefinition): Map<string, { status: number; me
 const example = (operationId: OperationId, name: string, mediaType = 'application/json') =>
   namedExamples(routesById[operationId]).get(name)!.find((e) => e.mediaType === mediaType)!.value;
 
-/** Operations that answer with the guardrail (guarded mode: chat, responses, grounded and the Chat API). */
+/** Operations that can answer with the guardrail (guarded mode: chat, responses, grounded and the Chat API). */
 const GUARDED: OperationId[] = [
   'createGuardedChatCompletion',
   'createGroundedChatCompletion',
@@ -40,6 +40,7 @@ const GUARDED: OperationId[] = [
   'createResponse',
   'createResponseAlias',
   'createGroundedResponse',
+  'sendChatMessage',
 ];
 const CHAT_STREAMS = routes.filter((r) => r.sse === 'data');
 const RESPONSE_STREAMS = routes.filter((r) => r.sse === 'named');
@@ -85,6 +86,11 @@ describe('named failure examples of openapi.yaml', () => {
       }
     }
     expect(missing).toEqual([]);
+  });
+
+  it('declares guardrail_blocked on no operation that runs without the guardrail (embeddings, the direct v1 routes, data)', () => {
+    const elsewhere = routes.filter((r) => !GUARDED.includes(r.operationId) && namedExamples(r).has('guardrail_blocked')).map((r) => r.operationId);
+    expect(elsewhere).toEqual([]);
   });
 
   it('has the in-stream errors the spec names: RATE_LIMIT 2004 (retryable) and one not retryable', () => {
