@@ -976,7 +976,10 @@ export type ChatCompletionErrorChunk = {
              * Empty: the error adds no text.
              */
             delta: {
-                [key: string]: never;
+                /**
+                 * Never set on an error chunk.
+                 */
+                content?: null;
             };
             /**
              * Always `error`: the stream failed; see `error`.

@@ -1395,7 +1395,10 @@ export interface components {
             /** @description One terminal choice with `finish_reason: "error"`. */
             choices: {
                 /** @description Empty: the error adds no text. */
-                delta: Record<string, never>;
+                delta: {
+                    /** @description Never set on an error chunk. */
+                    content?: null;
+                };
                 /**
                  * @description Always `error`: the stream failed; see `error`.
                  * @constant
