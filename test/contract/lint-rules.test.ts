@@ -37,6 +37,12 @@ const document = {
   openapi: '3.1.0',
   info: { title: 'Lint fixture', version: '1', description: 'Fixture.', contact: { name: 'x' } },
   servers: [{ url: 'https://example.com' }],
+  components: {
+    schemas: {
+      Shared: { type: 'object', additionalProperties: false, properties: { a: { type: 'string', description: 'A.' } } },
+      AnswerOnly: { type: 'object', additionalProperties: false, properties: { b: { type: 'string', description: 'B.' } } },
+    },
+  },
   tags: [{ name: 'things', description: 'Things.' }],
   paths: {
     '/unbounded': {
@@ -63,6 +69,26 @@ const document = {
             },
           },
           '404': { ...errorBody, content: { 'application/json': { schema: errorBody.content['application/json'].schema, example: { trace_id: 'trc_1' } } } },
+        },
+      }),
+    },
+    '/closed': {
+      post: operation('closedSchemas', {
+        requestBody: { content: { 'application/json': { schema: { $ref: '#/components/schemas/Shared' } } } },
+        responses: {
+          '200': {
+            description: 'Answer.',
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  properties: { shared: { $ref: '#/components/schemas/Shared' }, only: { $ref: '#/components/schemas/AnswerOnly' }, inline: { type: 'object', description: 'I.', additionalProperties: false } },
+                },
+                examples: { ok: { value: {} } },
+              },
+            },
+          },
+          '404': errorBody,
         },
       }),
     },
@@ -99,6 +125,13 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const firing = (code: string) => results.filter((r) => r.code === code).map((r) => r.path.join('.'));
 
 describe('project Spectral rules', () => {
+  it('platform-responses-open: additionalProperties false on a schema only responses reach, not on one a request shares', () => {
+    expect(firing('platform-responses-open').sort()).toEqual([
+      'components.schemas.AnswerOnly.additionalProperties',
+      'paths./closed.post.responses.200.content.application/json.schema.properties.inline.additionalProperties',
+    ]);
+  });
+
   it('platform-response-named-examples: a bare example (alone or beside examples, JSON or SSE) on any response', () => {
     expect(firing('platform-response-named-examples').sort()).toEqual([
       'paths./examples.get.responses.200.content.application/json',
