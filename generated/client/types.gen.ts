@@ -65,7 +65,7 @@ export type AiErrorObject = {
  */
 export type AiError = {
     /**
-     * The enriched error.
+     * What failed: numeric `code` and symbolic `name` (branch on the name), `message`, whether a retry can succeed (`retryable`) and who is at fault (`category`).
      */
     error: AiErrorObject;
     /**
@@ -641,7 +641,7 @@ export type ChatCompletionChoice = {
      */
     index: number;
     /**
-     * The generated message.
+     * The assistant's answer: its text in `content`, or the `tool_calls` it asks you to run.
      */
     message: ChatCompletionResponseMessage;
     /**
@@ -1472,7 +1472,7 @@ export type ResponseOutputText = {
      */
     type: 'output_text';
     /**
-     * The generated text.
+     * Text the model wrote for this part of the answer; the parts in order make the whole.
      */
     text: string;
     /**
@@ -2607,7 +2607,7 @@ export type RealTimeUploadRequest = {
      */
     item_subtitle?: string;
     /**
-     * Authors.
+     * Names of the document's authors, returned with the item and its search hits.
      */
     author?: Array<string>;
     /**
@@ -2619,7 +2619,7 @@ export type RealTimeUploadRequest = {
      */
     type?: string;
     /**
-     * Tags.
+     * Free-form labels of the document; item filters select on them (`filter.tags`).
      */
     item_tags?: Array<string>;
     /**
@@ -2631,7 +2631,7 @@ export type RealTimeUploadRequest = {
      */
     item_image?: string;
     /**
-     * Summary.
+     * A short abstract of the document, returned with the item.
      */
     item_summary?: string;
     /**
@@ -3042,7 +3042,7 @@ export type PatchItemsRequest = {
 
 export type PatchItemsResult = {
     /**
-     * The item.
+     * Identifier (UUID) of the item this outcome is about.
      */
     item_id: string;
     /**
@@ -3106,7 +3106,7 @@ export type DeleteItemsRequest = {
 
 export type DeleteItemResult = {
     /**
-     * The item.
+     * Identifier (UUID) of the item this outcome is about, as given in `item_ids`.
      */
     item_id: string;
     /**
@@ -3139,7 +3139,7 @@ export type DeleteItemsResponse = {
      */
     total_requested: number;
     /**
-     * Items deleted.
+     * How many of the requested items were deleted.
      */
     total_deleted: number;
     /**
@@ -3726,7 +3726,7 @@ export type BillingAccount = {
 
 export type BillingAccountResponse = {
     /**
-     * The billing account.
+     * The organization's balance, reservations, weekly spending cap and coding plans, as of this request.
      */
     data: BillingAccount;
     /**
@@ -3847,7 +3847,7 @@ export type UsageReport = {
 
 export type UsageReportResponse = {
     /**
-     * The usage report.
+     * Tokens and cost over the requested period, in lines grouped as asked, with totals.
      */
     data: UsageReport;
     /**
@@ -4047,7 +4047,7 @@ export type UpdateAgentRequest = {
 
 export type AgentResponse = {
     /**
-     * The agent.
+     * The agent as stored after this request; `version` counts its updates.
      */
     data: Agent;
     /**
@@ -4069,7 +4069,7 @@ export type AgentListResponse = {
 
 export type AgentDeletedResponse = {
     /**
-     * The deleted agent.
+     * Confirms the deletion, naming the agent that no longer exists.
      */
     data: {
         /**
@@ -4202,7 +4202,7 @@ export type CreatedKeyResponse = {
 
 export type KeyResponse = {
     /**
-     * The key record.
+     * The keys metadata (prefix, scopes, status, dates), never the secret itself.
      */
     data: ApiKey;
     /**

@@ -1104,7 +1104,7 @@ export interface components {
             version: number;
         };
         AgentDeletedResponse: {
-            /** @description The deleted agent. */
+            /** @description Confirms the deletion, naming the agent that no longer exists. */
             data: {
                 /**
                  * @description Always true.
@@ -1136,7 +1136,7 @@ export interface components {
             model_family?: components["schemas"]["ModelFamily"];
         };
         AgentResponse: {
-            /** @description The agent. */
+            /** @description The agent as stored after this request; `version` counts its updates. */
             data: components["schemas"]["Agent"];
             /** @description Request metadata of the management API: request id and pagination state. */
             meta: components["schemas"]["ManagementMeta"];
@@ -1145,7 +1145,7 @@ export interface components {
         AgentStatus: "active" | "inactive" | "archived";
         /** @description Error body of the completion-family endpoints. */
         AIError: {
-            /** @description The enriched error. */
+            /** @description What failed: numeric `code` and symbolic `name` (branch on the name), `message`, whether a retry can succeed (`retryable`) and who is at fault (`category`). */
             error: components["schemas"]["AIErrorObject"];
             /** @description Trace id of the request, the same as the `X-Trace-Id` header; quote it to support. */
             trace_id: components["schemas"]["TraceId"];
@@ -1227,7 +1227,7 @@ export interface components {
             weekStartsAt: number;
         };
         BillingAccountResponse: {
-            /** @description The billing account. */
+            /** @description The organization's balance, reservations, weekly spending cap and coding plans, as of this request. */
             data: components["schemas"]["BillingAccount"];
             /** @description Request metadata of the management API: request id and pagination state. */
             meta: components["schemas"]["ManagementMeta"];
@@ -1281,7 +1281,7 @@ export interface components {
             finish_reason: "stop" | "length" | "tool_calls" | "content_filter";
             /** @description Index of the choice (always 0: one choice per request). */
             index: number;
-            /** @description The generated message. */
+            /** @description The assistant's answer: its text in `content`, or the `tool_calls` it asks you to run. */
             message: components["schemas"]["ChatCompletionResponseMessage"];
         };
         /** @description OpenAI `chat.completion.chunk`. The first chunk may carry routing facts. */
@@ -1915,7 +1915,7 @@ export interface components {
             error: string | null;
             /**
              * Format: uuid
-             * @description The item.
+             * @description Identifier (UUID) of the item this outcome is about, as given in `item_ids`.
              */
             item_id: string;
             /** @description Whether this item was deleted. */
@@ -1935,7 +1935,7 @@ export interface components {
             results: components["schemas"]["DeleteItemResult"][];
             /** @description Whether every requested item was deleted. */
             success: boolean;
-            /** @description Items deleted. */
+            /** @description How many of the requested items were deleted. */
             total_deleted: number;
             /** @description Items not deleted (see `results`). */
             total_failed: number;
@@ -2412,7 +2412,7 @@ export interface components {
             meta: components["schemas"]["ManagementMeta"];
         };
         KeyResponse: {
-            /** @description The key record. */
+            /** @description The keys metadata (prefix, scopes, status, dates), never the secret itself. */
             data: components["schemas"]["ApiKey"];
             /** @description Request metadata of the management API: request id and pagination state. */
             meta: components["schemas"]["ManagementMeta"];
@@ -2661,7 +2661,7 @@ export interface components {
             etag: string | null;
             /**
              * Format: uuid
-             * @description The item.
+             * @description Identifier (UUID) of the item this outcome is about.
              */
             item_id: string;
             /** @description Whether this item was changed. */
@@ -2729,7 +2729,7 @@ export interface components {
          *     (`pub_type`, `drm`, ...) are accepted and ignored.
          */
         RealTimeUploadRequest: {
-            /** @description Authors. */
+            /** @description Names of the document's authors, returned with the item and its search hits. */
             author?: string[];
             /** @description The document's text (Markdown headings are kept as passage boundaries). */
             content: string;
@@ -2741,9 +2741,9 @@ export interface components {
             item_image?: string;
             /** @description Subtitle of the item. */
             item_subtitle?: string;
-            /** @description Summary. */
+            /** @description A short abstract of the document, returned with the item. */
             item_summary?: string;
-            /** @description Tags. */
+            /** @description Free-form labels of the document; item filters select on them (`filter.tags`). */
             item_tags?: string[];
             /** @description Title of the item. */
             item_title?: string;
@@ -3367,7 +3367,7 @@ export interface components {
             annotations: {
                 [key: string]: unknown;
             }[];
-            /** @description The generated text. */
+            /** @description Text the model wrote for this part of the answer; the parts in order make the whole. */
             text: string;
             /**
              * @description Content kind: always `output_text`. (enum property replaced by openapi-typescript)
@@ -3685,7 +3685,7 @@ export interface components {
             until: number;
         };
         UsageReportResponse: {
-            /** @description The usage report. */
+            /** @description Tokens and cost over the requested period, in lines grouped as asked, with totals. */
             data: components["schemas"]["UsageReport"];
             /** @description Request metadata of the management API: request id and pagination state. */
             meta: components["schemas"]["ManagementMeta"];
