@@ -39,8 +39,17 @@ const document = {
   servers: [{ url: 'https://example.com' }],
   components: {
     schemas: {
-      Shared: { type: 'object', additionalProperties: false, properties: { a: { type: 'string', description: 'A.' } } },
-      AnswerOnly: { type: 'object', additionalProperties: false, properties: { b: { type: 'string', description: 'B.' } } },
+      Shared: { type: 'object', additionalProperties: false, properties: { a: { type: 'string', description: 'First value.' } } },
+      AnswerOnly: { type: 'object', additionalProperties: false, properties: { b: { type: 'string', description: 'Second value.' } } },
+      EchoResponse: {
+        type: 'object',
+        properties: {
+          item_tags: { type: 'array', maxItems: 5, description: 'Tags.', items: { type: 'string' } },
+          data: { $ref: '#/components/schemas/Shared', description: 'The shared record.' },
+          echo: { type: 'string', description: 'The echo.' },
+          author: { type: 'string', description: "Names of the document's authors, shown with its search hits." },
+        },
+      },
     },
   },
   tags: [{ name: 'things', description: 'Things.' }],
@@ -125,6 +134,14 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const firing = (code: string) => results.filter((r) => r.code === code).map((r) => r.path.join('.'));
 
 describe('project Spectral rules', () => {
+  it('platform-property-description: a description that only repeats the property, schema or $ref name', () => {
+    expect(firing('platform-property-description').filter((p) => p.endsWith('.description')).sort()).toEqual([
+      'components.schemas.EchoResponse.properties.data.description',
+      'components.schemas.EchoResponse.properties.echo.description',
+      'components.schemas.EchoResponse.properties.item_tags.description',
+    ]);
+  });
+
   it('platform-responses-open: additionalProperties false on a schema only responses reach, not on one a request shares', () => {
     expect(firing('platform-responses-open').sort()).toEqual([
       'components.schemas.AnswerOnly.additionalProperties',
