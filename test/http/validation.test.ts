@@ -108,3 +108,26 @@ describe('what the fuzzer found', () => {
     expect(await message.json()).toHaveProperty('detail');
   });
 });
+
+describe('parameters with NUL', () => {
+  const upload = () => {
+    const form = new FormData();
+    form.set('publisher_id', platform.bootstrap!.publisherId);
+    form.append('files', new Blob(['Grace and peace.'], { type: 'text/plain' }), 'grace.txt');
+    return form;
+  };
+
+  it('are refused as invalid (422) before they reach the database', async () => {
+    const asked = [
+      await platform.api('/ingestion/v2/files?producer_id=%00', { method: 'POST', body: upload() }),
+      await platform.api('/ai/v1/chat?chat_id=a%00b'),
+      await platform.api('/ai/v1/message?message_id=%00', { method: 'DELETE' }),
+    ];
+    for (const res of asked) {
+      expect(res.status, res.url).toBe(422);
+      const body = await res.json();
+      expect(body.detail[0]).toMatchObject({ loc: ['query', expect.any(String)], msg: 'Must not contain NUL characters' });
+      expect(body.trace_id).toMatch(/^trc_/);
+    }
+  });
+});
