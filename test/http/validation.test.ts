@@ -88,6 +88,14 @@ describe('what the fuzzer found', () => {
     }
   });
 
+  it('refuses more passages than the contract allows with 422, not a database overflow', async () => {
+    for (const path of ['/ai/v1/data/affiliates/referenced-items', '/ai/v1/data/items/recommendations/base']) {
+      const res = await platform.api(path, { method: 'POST', body: '{"query":"rest","collection":"GlooProd","tenant":"default","max_snippet_count_overall":123456789012345678901234567890}' });
+      expect(res.status, path).toBe(422);
+      expect((await res.json()).detail[0]).toMatchObject({ loc: ['body', 'max_snippet_count_overall'], type: 'less_than_equal' });
+    }
+  });
+
   it('answers 20,000 nested arrays where a string belongs with the JSON 422, without echoing the input', async () => {
     const body = `{"scopes":${'['.repeat(20_000)}${']'.repeat(20_000)},"label":"x"}`;
     const res = await platform.mgmt('/api/v1/keys', { method: 'POST', body });
