@@ -62,7 +62,7 @@ describe('query strings', () => {
   });
 });
 
-describe('NUL in JSON strings', () => {
+describe('NUL and unpaired surrogates in JSON strings', () => {
   const createAgent = (raw: string) =>
     platform.mgmt('/api/v1/agents', { method: 'POST', body: raw, headers: { 'content-type': 'application/json' } });
 
@@ -76,6 +76,18 @@ describe('NUL in JSON strings', () => {
     const res = await createAgent('{"name":"a\\\\u0000b"}');
     expect(res.status).toBe(201);
     expect((await res.json()).data.name).toBe('a\\u0000b');
+  });
+
+  // PostgreSQL stores UTF-8, which has no surrogates: a lone one was a 500 (P2007) on createResponseV1 and updateAgent.
+  it('refuses an unpaired surrogate escape as malformed JSON, and keeps a paired one', async () => {
+    for (const text of ['\\ud800', 'x\\udfffy', '\\ud800\\ud800', '\\udc00\\ud800']) {
+      const res = await createAgent(`{"name":"${text}"}`);
+      expect(res.status, text).toBe(400);
+      expect((await res.json()).error.message).toBe('Malformed JSON body: Strings must not contain unpaired surrogates (\\ud800-\\udfff)');
+    }
+    const paired = await createAgent('{"name":"praying \\ud83d\\ude4f"}');
+    expect(paired.status).toBe(201);
+    expect((await paired.json()).data.name).toBe('praying \u{1F64F}');
   });
 });
 
