@@ -20,7 +20,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parse } from 'yaml';
 import type { ErrorName } from '../generated/contract/errors.js';
 import { routes, type RouteDefinition } from '../generated/contract/routes.js';
-import { deref } from '../scripts/codegen/contract.js';
+import { defaultExample, deref } from '../scripts/codegen/contract.js';
 import { ApiError, type ValidationIssue } from '../server/errors.js';
 import { errorSchemaFor, renderError } from '../server/http/errors.js';
 import { newTraceId, TRACE_HEADER } from '../server/http/trace.js';
@@ -396,14 +396,9 @@ function namedExamples(contract: Json, route: RouteDefinition): NamedExample[] {
   return result;
 }
 
-/**
- * The default `text/event-stream` example of the route's success response, one string per
- * event: its `example`, else the first of its `examples` (what Prism does for JSON).
- */
+/** The default (first named) `text/event-stream` example of the route's success response, one string per event. */
 function defaultSseEvents(contract: Json, route: RouteDefinition): string[] {
-  const media = responseFor(contract, route, route.successStatus)?.content?.[SSE];
-  const first = Object.values<Json>(media?.examples ?? {})[0];
-  const example = media?.example ?? (first ? deref(contract, first)?.value : undefined);
+  const example = defaultExample(contract, responseFor(contract, route, route.successStatus)?.content?.[SSE]);
   if (typeof example !== 'string') throw new Error(`${route.operationId}: no literal ${SSE} example`);
   return sseEvents(example);
 }

@@ -17,7 +17,7 @@ export type ErrorCategory = 'client' | 'provider' | 'platform';
 /**
  * Symbolic error code. Numeric code, HTTP status, retryability and category of each are listed in `x-error-catalog`.
  */
-export type ErrorName = 'INVALID_REQUEST' | 'ROUTING_SELECTOR_INVALID' | 'NO_USER_MESSAGE' | 'CONTEXT_WINDOW_EXCEEDED' | 'UNSUPPORTED_MODEL' | 'SPENDING_LIMIT_EXCEEDED' | 'INSUFFICIENT_CREDIT' | 'GC_ALLOWANCE_EXHAUSTED' | 'NO_PLAN' | 'NOT_EMBEDDING_MODEL' | 'EMPTY_INPUT' | 'UNSUPPORTED_DIMENSIONS' | 'PUBLISHER_NOT_FOUND' | 'UNAUTHORIZED' | 'FORBIDDEN' | 'GUARDRAIL_BLOCKED' | 'NOT_FOUND' | 'VALIDATION_ERROR' | 'CONTENT_FILTERED' | 'QUOTA_EXCEEDED' | 'PAYLOAD_TOO_LARGE' | 'IDEMPOTENCY_KEY_IN_USE' | 'PROVIDER_TIMEOUT' | 'PROVIDER_UNAVAILABLE' | 'PROVIDER_SERVER_ERROR' | 'RATE_LIMIT' | 'PROVIDER_BAD_REQUEST' | 'PROVIDER_AUTH_ERROR' | 'EMPTY_STREAM' | 'MALFORMED_PROVIDER_STREAM' | 'CONNECTION_DROPPED' | 'EMBEDDING_PROVIDER_UNAVAILABLE' | 'PROVIDER_INFERENCE_ERROR' | 'INTERNAL_ERROR' | 'ROUTING_ERROR' | 'SERVICE_UNAVAILABLE' | 'NOT_IMPLEMENTED';
+export type ErrorName = 'INVALID_REQUEST' | 'ROUTING_SELECTOR_INVALID' | 'NO_USER_MESSAGE' | 'CONTEXT_WINDOW_EXCEEDED' | 'UNSUPPORTED_MODEL' | 'SPENDING_LIMIT_EXCEEDED' | 'INSUFFICIENT_CREDIT' | 'GC_ALLOWANCE_EXHAUSTED' | 'NO_PLAN' | 'NOT_EMBEDDING_MODEL' | 'EMPTY_INPUT' | 'UNSUPPORTED_DIMENSIONS' | 'PUBLISHER_NOT_FOUND' | 'UNAUTHORIZED' | 'FORBIDDEN' | 'GUARDRAIL_BLOCKED' | 'NOT_FOUND' | 'VALIDATION_ERROR' | 'CONTENT_FILTERED' | 'QUOTA_EXCEEDED' | 'PAYLOAD_TOO_LARGE' | 'IDEMPOTENCY_KEY_IN_USE' | 'PROVIDER_TIMEOUT' | 'PROVIDER_UNAVAILABLE' | 'RATE_LIMIT' | 'PROVIDER_BAD_REQUEST' | 'PROVIDER_AUTH_ERROR' | 'EMPTY_STREAM' | 'MALFORMED_PROVIDER_STREAM' | 'CONNECTION_DROPPED' | 'EMBEDDING_PROVIDER_UNAVAILABLE' | 'PROVIDER_INFERENCE_ERROR' | 'INTERNAL_ERROR' | 'ROUTING_ERROR' | 'SERVICE_UNAVAILABLE' | 'NOT_IMPLEMENTED';
 
 /**
  * Enriched error of the completion-family endpoints (also inside stream error events).
@@ -65,7 +65,7 @@ export type AiErrorObject = {
  */
 export type AiError = {
     /**
-     * The enriched error.
+     * What failed: numeric `code` and symbolic `name` (branch on the name), `message`, whether a retry can succeed (`retryable`) and who is at fault (`category`).
      */
     error: AiErrorObject;
     /**
@@ -252,9 +252,9 @@ export type ManagementError = {
  */
 export type OAuthError = {
     /**
-     * RFC 6749 error code.
+     * RFC 6749 error code (`server_error` for a failure of the platform).
      */
-    error: 'invalid_request' | 'invalid_client' | 'unsupported_grant_type';
+    error: 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'server_error';
     /**
      * Human-readable reason.
      */
@@ -641,7 +641,7 @@ export type ChatCompletionChoice = {
      */
     index: number;
     /**
-     * The generated message.
+     * The assistant's answer: its text in `content`, or the `tool_calls` it asks you to run.
      */
     message: ChatCompletionResponseMessage;
     /**
@@ -976,7 +976,10 @@ export type ChatCompletionErrorChunk = {
              * Empty: the error adds no text.
              */
             delta: {
-                [key: string]: never;
+                /**
+                 * Never set on an error chunk.
+                 */
+                content?: null;
             };
             /**
              * Always `error`: the stream failed; see `error`.
@@ -1477,7 +1480,7 @@ export type ResponseOutputText = {
      */
     type: 'output_text';
     /**
-     * The generated text.
+     * Text the model wrote for this part of the answer; the parts in order make the whole.
      */
     text: string;
     /**
@@ -2485,7 +2488,7 @@ export type Model = {
      */
     supports_reasoning: boolean;
     /**
-     * Price of the model per million tokens.
+     * Price of the model per million tokens (and per image, for models that draw).
      */
     pricing: {
         /**
@@ -2496,6 +2499,10 @@ export type Model = {
          * Price per one million output tokens.
          */
         output_per_1m: number;
+        /**
+         * Price per image the model draws with the `image_generation` tool (0 for models that do not draw).
+         */
+        per_image?: number;
         /**
          * Currency of the prices: always `USD`.
          */
@@ -2612,7 +2619,7 @@ export type RealTimeUploadRequest = {
      */
     item_subtitle?: string;
     /**
-     * Authors.
+     * Names of the document's authors, returned with the item and its search hits.
      */
     author?: Array<string>;
     /**
@@ -2624,7 +2631,7 @@ export type RealTimeUploadRequest = {
      */
     type?: string;
     /**
-     * Tags.
+     * Free-form labels of the document; item filters select on them (`filter.tags`).
      */
     item_tags?: Array<string>;
     /**
@@ -2636,7 +2643,7 @@ export type RealTimeUploadRequest = {
      */
     item_image?: string;
     /**
-     * Summary.
+     * A short abstract of the document, returned with the item.
      */
     item_summary?: string;
     /**
@@ -3052,7 +3059,7 @@ export type PatchItemsRequest = {
 
 export type PatchItemsResult = {
     /**
-     * The item.
+     * Identifier (UUID) of the item this outcome is about.
      */
     item_id: string;
     /**
@@ -3116,7 +3123,7 @@ export type DeleteItemsRequest = {
 
 export type DeleteItemResult = {
     /**
-     * The item.
+     * Identifier (UUID) of the item this outcome is about, as given in `item_ids`.
      */
     item_id: string;
     /**
@@ -3149,7 +3156,7 @@ export type DeleteItemsResponse = {
      */
     total_requested: number;
     /**
-     * Items deleted.
+     * How many of the requested items were deleted.
      */
     total_deleted: number;
     /**
@@ -3736,7 +3743,7 @@ export type BillingAccount = {
 
 export type BillingAccountResponse = {
     /**
-     * The billing account.
+     * The organization's balance, reservations, weekly spending cap and coding plans, as of this request.
      */
     data: BillingAccount;
     /**
@@ -3857,7 +3864,7 @@ export type UsageReport = {
 
 export type UsageReportResponse = {
     /**
-     * The usage report.
+     * Tokens and cost over the requested period, in lines grouped as asked, with totals.
      */
     data: UsageReport;
     /**
@@ -4057,7 +4064,7 @@ export type UpdateAgentRequest = {
 
 export type AgentResponse = {
     /**
-     * The agent.
+     * The agent as stored after this request; `version` counts its updates.
      */
     data: Agent;
     /**
@@ -4079,7 +4086,7 @@ export type AgentListResponse = {
 
 export type AgentDeletedResponse = {
     /**
-     * The deleted agent.
+     * Confirms the deletion, naming the agent that no longer exists.
      */
     data: {
         /**
@@ -4212,7 +4219,7 @@ export type CreatedKeyResponse = {
 
 export type KeyResponse = {
     /**
-     * The key record.
+     * The keys metadata (prefix, scopes, status, dates), never the secret itself.
      */
     data: ApiKey;
     /**
@@ -5102,7 +5109,7 @@ export type CreateEmbeddingsData = {
 
 export type CreateEmbeddingsErrors = {
     /**
-     * Not an embedding model, empty input or unsupported dimensions.
+     * Not an embedding model, empty input, an input over the model's limit or unsupported dimensions.
      */
     400: AiError;
     /**
@@ -5114,7 +5121,7 @@ export type CreateEmbeddingsErrors = {
      */
     402: AiError;
     /**
-     * Permission or ownership mismatch (FORBIDDEN) or a hard guardrail block (GUARDRAIL_BLOCKED).
+     * The key lacks the scope the operation needs.
      */
     403: AiError;
     /**
@@ -5203,7 +5210,7 @@ export type CreateEmbeddingsAliasData = {
 
 export type CreateEmbeddingsAliasErrors = {
     /**
-     * Not an embedding model, empty input or unsupported dimensions.
+     * Not an embedding model, empty input, an input over the model's limit or unsupported dimensions.
      */
     400: AiError;
     /**
@@ -5215,7 +5222,7 @@ export type CreateEmbeddingsAliasErrors = {
      */
     402: AiError;
     /**
-     * Permission or ownership mismatch (FORBIDDEN) or a hard guardrail block (GUARDRAIL_BLOCKED).
+     * The key lacks the scope the operation needs.
      */
     403: AiError;
     /**
@@ -5310,10 +5317,7 @@ export type IngestFilesData = {
 
 export type IngestFilesErrors = {
     /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     *
+     * Structurally invalid request: publisher not found, a body that is not valid multipart, producer ID with multiple files, file read error, an Idempotency-Key reused for another request.
      */
     400: DetailError;
     /**
@@ -5476,10 +5480,7 @@ export type GetFileData = {
 
 export type GetFileErrors = {
     /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     *
+     * A malformed %-escape in the path.
      */
     400: DetailError;
     /**
@@ -5545,10 +5546,7 @@ export type GetItemData = {
 
 export type GetItemErrors = {
     /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     *
+     * A malformed %-escape in the path.
      */
     400: DetailError;
     /**
@@ -5609,10 +5607,7 @@ export type PatchItemData = {
 
 export type PatchItemErrors = {
     /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     *
+     * Structurally invalid request: publisher not found, a body that is not valid JSON, missing patch operations or no item named.
      */
     400: DetailError;
     /**
@@ -5778,10 +5773,7 @@ export type DeleteItemsData = {
 
 export type DeleteItemsErrors = {
     /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     *
+     * Structurally invalid request: a body that is not valid JSON, missing item IDs.
      */
     400: DetailError;
     /**
@@ -5851,10 +5843,7 @@ export type PatchItemsData = {
 
 export type PatchItemsErrors = {
     /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     *
+     * Structurally invalid request: publisher not found, a body that is not valid JSON, missing patch operations or no item named.
      */
     400: DetailError;
     /**
@@ -6014,10 +6003,7 @@ export type ListPublisherItemsData = {
 
 export type ListPublisherItemsErrors = {
     /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     *
+     * Publisher not found, or a malformed %-escape in the path.
      */
     400: DetailError;
     /**
@@ -6090,10 +6076,7 @@ export type SearchCollectionData = {
 
 export type SearchCollectionErrors = {
     /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     *
+     * Structurally invalid request: a body that is not valid JSON, invalid collection, missing or invalid tenant, an Idempotency-Key reused for another request.
      */
     400: DetailError;
     /**
@@ -6180,10 +6163,7 @@ export type SearchCollectionAliasData = {
 
 export type SearchCollectionAliasErrors = {
     /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     *
+     * Structurally invalid request: a body that is not valid JSON, invalid collection, missing or invalid tenant, an Idempotency-Key reused for another request.
      */
     400: DetailError;
     /**
@@ -6515,10 +6495,6 @@ export type GetHealthData = {
 
 export type GetHealthErrors = {
     /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
-     */
-    400: ManagementError;
-    /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
     401: ManagementError;
@@ -6567,10 +6543,6 @@ export type GetMetricsData = {
 };
 
 export type GetMetricsErrors = {
-    /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
-     */
-    400: ManagementError;
     /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
@@ -6629,10 +6601,6 @@ export type ListAgentsData = {
 };
 
 export type ListAgentsErrors = {
-    /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
-     */
-    400: ManagementError;
     /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
@@ -6696,7 +6664,7 @@ export type CreateAgentData = {
 
 export type CreateAgentErrors = {
     /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     * Malformed request: a body that is not valid JSON, or an Idempotency-Key reused for a different request.
      */
     400: ManagementError;
     /**
@@ -6766,7 +6734,7 @@ export type DeleteAgentData = {
 
 export type DeleteAgentErrors = {
     /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     * A malformed %-escape in the path.
      */
     400: ManagementError;
     /**
@@ -6828,7 +6796,7 @@ export type GetAgentData = {
 
 export type GetAgentErrors = {
     /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     * A malformed %-escape in the path.
      */
     400: ManagementError;
     /**
@@ -6890,7 +6858,7 @@ export type UpdateAgentData = {
 
 export type UpdateAgentErrors = {
     /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     * Malformed request: a body that is not valid JSON, or a malformed %-escape in the path.
      */
     400: ManagementError;
     /**
@@ -6955,10 +6923,6 @@ export type GetBillingAccountData = {
 
 export type GetBillingAccountErrors = {
     /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
-     */
-    400: ManagementError;
-    /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
     401: ManagementError;
@@ -7021,7 +6985,7 @@ export type AddCreditData = {
 
 export type AddCreditErrors = {
     /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     * Malformed request: a body that is not valid JSON, or an Idempotency-Key reused for a different request.
      */
     400: ManagementError;
     /**
@@ -7099,10 +7063,6 @@ export type GetUsageData = {
 
 export type GetUsageErrors = {
     /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
-     */
-    400: ManagementError;
-    /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
     401: ManagementError;
@@ -7160,10 +7120,6 @@ export type ListKeysData = {
 };
 
 export type ListKeysErrors = {
-    /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
-     */
-    400: ManagementError;
     /**
      * Authorization header missing or the key is invalid, expired or revoked.
      */
@@ -7227,7 +7183,7 @@ export type CreateKeyData = {
 
 export type CreateKeyErrors = {
     /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     * Malformed request: a body that is not valid JSON, or an Idempotency-Key reused for a different request.
      */
     400: ManagementError;
     /**
@@ -7297,7 +7253,7 @@ export type RevokeKeyData = {
 
 export type RevokeKeyErrors = {
     /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     * A malformed %-escape in the path.
      */
     400: ManagementError;
     /**
@@ -7359,7 +7315,7 @@ export type GetKeyData = {
 
 export type GetKeyErrors = {
     /**
-     * Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request.
+     * A malformed %-escape in the path.
      */
     400: ManagementError;
     /**
@@ -7433,7 +7389,7 @@ export type CreateOAuthTokenErrors = {
      */
     400: OAuthError;
     /**
-     * Unknown client or wrong secret.
+     * Unknown client, wrong secret or malformed HTTP Basic credentials.
      */
     401: OAuthError;
     /**
@@ -7460,6 +7416,10 @@ export type CreateOAuthTokenErrors = {
      * The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged.
      */
     431: GatewayError;
+    /**
+     * INTERNAL_ERROR: the platform failed (e.g. its database); retryable.
+     */
+    500: OAuthError;
 };
 
 export type CreateOAuthTokenError = CreateOAuthTokenErrors[keyof CreateOAuthTokenErrors];
@@ -7740,7 +7700,7 @@ export type CreateChatCompletionV1Errors = {
      */
     402: AiError;
     /**
-     * Permission or ownership mismatch (FORBIDDEN) or a hard guardrail block (GUARDRAIL_BLOCKED). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     * The key lacks the scope the operation needs. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     403: AiError;
     /**
@@ -7900,7 +7860,7 @@ export type CreateResponseV1Errors = {
      */
     402: AiError;
     /**
-     * Permission or ownership mismatch (FORBIDDEN) or a hard guardrail block (GUARDRAIL_BLOCKED). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     * The key lacks the scope the operation needs. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     403: AiError;
     /**
@@ -7990,14 +7950,6 @@ export type GetChatData = {
 
 export type GetChatErrors = {
     /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
-     *
-     */
-    400: DetailError;
-    /**
      * Authorization header missing (gateway). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     401: GatewayError;
@@ -8065,11 +8017,7 @@ export type DeleteMessageData = {
 
 export type DeleteMessageErrors = {
     /**
-     * Structurally invalid request: publisher not found, invalid collection,
-     * missing or invalid tenant, producer ID with multiple files, file read error,
-     * missing patch operations, item IDs or producer IDs.
-     * Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
-     *
+     * A malformed %-escape in the path. Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     400: DetailError;
     /**
@@ -8164,7 +8112,7 @@ export type SendChatMessageErrors = {
      */
     402: DetailError;
     /**
-     * The caller lacks permission for the resource or publisher (ownership mismatch). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
+     * The caller lacks permission for the publisher, or the guardrail blocked the message (GUARDRAIL_BLOCKED). Deprecated operation: the answer carries `Deprecation` and a successor `Link`.
      */
     403: DetailError;
     /**

@@ -26,7 +26,6 @@ export const errorCatalog = {
   IDEMPOTENCY_KEY_IN_USE: { code: 1021, status: 409, retryable: true, category: "client", description: "A request with this Idempotency-Key is still running; retry once it has finished." },
   PROVIDER_TIMEOUT: { code: 2001, status: 408, retryable: true, category: "provider", description: "The upstream provider did not answer in time." },
   PROVIDER_UNAVAILABLE: { code: 2002, status: 503, retryable: true, category: "provider", description: "The upstream provider is unavailable and no healthy fallback exists." },
-  PROVIDER_SERVER_ERROR: { code: 2003, status: 500, retryable: true, category: "provider", description: "The upstream provider answered with a 5xx." },
   RATE_LIMIT: { code: 2004, status: 429, retryable: true, category: "provider", description: "The upstream provider rate-limited the request (in-stream after the stream started)." },
   PROVIDER_BAD_REQUEST: { code: 2005, status: 400, retryable: false, category: "provider", description: "The upstream provider rejected the translated request; change the request or model." },
   PROVIDER_AUTH_ERROR: { code: 2006, status: 500, retryable: false, category: "provider", description: "The platform's credential for the upstream provider was rejected." },

@@ -135,7 +135,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"400":"DetailError","401":"GatewayError","403":"DetailError","404":"DetailError","405":"GatewayError","408":"GatewayError","422":"ValidationError","431":"GatewayError","500":"DetailError","503":"DetailError"},
+    errorBodies: {"401":"GatewayError","403":"DetailError","404":"DetailError","405":"GatewayError","408":"GatewayError","422":"ValidationError","431":"GatewayError","500":"DetailError","503":"DetailError"},
   },
   {
     operationId: "createChatCompletionV1",
@@ -575,7 +575,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
+    errorBodies: {"401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
     operationId: "createAgent",
@@ -675,7 +675,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
+    errorBodies: {"401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
     operationId: "addCredit",
@@ -715,7 +715,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
+    errorBodies: {"401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
     operationId: "listKeys",
@@ -735,7 +735,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
+    errorBodies: {"401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
     operationId: "createKey",
@@ -815,7 +815,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
+    errorBodies: {"401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
     operationId: "getUsage",
@@ -835,7 +835,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
+    errorBodies: {"401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
     operationId: "getFile",
@@ -1055,7 +1055,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: true,
     sse: null,
-    errorBodies: {"400":"OAuthError","401":"OAuthError","405":"GatewayError","408":"GatewayError","409":"OAuthError","413":"OAuthError","415":"OAuthError","431":"GatewayError"},
+    errorBodies: {"400":"OAuthError","401":"OAuthError","405":"GatewayError","408":"GatewayError","409":"OAuthError","413":"OAuthError","415":"OAuthError","431":"GatewayError","500":"OAuthError"},
   },
 ];
 

@@ -324,7 +324,8 @@ export type CreateOAuthTokenResponse =
   | { status: 409; body: operations['createOAuthToken']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 413; body: operations['createOAuthToken']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 415; body: operations['createOAuthToken']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
-  | { status: 431; body: operations['createOAuthToken']['responses'][431]['content']['application/json']; headers?: ResponseHeaders };
+  | { status: 431; body: operations['createOAuthToken']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['createOAuthToken']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
 /** POST /ai/v2/guarded/responses — Create a guarded response (Responses API v2) */
 export interface CreateResponseRequest {
@@ -514,7 +515,6 @@ export interface GetBillingAccountRequest {
 }
 export type GetBillingAccountResponse =
   | { status: 200; body: operations['getBillingAccount']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
-  | { status: 400; body: operations['getBillingAccount']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['getBillingAccount']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getBillingAccount']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 405; body: operations['getBillingAccount']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
@@ -532,7 +532,6 @@ export interface GetChatRequest {
 }
 export type GetChatResponse =
   | { status: 200; body: operations['getChat']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
-  | { status: 400; body: operations['getChat']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['getChat']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getChat']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['getChat']['responses'][404]['content']['application/json']; headers?: ResponseHeaders }
@@ -572,7 +571,6 @@ export interface GetHealthRequest {
 }
 export type GetHealthResponse =
   | { status: 200; body: operations['getHealth']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
-  | { status: 400; body: operations['getHealth']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['getHealth']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getHealth']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 405; body: operations['getHealth']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
@@ -651,7 +649,6 @@ export interface GetMetricsRequest {
 }
 export type GetMetricsResponse =
   | { status: 200; body: string; headers?: ResponseHeaders }
-  | { status: 400; body: operations['getMetrics']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['getMetrics']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getMetrics']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 405; body: operations['getMetrics']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
@@ -735,7 +732,6 @@ export interface GetUsageRequest {
 }
 export type GetUsageResponse =
   | { status: 200; body: operations['getUsage']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
-  | { status: 400; body: operations['getUsage']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['getUsage']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getUsage']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 405; body: operations['getUsage']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
@@ -777,7 +773,6 @@ export interface ListAgentsRequest {
 }
 export type ListAgentsResponse =
   | { status: 200; body: operations['listAgents']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
-  | { status: 400; body: operations['listAgents']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['listAgents']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['listAgents']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 405; body: operations['listAgents']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
@@ -795,7 +790,6 @@ export interface ListKeysRequest {
 }
 export type ListKeysResponse =
   | { status: 200; body: operations['listKeys']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
-  | { status: 400; body: operations['listKeys']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['listKeys']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['listKeys']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 405; body: operations['listKeys']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }

@@ -1121,7 +1121,7 @@ export interface components {
             version: number;
         };
         AgentDeletedResponse: {
-            /** @description The deleted agent. */
+            /** @description Confirms the deletion, naming the agent that no longer exists. */
             data: {
                 /**
                  * @description Always true.
@@ -1153,7 +1153,7 @@ export interface components {
             model_family?: components["schemas"]["ModelFamily"];
         };
         AgentResponse: {
-            /** @description The agent. */
+            /** @description The agent as stored after this request; `version` counts its updates. */
             data: components["schemas"]["Agent"];
             /** @description Request metadata of the management API: request id and pagination state. */
             meta: components["schemas"]["ManagementMeta"];
@@ -1162,7 +1162,7 @@ export interface components {
         AgentStatus: "active" | "inactive" | "archived";
         /** @description Error body of the completion-family endpoints. */
         AIError: {
-            /** @description The enriched error. */
+            /** @description What failed: numeric `code` and symbolic `name` (branch on the name), `message`, whether a retry can succeed (`retryable`) and who is at fault (`category`). */
             error: components["schemas"]["AIErrorObject"];
             /** @description Trace id of the request, the same as the `X-Trace-Id` header; quote it to support. */
             trace_id: components["schemas"]["TraceId"];
@@ -1244,7 +1244,7 @@ export interface components {
             weekStartsAt: number;
         };
         BillingAccountResponse: {
-            /** @description The billing account. */
+            /** @description The organization's balance, reservations, weekly spending cap and coding plans, as of this request. */
             data: components["schemas"]["BillingAccount"];
             /** @description Request metadata of the management API: request id and pagination state. */
             meta: components["schemas"]["ManagementMeta"];
@@ -1298,7 +1298,7 @@ export interface components {
             finish_reason: "stop" | "length" | "tool_calls" | "content_filter";
             /** @description Index of the choice (always 0: one choice per request). */
             index: number;
-            /** @description The generated message. */
+            /** @description The assistant's answer: its text in `content`, or the `tool_calls` it asks you to run. */
             message: components["schemas"]["ChatCompletionResponseMessage"];
         };
         /** @description OpenAI `chat.completion.chunk`. The first chunk may carry routing facts. */
@@ -1412,7 +1412,10 @@ export interface components {
             /** @description One terminal choice with `finish_reason: "error"`. */
             choices: {
                 /** @description Empty: the error adds no text. */
-                delta: Record<string, never>;
+                delta: {
+                    /** @description Never set on an error chunk. */
+                    content?: null;
+                };
                 /**
                  * @description Always `error`: the stream failed; see `error`.
                  * @constant
@@ -1931,7 +1934,7 @@ export interface components {
             error: string | null;
             /**
              * Format: uuid
-             * @description The item.
+             * @description Identifier (UUID) of the item this outcome is about, as given in `item_ids`.
              */
             item_id: string;
             /** @description Whether this item was deleted. */
@@ -1951,7 +1954,7 @@ export interface components {
             results: components["schemas"]["DeleteItemResult"][];
             /** @description Whether every requested item was deleted. */
             success: boolean;
-            /** @description Items deleted. */
+            /** @description How many of the requested items were deleted. */
             total_deleted: number;
             /** @description Items not deleted (see `results`). */
             total_failed: number;
@@ -2053,7 +2056,7 @@ export interface components {
          * @description Symbolic error code. Numeric code, HTTP status, retryability and category of each are listed in `x-error-catalog`.
          * @enum {string}
          */
-        ErrorName: "INVALID_REQUEST" | "ROUTING_SELECTOR_INVALID" | "NO_USER_MESSAGE" | "CONTEXT_WINDOW_EXCEEDED" | "UNSUPPORTED_MODEL" | "SPENDING_LIMIT_EXCEEDED" | "INSUFFICIENT_CREDIT" | "GC_ALLOWANCE_EXHAUSTED" | "NO_PLAN" | "NOT_EMBEDDING_MODEL" | "EMPTY_INPUT" | "UNSUPPORTED_DIMENSIONS" | "PUBLISHER_NOT_FOUND" | "UNAUTHORIZED" | "FORBIDDEN" | "GUARDRAIL_BLOCKED" | "NOT_FOUND" | "VALIDATION_ERROR" | "CONTENT_FILTERED" | "QUOTA_EXCEEDED" | "PAYLOAD_TOO_LARGE" | "IDEMPOTENCY_KEY_IN_USE" | "PROVIDER_TIMEOUT" | "PROVIDER_UNAVAILABLE" | "PROVIDER_SERVER_ERROR" | "RATE_LIMIT" | "PROVIDER_BAD_REQUEST" | "PROVIDER_AUTH_ERROR" | "EMPTY_STREAM" | "MALFORMED_PROVIDER_STREAM" | "CONNECTION_DROPPED" | "EMBEDDING_PROVIDER_UNAVAILABLE" | "PROVIDER_INFERENCE_ERROR" | "INTERNAL_ERROR" | "ROUTING_ERROR" | "SERVICE_UNAVAILABLE" | "NOT_IMPLEMENTED";
+        ErrorName: "INVALID_REQUEST" | "ROUTING_SELECTOR_INVALID" | "NO_USER_MESSAGE" | "CONTEXT_WINDOW_EXCEEDED" | "UNSUPPORTED_MODEL" | "SPENDING_LIMIT_EXCEEDED" | "INSUFFICIENT_CREDIT" | "GC_ALLOWANCE_EXHAUSTED" | "NO_PLAN" | "NOT_EMBEDDING_MODEL" | "EMPTY_INPUT" | "UNSUPPORTED_DIMENSIONS" | "PUBLISHER_NOT_FOUND" | "UNAUTHORIZED" | "FORBIDDEN" | "GUARDRAIL_BLOCKED" | "NOT_FOUND" | "VALIDATION_ERROR" | "CONTENT_FILTERED" | "QUOTA_EXCEEDED" | "PAYLOAD_TOO_LARGE" | "IDEMPOTENCY_KEY_IN_USE" | "PROVIDER_TIMEOUT" | "PROVIDER_UNAVAILABLE" | "RATE_LIMIT" | "PROVIDER_BAD_REQUEST" | "PROVIDER_AUTH_ERROR" | "EMPTY_STREAM" | "MALFORMED_PROVIDER_STREAM" | "CONNECTION_DROPPED" | "EMBEDDING_PROVIDER_UNAVAILABLE" | "PROVIDER_INFERENCE_ERROR" | "INTERNAL_ERROR" | "ROUTING_ERROR" | "SERVICE_UNAVAILABLE" | "NOT_IMPLEMENTED";
         /** @description File record of an item (spec 2.1). Required keys are always present; nullable ones may hold null. */
         FileData: {
             /** @description Authors of the item; null when unknown. */
@@ -2432,7 +2435,7 @@ export interface components {
             meta: components["schemas"]["ManagementMeta"];
         };
         KeyResponse: {
-            /** @description The key record. */
+            /** @description The keys metadata (prefix, scopes, status, dates), never the secret itself. */
             data: components["schemas"]["ApiKey"];
             /** @description Request metadata of the management API: request id and pagination state. */
             meta: components["schemas"]["ManagementMeta"];
@@ -2507,7 +2510,7 @@ export interface components {
             object: "model";
             /** @description Organization that owns the model (`platform` for local models). */
             owned_by: string;
-            /** @description Price of the model per million tokens. */
+            /** @description Price of the model per million tokens (and per image, for models that draw). */
             pricing: {
                 /**
                  * @description Currency of the prices: always `USD`.
@@ -2518,6 +2521,8 @@ export interface components {
                 input_per_1m: number;
                 /** @description Price per one million output tokens. */
                 output_per_1m: number;
+                /** @description Price per image the model draws with the `image_generation` tool (0 for models that do not draw). */
+                per_image?: number;
             };
             /** @description Upstream provider serving the model. */
             provider: string;
@@ -2550,10 +2555,10 @@ export interface components {
         /** @description RFC 6749 error body of the token endpoint, plus `trace_id`. */
         OAuthError: {
             /**
-             * @description RFC 6749 error code.
+             * @description RFC 6749 error code (`server_error` for a failure of the platform).
              * @enum {string}
              */
-            error: "invalid_request" | "invalid_client" | "unsupported_grant_type";
+            error: "invalid_request" | "invalid_client" | "unsupported_grant_type" | "server_error";
             /** @description Human-readable reason. */
             error_description: string;
             /** @description Trace id of the request, the same as the `X-Trace-Id` header; quote it to support. */
@@ -2681,7 +2686,7 @@ export interface components {
             etag: string | null;
             /**
              * Format: uuid
-             * @description The item.
+             * @description Identifier (UUID) of the item this outcome is about.
              */
             item_id: string;
             /** @description Whether this item was changed. */
@@ -2749,7 +2754,7 @@ export interface components {
          *     (`pub_type`, `drm`, ...) are accepted and ignored.
          */
         RealTimeUploadRequest: {
-            /** @description Authors. */
+            /** @description Names of the document's authors, returned with the item and its search hits. */
             author?: string[];
             /** @description The document's text (Markdown headings are kept as passage boundaries). */
             content: string;
@@ -2761,9 +2766,9 @@ export interface components {
             item_image?: string;
             /** @description Subtitle of the item. */
             item_subtitle?: string;
-            /** @description Summary. */
+            /** @description A short abstract of the document, returned with the item. */
             item_summary?: string;
-            /** @description Tags. */
+            /** @description Free-form labels of the document; item filters select on them (`filter.tags`). */
             item_tags?: string[];
             /** @description Title of the item. */
             item_title?: string;
@@ -3386,7 +3391,7 @@ export interface components {
             annotations: {
                 [key: string]: unknown;
             }[];
-            /** @description The generated text. */
+            /** @description Text the model wrote for this part of the answer; the parts in order make the whole. */
             text: string;
             /**
              * @description Content kind: always `output_text`. (enum property replaced by openapi-typescript)
@@ -3708,7 +3713,7 @@ export interface components {
             until: number;
         };
         UsageReportResponse: {
-            /** @description The usage report. */
+            /** @description Tokens and cost over the requested period, in lines grouped as asked, with totals. */
             data: components["schemas"]["UsageReport"];
             /** @description Request metadata of the management API: request id and pagination state. */
             meta: components["schemas"]["ManagementMeta"];
@@ -3758,34 +3763,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "data": {
-                 *         "id": "5f0c2a9e-7b1d-4c3e-9a8f-1d2e3f4a5b6c",
-                 *         "name": "Sermon prep assistant",
-                 *         "description": "Helps outline sermons from a passage.",
-                 *         "version": 4,
-                 *         "status": "inactive",
-                 *         "tags": [
-                 *           "preaching",
-                 *           "archive-candidate"
-                 *         ],
-                 *         "model": {
-                 *           "mode": "model_family",
-                 *           "model_family": "anthropic"
-                 *         },
-                 *         "instructions": "Outline in three movements with one illustration each.",
-                 *         "tradition": "mainline",
-                 *         "createdAt": 1735689600000,
-                 *         "updatedAt": 1737000000000
-                 *       },
-                 *       "meta": {
-                 *         "requestId": "req_01JDQ9A1B2C3D4E5F6G7H8J9K4",
-                 *         "hasMore": false,
-                 *         "nextCursor": null
-                 *       }
-                 *     }
-                 */
                 "application/json": components["schemas"]["AgentResponse"];
             };
         };
@@ -3803,20 +3780,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1001,
-                 *         "name": "ROUTING_SELECTOR_INVALID",
-                 *         "message": "Exactly one of auto_routing, model or model_family must be set.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "None, or more than one, of auto_routing, model and model_family was given.",
-                 *         "param": "model_family"
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4R"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -3829,19 +3792,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1021,
-                 *         "name": "IDEMPOTENCY_KEY_IN_USE",
-                 *         "message": "A request with this Idempotency-Key is still running",
-                 *         "retryable": true,
-                 *         "category": "client",
-                 *         "description": "A request with this Idempotency-Key is still running; retry once it has finished."
-                 *       },
-                 *       "trace_id": "trc_01JDQX000AM5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -3855,19 +3805,18 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1015,
-                 *         "name": "GUARDRAIL_BLOCKED",
-                 *         "message": "The request was blocked by a safety guardrail.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "A hard guardrail blocked the request."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4W"
-                 *     }
-                 */
+                "application/json": components["schemas"]["AIError"];
+            };
+        };
+        /** @description The key lacks the scope the operation needs. */
+        AIForbiddenUnguarded: {
+            headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -3880,19 +3829,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 2013,
-                 *         "name": "PROVIDER_INFERENCE_ERROR",
-                 *         "message": "The provider failed while generating the completion.",
-                 *         "retryable": true,
-                 *         "category": "provider",
-                 *         "description": "The provider failed while running inference."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q50"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -3906,20 +3842,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1016,
-                 *         "name": "NOT_FOUND",
-                 *         "message": "No stored response resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX in this organization.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The resource does not exist or was permanently deleted.",
-                 *         "param": "previous_response_id"
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4Y"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -3932,19 +3854,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1020,
-                 *         "name": "PAYLOAD_TOO_LARGE",
-                 *         "message": "Request body or file is too large",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The request body is larger than allowed."
-                 *       },
-                 *       "trace_id": "trc_01JDQX0008M5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -3958,19 +3867,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1006,
-                 *         "name": "INSUFFICIENT_CREDIT",
-                 *         "message": "The prepaid balance of the organization is empty.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The prepaid balance is empty; access resumes when credit lands."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4T"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -3984,19 +3880,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 2001,
-                 *         "name": "PROVIDER_TIMEOUT",
-                 *         "message": "The model provider did not respond within 60 seconds.",
-                 *         "retryable": true,
-                 *         "category": "provider",
-                 *         "description": "The upstream provider did not answer in time."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4X"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"] | components["schemas"]["GatewayError"];
             };
         };
@@ -4009,19 +3892,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 2002,
-                 *         "name": "PROVIDER_UNAVAILABLE",
-                 *         "message": "No healthy provider is available for this request.",
-                 *         "retryable": true,
-                 *         "category": "provider",
-                 *         "description": "The upstream provider is unavailable and no healthy fallback exists."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q51"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4048,19 +3918,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1005,
-                 *         "name": "SPENDING_LIMIT_EXCEEDED",
-                 *         "message": "The weekly spending limit of your organization has been reached.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The organization reached its weekly spending cap. No Retry-After; adding credit does not clear it."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4Z"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4073,19 +3930,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1013,
-                 *         "name": "UNAUTHORIZED",
-                 *         "message": "Missing Authorization header.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The Authorization header is missing or the credential is invalid."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4S"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4103,22 +3947,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": [
-                 *         {
-                 *           "type": "missing",
-                 *           "loc": [
-                 *             "body",
-                 *             "messages"
-                 *           ],
-                 *           "msg": "Field required",
-                 *           "input": null
-                 *         }
-                 *       ],
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4Y"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ValidationError"] | components["schemas"]["AIError"];
             };
         };
@@ -4131,19 +3959,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1000,
-                 *         "name": "INVALID_REQUEST",
-                 *         "message": "unsupported media type text/plain",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The request is structurally invalid."
-                 *       },
-                 *       "trace_id": "trc_01JDQX0009M5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4160,48 +3975,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "id": "chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB",
-                 *       "object": "chat.completion",
-                 *       "created": 1735689600,
-                 *       "model": "gloo-openai-gpt-5-mini",
-                 *       "choices": [
-                 *         {
-                 *           "index": 0,
-                 *           "message": {
-                 *             "role": "assistant",
-                 *             "content": "Hope is the confident expectation of good things to come, rooted in God's faithfulness."
-                 *           },
-                 *           "finish_reason": "stop"
-                 *         }
-                 *       ],
-                 *       "usage": {
-                 *         "prompt_tokens": 31,
-                 *         "completion_tokens": 18,
-                 *         "total_tokens": 49
-                 *       },
-                 *       "provider": "openai",
-                 *       "model_family": "openai",
-                 *       "auto_routing": true,
-                 *       "routing_mechanism": "auto_routing",
-                 *       "routing_tier": "tier_1",
-                 *       "routing_confidence": 0.92,
-                 *       "tradition": "evangelical"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ChatCompletion"];
-                /**
-                 * @example data: {"id":"chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB","object":"chat.completion.chunk","created":1735689600,"model":"gloo-openai-gpt-5-mini","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"provider":"openai","routing_mechanism":"auto_routing"}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB","object":"chat.completion.chunk","created":1735689600,"model":"gloo-openai-gpt-5-mini","choices":[{"index":0,"delta":{"content":"Hope is the confident expectation"},"finish_reason":null}]}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB","object":"chat.completion.chunk","created":1735689600,"model":"gloo-openai-gpt-5-mini","choices":[{"index":0,"delta":{"content":" of good things to come."},"finish_reason":null}]}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB","object":"chat.completion.chunk","created":1735689600,"model":"gloo-openai-gpt-5-mini","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}
-                 *
-                 *     data: [DONE]
-                 */
                 "text/event-stream": components["schemas"]["ChatCompletionStreamEvent"];
             };
         };
@@ -4218,20 +3992,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1007,
-                 *         "name": "GC_ALLOWANCE_EXHAUSTED",
-                 *         "message": "The allowance of your coding plan is spent for this period.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The coding-agent plan allowance is spent (separate from API credit)."
-                 *       },
-                 *       "topup_available": true,
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4V"
-                 *     }
-                 */
                 "application/json": components["schemas"]["CodingAIError"];
             };
         };
@@ -4252,20 +4012,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1001,
-                 *         "name": "ROUTING_SELECTOR_INVALID",
-                 *         "message": "Exactly one of auto_routing, model or model_family must be set.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "None, or more than one, of auto_routing, model and model_family was given.",
-                 *         "param": "model_family"
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4R"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4280,19 +4026,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1021,
-                 *         "name": "IDEMPOTENCY_KEY_IN_USE",
-                 *         "message": "A request with this Idempotency-Key is still running",
-                 *         "retryable": true,
-                 *         "category": "client",
-                 *         "description": "A request with this Idempotency-Key is still running; retry once it has finished."
-                 *       },
-                 *       "trace_id": "trc_01JDQX000AM5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4308,19 +4041,20 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1015,
-                 *         "name": "GUARDRAIL_BLOCKED",
-                 *         "message": "The request was blocked by a safety guardrail.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "A hard guardrail blocked the request."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4W"
-                 *     }
-                 */
+                "application/json": components["schemas"]["AIError"];
+            };
+        };
+        /** @description The key lacks the scope the operation needs. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedAIForbiddenUnguarded: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4335,19 +4069,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 2013,
-                 *         "name": "PROVIDER_INFERENCE_ERROR",
-                 *         "message": "The provider failed while generating the completion.",
-                 *         "retryable": true,
-                 *         "category": "provider",
-                 *         "description": "The provider failed while running inference."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q50"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4363,20 +4084,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1016,
-                 *         "name": "NOT_FOUND",
-                 *         "message": "No stored response resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX in this organization.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The resource does not exist or was permanently deleted.",
-                 *         "param": "previous_response_id"
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4Y"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4391,19 +4098,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1020,
-                 *         "name": "PAYLOAD_TOO_LARGE",
-                 *         "message": "Request body or file is too large",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The request body is larger than allowed."
-                 *       },
-                 *       "trace_id": "trc_01JDQX0008M5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4419,19 +4113,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1006,
-                 *         "name": "INSUFFICIENT_CREDIT",
-                 *         "message": "The prepaid balance of the organization is empty.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The prepaid balance is empty; access resumes when credit lands."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4T"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4449,19 +4130,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 2001,
-                 *         "name": "PROVIDER_TIMEOUT",
-                 *         "message": "The model provider did not respond within 60 seconds.",
-                 *         "retryable": true,
-                 *         "category": "provider",
-                 *         "description": "The upstream provider did not answer in time."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4X"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"] | components["schemas"]["GatewayError"];
             };
         };
@@ -4476,19 +4144,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 2002,
-                 *         "name": "PROVIDER_UNAVAILABLE",
-                 *         "message": "No healthy provider is available for this request.",
-                 *         "retryable": true,
-                 *         "category": "provider",
-                 *         "description": "The upstream provider is unavailable and no healthy fallback exists."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q51"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4518,19 +4173,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1005,
-                 *         "name": "SPENDING_LIMIT_EXCEEDED",
-                 *         "message": "The weekly spending limit of your organization has been reached.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The organization reached its weekly spending cap. No Retry-After; adding credit does not clear it."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4Z"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4545,19 +4187,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1013,
-                 *         "name": "UNAUTHORIZED",
-                 *         "message": "Missing Authorization header.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The Authorization header is missing or the credential is invalid."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4S"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4578,22 +4207,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": [
-                 *         {
-                 *           "type": "missing",
-                 *           "loc": [
-                 *             "body",
-                 *             "messages"
-                 *           ],
-                 *           "msg": "Field required",
-                 *           "input": null
-                 *         }
-                 *       ],
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q4Y"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ValidationError"] | components["schemas"]["AIError"];
             };
         };
@@ -4608,19 +4221,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1000,
-                 *         "name": "INVALID_REQUEST",
-                 *         "message": "unsupported media type text/plain",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The request is structurally invalid."
-                 *       },
-                 *       "trace_id": "trc_01JDQX0009M5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -4640,48 +4240,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "id": "chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB",
-                 *       "object": "chat.completion",
-                 *       "created": 1735689600,
-                 *       "model": "gloo-openai-gpt-5-mini",
-                 *       "choices": [
-                 *         {
-                 *           "index": 0,
-                 *           "message": {
-                 *             "role": "assistant",
-                 *             "content": "Hope is the confident expectation of good things to come, rooted in God's faithfulness."
-                 *           },
-                 *           "finish_reason": "stop"
-                 *         }
-                 *       ],
-                 *       "usage": {
-                 *         "prompt_tokens": 31,
-                 *         "completion_tokens": 18,
-                 *         "total_tokens": 49
-                 *       },
-                 *       "provider": "openai",
-                 *       "model_family": "openai",
-                 *       "auto_routing": true,
-                 *       "routing_mechanism": "auto_routing",
-                 *       "routing_tier": "tier_1",
-                 *       "routing_confidence": 0.92,
-                 *       "tradition": "evangelical"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ChatCompletion"];
-                /**
-                 * @example data: {"id":"chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB","object":"chat.completion.chunk","created":1735689600,"model":"gloo-openai-gpt-5-mini","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"provider":"openai","routing_mechanism":"auto_routing"}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB","object":"chat.completion.chunk","created":1735689600,"model":"gloo-openai-gpt-5-mini","choices":[{"index":0,"delta":{"content":"Hope is the confident expectation"},"finish_reason":null}]}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB","object":"chat.completion.chunk","created":1735689600,"model":"gloo-openai-gpt-5-mini","choices":[{"index":0,"delta":{"content":" of good things to come."},"finish_reason":null}]}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8M7R2C5W8K3HZ6N4TQXVB","object":"chat.completion.chunk","created":1735689600,"model":"gloo-openai-gpt-5-mini","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}
-                 *
-                 *     data: [DONE]
-                 */
                 "text/event-stream": components["schemas"]["ChatCompletionStreamEvent"];
             };
         };
@@ -4702,12 +4261,19 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Publisher not found",
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6T"
-                 *     }
-                 */
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description A malformed %-escape in the path. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedDetailBadRequestPath: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -4722,12 +4288,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "A request with this Idempotency-Key is still running",
-                 *       "trace_id": "trc_01JDQX000DM5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -4743,12 +4303,34 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Not authorized to access this publisher",
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6V"
-                 *     }
-                 */
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description The caller lacks permission for the publisher, or the guardrail blocked the message (GUARDRAIL_BLOCKED). Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedDetailForbiddenGuarded: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description The caller lacks permission for the resource or publisher (ownership mismatch). Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedDetailForbiddenUnkeyed: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -4763,12 +4345,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Internal server error",
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6X"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -4776,20 +4352,12 @@ export interface components {
         DeprecatedDetailNotFound: {
             headers: {
                 Deprecation: components["headers"]["Deprecation"];
-                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
-                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Item not found",
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6W"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -4804,12 +4372,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Request body or file is too large",
-                 *       "trace_id": "trc_01JDQX000BM5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -4824,12 +4386,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "The prepaid balance is empty; add credit to continue.",
-                 *       "trace_id": "trc_01JDQX000DM5P7R9TV2W4Y6Z8C"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -4844,12 +4400,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Service temporarily unavailable",
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6Z"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -4875,12 +4425,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "The organization's weekly spending cap of $100.00 is reached; it resets at 2026-12-07T00:00:00.000Z.",
-                 *       "trace_id": "trc_01JDQX000DM5P7R9TV2W4Y6Z8D"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -4895,12 +4439,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "unsupported media type text/plain",
-                 *       "trace_id": "trc_01JDQX000CM5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -4915,13 +4453,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Invalid API key",
-                 *       "code": "forbidden",
-                 *       "trace_id": "trc_01JDQF6H7J8K9L0M1N2P3Q4R5T"
-                 *     }
-                 */
                 "application/json": components["schemas"]["GatewayError"];
             };
         };
@@ -4936,13 +4467,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Missing Authorization",
-                 *       "code": "unauthorized_missing_authorization",
-                 *       "trace_id": "trc_01JDQF6H7J8K9L0M1N2P3Q4R5S"
-                 *     }
-                 */
                 "application/json": components["schemas"]["GatewayError"];
             };
         };
@@ -4957,13 +4481,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Request validation failed",
-                 *       "code": "validation_error",
-                 *       "trace_id": "trc_01JDQX0005M5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["GatewayError"];
             };
         };
@@ -4984,59 +4501,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "id": "chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD",
-                 *       "object": "chat.completion",
-                 *       "created": 1735689600,
-                 *       "model": "gloo-anthropic-claude-haiku-4.5",
-                 *       "choices": [
-                 *         {
-                 *           "index": 0,
-                 *           "message": {
-                 *             "role": "assistant",
-                 *             "content": "The author treats Sabbath rest as a gift received before it is achieved."
-                 *           },
-                 *           "finish_reason": "stop"
-                 *         }
-                 *       ],
-                 *       "usage": {
-                 *         "prompt_tokens": 812,
-                 *         "completion_tokens": 24,
-                 *         "total_tokens": 836
-                 *       },
-                 *       "provider": "anthropic",
-                 *       "model_family": "anthropic",
-                 *       "auto_routing": false,
-                 *       "routing_mechanism": "model_family",
-                 *       "routing_tier": null,
-                 *       "routing_confidence": null,
-                 *       "tradition": null,
-                 *       "sources_returned": true,
-                 *       "citations": [
-                 *         {
-                 *           "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                 *           "title": "Sabbath Rest in a Busy Week",
-                 *           "publisher": "Example Publishing",
-                 *           "url": "https://example.org/articles/sabbath-rest",
-                 *           "snippet": "Rest is received before it is achieved.",
-                 *           "certainty": 0.83
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["GroundedChatCompletion"];
-                /**
-                 * @example data: {"id":"chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD","object":"chat.completion.chunk","created":1735689600,"model":"gloo-anthropic-claude-haiku-4.5","choices":[],"citations":[{"item_id":"6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d","title":"Sabbath Rest in a Busy Week","publisher":"Example Publishing","url":"https://example.org/articles/sabbath-rest","snippet":"Rest is received before it is achieved.","certainty":0.83}]}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD","object":"chat.completion.chunk","created":1735689600,"model":"gloo-anthropic-claude-haiku-4.5","choices":[{"index":0,"delta":{"role":"assistant","content":"The author treats Sabbath rest"},"finish_reason":null}]}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD","object":"chat.completion.chunk","created":1735689600,"model":"gloo-anthropic-claude-haiku-4.5","choices":[{"index":0,"delta":{"content":" as a gift received before it is achieved."},"finish_reason":null}]}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD","object":"chat.completion.chunk","created":1735689600,"model":"gloo-anthropic-claude-haiku-4.5","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}
-                 *
-                 *     data: [DONE]
-                 */
                 "text/event-stream": components["schemas"]["ChatCompletionStreamEvent"];
             };
         };
@@ -5050,94 +4515,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "object": "list",
-                 *       "data": [
-                 *         {
-                 *           "id": "gloo-openai-gpt-5-mini",
-                 *           "object": "model",
-                 *           "created": 1735689600,
-                 *           "owned_by": "gloo",
-                 *           "family": "openai",
-                 *           "provider": "openai",
-                 *           "context_window": 400000,
-                 *           "max_output_tokens": 128000,
-                 *           "capabilities": {
-                 *             "tools": true,
-                 *             "reasoning": true,
-                 *             "vision": true,
-                 *             "streaming": true,
-                 *             "embeddings": false,
-                 *             "image_generation": false
-                 *           },
-                 *           "supports_tools": true,
-                 *           "supports_reasoning": true,
-                 *           "pricing": {
-                 *             "input_per_1m": 0.25,
-                 *             "output_per_1m": 2,
-                 *             "currency": "USD"
-                 *           },
-                 *           "is_deprecated": false,
-                 *           "type": "chat"
-                 *         },
-                 *         {
-                 *           "id": "gloo-anthropic-claude-haiku-4.5",
-                 *           "object": "model",
-                 *           "created": 1735689600,
-                 *           "owned_by": "gloo",
-                 *           "family": "anthropic",
-                 *           "provider": "anthropic",
-                 *           "context_window": 200000,
-                 *           "max_output_tokens": 64000,
-                 *           "capabilities": {
-                 *             "tools": true,
-                 *             "reasoning": true,
-                 *             "vision": true,
-                 *             "streaming": true,
-                 *             "embeddings": false,
-                 *             "image_generation": false
-                 *           },
-                 *           "supports_tools": true,
-                 *           "supports_reasoning": true,
-                 *           "pricing": {
-                 *             "input_per_1m": 1,
-                 *             "output_per_1m": 5,
-                 *             "currency": "USD"
-                 *           },
-                 *           "is_deprecated": false,
-                 *           "type": "chat"
-                 *         },
-                 *         {
-                 *           "id": "gloo-openai-text-embedding-3-small",
-                 *           "object": "model",
-                 *           "created": 1735689600,
-                 *           "owned_by": "gloo",
-                 *           "family": "openai",
-                 *           "provider": "openai",
-                 *           "context_window": 8191,
-                 *           "max_output_tokens": null,
-                 *           "capabilities": {
-                 *             "tools": false,
-                 *             "reasoning": false,
-                 *             "vision": false,
-                 *             "streaming": false,
-                 *             "embeddings": true,
-                 *             "image_generation": false
-                 *           },
-                 *           "supports_tools": false,
-                 *           "supports_reasoning": false,
-                 *           "pricing": {
-                 *             "input_per_1m": 0.02,
-                 *             "output_per_1m": 0,
-                 *             "currency": "USD"
-                 *           },
-                 *           "is_deprecated": false,
-                 *           "type": "embedding"
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["ModelList"];
             };
         };
@@ -5156,70 +4533,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "id": "resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX",
-                 *       "object": "response",
-                 *       "created_at": 1735689600,
-                 *       "status": "completed",
-                 *       "model": "gloo-openai-gpt-5-mini",
-                 *       "output": [
-                 *         {
-                 *           "type": "message",
-                 *           "id": "msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY",
-                 *           "role": "assistant",
-                 *           "status": "completed",
-                 *           "content": [
-                 *             {
-                 *               "type": "output_text",
-                 *               "text": "Grace is God's unearned favour.",
-                 *               "annotations": []
-                 *             }
-                 *           ]
-                 *         }
-                 *       ],
-                 *       "output_text": "Grace is God's unearned favour.",
-                 *       "incomplete_details": null,
-                 *       "error": null,
-                 *       "usage": {
-                 *         "input_tokens": 21,
-                 *         "output_tokens": 7,
-                 *         "total_tokens": 28
-                 *       }
-                 *     }
-                 */
                 "application/json": components["schemas"]["Response"];
-                /**
-                 * @example event: response.created
-                 *     data: {"type":"response.created","sequence_number":0,"response":{"id":"resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX","object":"response","created_at":1735689600,"status":"in_progress","model":"gloo-openai-gpt-5-mini","output":[],"output_text":"","incomplete_details":null,"error":null,"usage":null}}
-                 *
-                 *     event: response.in_progress
-                 *     data: {"type":"response.in_progress","sequence_number":1,"response":{"id":"resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX","object":"response","created_at":1735689600,"status":"in_progress","model":"gloo-openai-gpt-5-mini","output":[],"output_text":"","incomplete_details":null,"error":null,"usage":null}}
-                 *
-                 *     event: response.output_item.added
-                 *     data: {"type":"response.output_item.added","sequence_number":2,"output_index":0,"item":{"type":"message","id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","role":"assistant","status":"in_progress","content":[]}}
-                 *
-                 *     event: response.content_part.added
-                 *     data: {"type":"response.content_part.added","sequence_number":3,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"part":{"type":"output_text","text":"","annotations":[]}}
-                 *
-                 *     event: response.output_text.delta
-                 *     data: {"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"delta":"Grace is God's"}
-                 *
-                 *     event: response.output_text.delta
-                 *     data: {"type":"response.output_text.delta","sequence_number":5,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"delta":" unearned favour."}
-                 *
-                 *     event: response.output_text.done
-                 *     data: {"type":"response.output_text.done","sequence_number":6,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"text":"Grace is God's unearned favour."}
-                 *
-                 *     event: response.content_part.done
-                 *     data: {"type":"response.content_part.done","sequence_number":7,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"part":{"type":"output_text","text":"Grace is God's unearned favour.","annotations":[]}}
-                 *
-                 *     event: response.output_item.done
-                 *     data: {"type":"response.output_item.done","sequence_number":8,"output_index":0,"item":{"type":"message","id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Grace is God's unearned favour.","annotations":[]}]}}
-                 *
-                 *     event: response.completed
-                 *     data: {"type":"response.completed","sequence_number":9,"response":{"id":"resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX","object":"response","created_at":1735689600,"status":"completed","model":"gloo-openai-gpt-5-mini","output":[{"type":"message","id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Grace is God's unearned favour.","annotations":[]}]}],"output_text":"Grace is God's unearned favour.","incomplete_details":null,"error":null,"usage":{"input_tokens":21,"output_tokens":7,"total_tokens":28}}}
-                 */
                 "text/event-stream": components["schemas"]["ResponseStreamEvent"];
             };
         };
@@ -5235,22 +4549,19 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": [
-                 *         {
-                 *           "type": "uuid_parsing",
-                 *           "loc": [
-                 *             "path",
-                 *             "item_id"
-                 *           ],
-                 *           "msg": "Input should be a valid UUID",
-                 *           "input": "not-a-uuid"
-                 *         }
-                 *       ],
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S70"
-                 *     }
-                 */
+                "application/json": components["schemas"]["ValidationError"];
+            };
+        };
+        /** @description Valid JSON (or parameters) failing field validation. Deprecated operation: the answer carries `Deprecation` and a successor `Link`. */
+        DeprecatedValidationFailedUnkeyed: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
                 "application/json": components["schemas"]["ValidationError"];
             };
         };
@@ -5263,12 +4574,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Failed to update the vector store for this item",
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6Y"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -5286,12 +4591,74 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Publisher not found",
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6T"
-                 *     }
-                 */
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description Structurally invalid request: a body that is not valid JSON, missing item IDs. */
+        DetailBadRequestDelete: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description Structurally invalid request: publisher not found, a body that is not valid JSON, missing patch operations or no item named. */
+        DetailBadRequestPatch: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description A malformed %-escape in the path. */
+        DetailBadRequestPath: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description Publisher not found, or a malformed %-escape in the path. */
+        DetailBadRequestPathPublisher: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description Structurally invalid request: a body that is not valid JSON, invalid collection, missing or invalid tenant, an Idempotency-Key reused for another request. */
+        DetailBadRequestSearch: {
+            headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description Structurally invalid request: publisher not found, a body that is not valid multipart, producer ID with multiple files, file read error, an Idempotency-Key reused for another request. */
+        DetailBadRequestUpload: {
+            headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -5304,12 +4671,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "A request with this Idempotency-Key is still running",
-                 *       "trace_id": "trc_01JDQX000DM5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -5323,12 +4684,17 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Not authorized to access this publisher",
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6V"
-                 *     }
-                 */
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description The caller lacks permission for the resource or publisher (ownership mismatch). */
+        DetailForbiddenUnkeyed: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -5341,12 +4707,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Internal server error",
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6X"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -5360,12 +4720,17 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Item not found",
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6W"
-                 *     }
-                 */
+                "application/json": components["schemas"]["DetailError"];
+            };
+        };
+        /** @description Not found, or permanently deleted. */
+        DetailNotFoundUnkeyed: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -5378,12 +4743,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Request body or file is too large",
-                 *       "trace_id": "trc_01JDQX000BM5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -5396,12 +4755,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "Service temporarily unavailable",
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S6Z"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
@@ -5414,16 +4767,10 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": "unsupported media type text/plain",
-                 *       "trace_id": "trc_01JDQX000CM5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DetailError"];
             };
         };
-        /** @description Not an embedding model, empty input or unsupported dimensions. */
+        /** @description Not an embedding model, empty input, an input over the model's limit or unsupported dimensions. */
         EmbeddingsBadRequest: {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -5433,20 +4780,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 1009,
-                 *         "name": "NOT_EMBEDDING_MODEL",
-                 *         "message": "gloo-openai-gpt-5-mini is not an embedding model.",
-                 *         "retryable": false,
-                 *         "category": "client",
-                 *         "description": "The model given to the embeddings endpoint is not an embedding model.",
-                 *         "param": "model"
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q52"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -5459,38 +4792,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "object": "list",
-                 *       "data": [
-                 *         {
-                 *           "object": "embedding",
-                 *           "index": 0,
-                 *           "embedding": [
-                 *             0.0023064255,
-                 *             -0.009327292,
-                 *             0.015797347,
-                 *             -0.0077780345
-                 *           ]
-                 *         },
-                 *         {
-                 *           "object": "embedding",
-                 *           "index": 1,
-                 *           "embedding": [
-                 *             -0.0108119,
-                 *             0.0051326542,
-                 *             0.0042157,
-                 *             0.0129384
-                 *           ]
-                 *         }
-                 *       ],
-                 *       "model": "gloo-openai-text-embedding-3-small",
-                 *       "usage": {
-                 *         "prompt_tokens": 11,
-                 *         "total_tokens": 11
-                 *       }
-                 *     }
-                 */
                 "application/json": components["schemas"]["EmbeddingsResponse"];
             };
         };
@@ -5503,19 +4804,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 2010,
-                 *         "name": "EMBEDDING_PROVIDER_UNAVAILABLE",
-                 *         "message": "The embedding provider is temporarily unavailable.",
-                 *         "retryable": true,
-                 *         "category": "provider",
-                 *         "description": "The embedding provider is unavailable (no failover to another provider)."
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q54"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AIError"];
             };
         };
@@ -5529,18 +4817,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": {
-                 *         "message": "input: value must be a string or a non-empty array of strings",
-                 *         "type": "invalid_request_error",
-                 *         "code": "invalid_input",
-                 *         "retryable": false,
-                 *         "param": "input"
-                 *       },
-                 *       "trace_id": "trc_01JDQE5G6H7J8K9L0M1N2P3Q53"
-                 *     }
-                 */
                 "application/json": components["schemas"]["EmbeddingsValidationError"];
             };
         };
@@ -5553,13 +4829,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Invalid API key",
-                 *       "code": "forbidden",
-                 *       "trace_id": "trc_01JDQF6H7J8K9L0M1N2P3Q4R5T"
-                 *     }
-                 */
                 "application/json": components["schemas"]["GatewayError"];
             };
         };
@@ -5572,13 +4841,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Missing Authorization",
-                 *       "code": "unauthorized_missing_authorization",
-                 *       "trace_id": "trc_01JDQF6H7J8K9L0M1N2P3Q4R5S"
-                 *     }
-                 */
                 "application/json": components["schemas"]["GatewayError"];
             };
         };
@@ -5591,13 +4853,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Request validation failed",
-                 *       "code": "validation_error",
-                 *       "trace_id": "trc_01JDQX0005M5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["GatewayError"];
             };
         };
@@ -5615,59 +4870,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "id": "chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD",
-                 *       "object": "chat.completion",
-                 *       "created": 1735689600,
-                 *       "model": "gloo-anthropic-claude-haiku-4.5",
-                 *       "choices": [
-                 *         {
-                 *           "index": 0,
-                 *           "message": {
-                 *             "role": "assistant",
-                 *             "content": "The author treats Sabbath rest as a gift received before it is achieved."
-                 *           },
-                 *           "finish_reason": "stop"
-                 *         }
-                 *       ],
-                 *       "usage": {
-                 *         "prompt_tokens": 812,
-                 *         "completion_tokens": 24,
-                 *         "total_tokens": 836
-                 *       },
-                 *       "provider": "anthropic",
-                 *       "model_family": "anthropic",
-                 *       "auto_routing": false,
-                 *       "routing_mechanism": "model_family",
-                 *       "routing_tier": null,
-                 *       "routing_confidence": null,
-                 *       "tradition": null,
-                 *       "sources_returned": true,
-                 *       "citations": [
-                 *         {
-                 *           "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                 *           "title": "Sabbath Rest in a Busy Week",
-                 *           "publisher": "Example Publishing",
-                 *           "url": "https://example.org/articles/sabbath-rest",
-                 *           "snippet": "Rest is received before it is achieved.",
-                 *           "certainty": 0.83
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["GroundedChatCompletion"];
-                /**
-                 * @example data: {"id":"chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD","object":"chat.completion.chunk","created":1735689600,"model":"gloo-anthropic-claude-haiku-4.5","choices":[],"citations":[{"item_id":"6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d","title":"Sabbath Rest in a Busy Week","publisher":"Example Publishing","url":"https://example.org/articles/sabbath-rest","snippet":"Rest is received before it is achieved.","certainty":0.83}]}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD","object":"chat.completion.chunk","created":1735689600,"model":"gloo-anthropic-claude-haiku-4.5","choices":[{"index":0,"delta":{"role":"assistant","content":"The author treats Sabbath rest"},"finish_reason":null}]}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD","object":"chat.completion.chunk","created":1735689600,"model":"gloo-anthropic-claude-haiku-4.5","choices":[{"index":0,"delta":{"content":" as a gift received before it is achieved."},"finish_reason":null}]}
-                 *
-                 *     data: {"id":"chatcmpl-01JDQ8N1X5V7B9M2K4J6H8G0FD","object":"chat.completion.chunk","created":1735689600,"model":"gloo-anthropic-claude-haiku-4.5","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}
-                 *
-                 *     data: [DONE]
-                 */
                 "text/event-stream": components["schemas"]["ChatCompletionStreamEvent"];
             };
         };
@@ -5685,75 +4888,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "id": "resp_01JDQ8Q3B5D7F9H1K3M5P7R9TV",
-                 *       "object": "response",
-                 *       "created_at": 1735689600,
-                 *       "status": "completed",
-                 *       "model": "gloo-openai-gpt-5-mini",
-                 *       "output": [
-                 *         {
-                 *           "type": "message",
-                 *           "id": "msg_01JDQ8Q3B5D7F9H1K3M5P7R9TW",
-                 *           "role": "assistant",
-                 *           "status": "completed",
-                 *           "content": [
-                 *             {
-                 *               "type": "output_text",
-                 *               "text": "The author treats Sabbath rest as a gift received before it is achieved.",
-                 *               "annotations": []
-                 *             }
-                 *           ]
-                 *         }
-                 *       ],
-                 *       "output_text": "The author treats Sabbath rest as a gift received before it is achieved.",
-                 *       "incomplete_details": null,
-                 *       "error": null,
-                 *       "usage": {
-                 *         "input_tokens": 640,
-                 *         "output_tokens": 16,
-                 *         "total_tokens": 656
-                 *       },
-                 *       "sources_returned": true,
-                 *       "citations": [
-                 *         {
-                 *           "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                 *           "title": "Sabbath Rest in a Busy Week",
-                 *           "publisher": "Example Publishing",
-                 *           "url": "https://example.org/articles/sabbath-rest",
-                 *           "snippet": "Rest is received before it is achieved.",
-                 *           "certainty": 0.83
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["GroundedResponse"];
-                /**
-                 * @example event: response.created
-                 *     data: {"type":"response.created","sequence_number":0,"response":{"id":"resp_01JDQ8Q3B5D7F9H1K3M5P7R9TV","object":"response","created_at":1735689600,"status":"in_progress","model":"gloo-openai-gpt-5-mini","output":[],"output_text":"","incomplete_details":null,"error":null,"usage":null}}
-                 *
-                 *     event: response.output_item.added
-                 *     data: {"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"message","id":"msg_01JDQ8Q3B5D7F9H1K3M5P7R9TW","role":"assistant","status":"in_progress","content":[]}}
-                 *
-                 *     event: response.content_part.added
-                 *     data: {"type":"response.content_part.added","sequence_number":2,"item_id":"msg_01JDQ8Q3B5D7F9H1K3M5P7R9TW","output_index":0,"content_index":0,"part":{"type":"output_text","text":"","annotations":[]}}
-                 *
-                 *     event: response.output_text.delta
-                 *     data: {"type":"response.output_text.delta","sequence_number":3,"item_id":"msg_01JDQ8Q3B5D7F9H1K3M5P7R9TW","output_index":0,"content_index":0,"delta":"The author treats Sabbath rest as a gift."}
-                 *
-                 *     event: response.output_text.done
-                 *     data: {"type":"response.output_text.done","sequence_number":4,"item_id":"msg_01JDQ8Q3B5D7F9H1K3M5P7R9TW","output_index":0,"content_index":0,"text":"The author treats Sabbath rest as a gift."}
-                 *
-                 *     event: response.content_part.done
-                 *     data: {"type":"response.content_part.done","sequence_number":5,"item_id":"msg_01JDQ8Q3B5D7F9H1K3M5P7R9TW","output_index":0,"content_index":0,"part":{"type":"output_text","text":"The author treats Sabbath rest as a gift.","annotations":[]}}
-                 *
-                 *     event: response.output_item.done
-                 *     data: {"type":"response.output_item.done","sequence_number":6,"output_index":0,"item":{"type":"message","id":"msg_01JDQ8Q3B5D7F9H1K3M5P7R9TW","role":"assistant","status":"completed","content":[{"type":"output_text","text":"The author treats Sabbath rest as a gift.","annotations":[]}]}}
-                 *
-                 *     event: response.completed
-                 *     data: {"type":"response.completed","sequence_number":7,"response":{"id":"resp_01JDQ8Q3B5D7F9H1K3M5P7R9TV","object":"response","created_at":1735689600,"status":"completed","model":"gloo-openai-gpt-5-mini","output":[{"type":"message","id":"msg_01JDQ8Q3B5D7F9H1K3M5P7R9TW","role":"assistant","status":"completed","content":[{"type":"output_text","text":"The author treats Sabbath rest as a gift.","annotations":[]}]}],"output_text":"The author treats Sabbath rest as a gift.","incomplete_details":null,"error":null,"usage":{"input_tokens":640,"output_tokens":9,"total_tokens":649},"sources_returned":true,"citations":[{"item_id":"6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d","title":"Sabbath Rest in a Busy Week","publisher":"Example Publishing","url":"https://example.org/articles/sabbath-rest","snippet":"Rest is received before it is achieved.","certainty":0.83}]}}
-                 */
                 "text/event-stream": components["schemas"]["ResponseStreamEvent"];
             };
         };
@@ -5766,17 +4901,10 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Request Header Fields Too Large",
-                 *       "code": "bad_request",
-                 *       "trace_id": "trc_01JDQX0004M5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["GatewayError"];
             };
         };
-        /** @description Malformed request: a body that is not valid JSON, a malformed %-escape in the path, or an Idempotency-Key reused for a different request. */
+        /** @description Malformed request: a body that is not valid JSON, or an Idempotency-Key reused for a different request. */
         ManagementBadRequest: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
@@ -5785,20 +4913,28 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": "invalid_request",
-                 *         "message": "Malformed JSON body"
-                 *       },
-                 *       "meta": {
-                 *         "requestId": "trc_01JDQX0006M5P7R9TV2W4Y6Z8B",
-                 *         "hasMore": false,
-                 *         "nextCursor": null
-                 *       },
-                 *       "trace_id": "trc_01JDQX0006M5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
+                "application/json": components["schemas"]["ManagementError"];
+            };
+        };
+        /** @description A malformed %-escape in the path. */
+        ManagementBadRequestPath: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ManagementError"];
+            };
+        };
+        /** @description Malformed request: a body that is not valid JSON, or a malformed %-escape in the path. */
+        ManagementBadRequestUnkeyed: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -5811,20 +4947,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": "idempotency_key_in_use",
-                 *         "message": "A request with this Idempotency-Key is still running"
-                 *       },
-                 *       "meta": {
-                 *         "requestId": "trc_01JDQX000GM5P7R9TV2W4Y6Z8B",
-                 *         "hasMore": false,
-                 *         "nextCursor": null
-                 *       },
-                 *       "trace_id": "trc_01JDQX000GM5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -5838,20 +4960,17 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": "forbidden",
-                 *         "message": "The API key lacks the scope keys:manage."
-                 *       },
-                 *       "meta": {
-                 *         "requestId": "req_01JDQH8K9L0M1N2P3Q4R5S6T7W",
-                 *         "hasMore": false,
-                 *         "nextCursor": null
-                 *       },
-                 *       "trace_id": "trc_01JDQH8K9L0M1N2P3Q4R5S6T7W"
-                 *     }
-                 */
+                "application/json": components["schemas"]["ManagementError"];
+            };
+        };
+        /** @description The key lacks the scope this operation needs. */
+        ManagementForbiddenUnkeyed: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -5864,20 +4983,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": "internal_error",
-                 *         "message": "An unexpected error occurred."
-                 *       },
-                 *       "meta": {
-                 *         "requestId": "req_01JDQH8K9L0M1N2P3Q4R5S6T7Z",
-                 *         "hasMore": false,
-                 *         "nextCursor": null
-                 *       },
-                 *       "trace_id": "trc_01JDQH8K9L0M1N2P3Q4R5S6T7Z"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -5891,20 +4996,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": "method_not_allowed",
-                 *         "message": "PUT is not allowed here; use GET, PATCH, DELETE"
-                 *       },
-                 *       "meta": {
-                 *         "requestId": "trc_01JDQX0002M5P7R9TV2W4Y6Z8B",
-                 *         "hasMore": false,
-                 *         "nextCursor": null
-                 *       },
-                 *       "trace_id": "trc_01JDQX0002M5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -5917,20 +5008,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": "not_found",
-                 *         "message": "Agent 5f0c2a9e-7b1d-4c3e-9a8f-1d2e3f4a5b6c not found."
-                 *       },
-                 *       "meta": {
-                 *         "requestId": "req_01JDQH8K9L0M1N2P3Q4R5S6T7X",
-                 *         "hasMore": false,
-                 *         "nextCursor": null
-                 *       },
-                 *       "trace_id": "trc_01JDQH8K9L0M1N2P3Q4R5S6T7X"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -5943,20 +5020,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": "payload_too_large",
-                 *         "message": "Request body or file is too large"
-                 *       },
-                 *       "meta": {
-                 *         "requestId": "trc_01JDQX000EM5P7R9TV2W4Y6Z8B",
-                 *         "hasMore": false,
-                 *         "nextCursor": null
-                 *       },
-                 *       "trace_id": "trc_01JDQX000EM5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -5969,20 +5032,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": "unauthorized",
-                 *         "message": "Missing or invalid API key."
-                 *       },
-                 *       "meta": {
-                 *         "requestId": "req_01JDQH8K9L0M1N2P3Q4R5S6T7V",
-                 *         "hasMore": false,
-                 *         "nextCursor": null
-                 *       },
-                 *       "trace_id": "trc_01JDQH8K9L0M1N2P3Q4R5S6T7V"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -5996,31 +5045,17 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": "validation_error",
-                 *         "message": "Request validation failed.",
-                 *         "details": [
-                 *           {
-                 *             "type": "too_small",
-                 *             "loc": [
-                 *               "query",
-                 *               "limit"
-                 *             ],
-                 *             "msg": "Must be at least 1",
-                 *             "input": 0
-                 *           }
-                 *         ]
-                 *       },
-                 *       "meta": {
-                 *         "requestId": "req_01JDQH8K9L0M1N2P3Q4R5S6T7Y",
-                 *         "hasMore": false,
-                 *         "nextCursor": null
-                 *       },
-                 *       "trace_id": "trc_01JDQH8K9L0M1N2P3Q4R5S6T7Y"
-                 *     }
-                 */
+                "application/json": components["schemas"]["ManagementError"];
+            };
+        };
+        /** @description Field validation failed; `error.details` lists the failing fields. */
+        ManagementUnprocessableUnkeyed: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -6033,20 +5068,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": "invalid_request",
-                 *         "message": "unsupported media type text/plain"
-                 *       },
-                 *       "meta": {
-                 *         "requestId": "trc_01JDQX000FM5P7R9TV2W4Y6Z8B",
-                 *         "hasMore": false,
-                 *         "nextCursor": null
-                 *       },
-                 *       "trace_id": "trc_01JDQX000FM5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -6060,13 +5081,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "DELETE is not allowed here; use POST",
-                 *       "code": "method_not_allowed",
-                 *       "trace_id": "trc_01JDQX0001M5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["GatewayError"];
             };
         };
@@ -6078,94 +5092,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "object": "list",
-                 *       "data": [
-                 *         {
-                 *           "id": "gloo-openai-gpt-5-mini",
-                 *           "object": "model",
-                 *           "created": 1735689600,
-                 *           "owned_by": "gloo",
-                 *           "family": "openai",
-                 *           "provider": "openai",
-                 *           "context_window": 400000,
-                 *           "max_output_tokens": 128000,
-                 *           "capabilities": {
-                 *             "tools": true,
-                 *             "reasoning": true,
-                 *             "vision": true,
-                 *             "streaming": true,
-                 *             "embeddings": false,
-                 *             "image_generation": false
-                 *           },
-                 *           "supports_tools": true,
-                 *           "supports_reasoning": true,
-                 *           "pricing": {
-                 *             "input_per_1m": 0.25,
-                 *             "output_per_1m": 2,
-                 *             "currency": "USD"
-                 *           },
-                 *           "is_deprecated": false,
-                 *           "type": "chat"
-                 *         },
-                 *         {
-                 *           "id": "gloo-anthropic-claude-haiku-4.5",
-                 *           "object": "model",
-                 *           "created": 1735689600,
-                 *           "owned_by": "gloo",
-                 *           "family": "anthropic",
-                 *           "provider": "anthropic",
-                 *           "context_window": 200000,
-                 *           "max_output_tokens": 64000,
-                 *           "capabilities": {
-                 *             "tools": true,
-                 *             "reasoning": true,
-                 *             "vision": true,
-                 *             "streaming": true,
-                 *             "embeddings": false,
-                 *             "image_generation": false
-                 *           },
-                 *           "supports_tools": true,
-                 *           "supports_reasoning": true,
-                 *           "pricing": {
-                 *             "input_per_1m": 1,
-                 *             "output_per_1m": 5,
-                 *             "currency": "USD"
-                 *           },
-                 *           "is_deprecated": false,
-                 *           "type": "chat"
-                 *         },
-                 *         {
-                 *           "id": "gloo-openai-text-embedding-3-small",
-                 *           "object": "model",
-                 *           "created": 1735689600,
-                 *           "owned_by": "gloo",
-                 *           "family": "openai",
-                 *           "provider": "openai",
-                 *           "context_window": 8191,
-                 *           "max_output_tokens": null,
-                 *           "capabilities": {
-                 *             "tools": false,
-                 *             "reasoning": false,
-                 *             "vision": false,
-                 *             "streaming": false,
-                 *             "embeddings": true,
-                 *             "image_generation": false
-                 *           },
-                 *           "supports_tools": false,
-                 *           "supports_reasoning": false,
-                 *           "pricing": {
-                 *             "input_per_1m": 0.02,
-                 *             "output_per_1m": 0,
-                 *             "currency": "USD"
-                 *           },
-                 *           "is_deprecated": false,
-                 *           "type": "embedding"
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["ModelList"];
             };
         };
@@ -6178,13 +5104,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Request Timeout",
-                 *       "code": "request_timeout",
-                 *       "trace_id": "trc_01JDQX0003M5P7R9TV2W4Y6Z8B"
-                 *     }
-                 */
                 "application/json": components["schemas"]["GatewayError"];
             };
         };
@@ -6200,70 +5119,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "id": "resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX",
-                 *       "object": "response",
-                 *       "created_at": 1735689600,
-                 *       "status": "completed",
-                 *       "model": "gloo-openai-gpt-5-mini",
-                 *       "output": [
-                 *         {
-                 *           "type": "message",
-                 *           "id": "msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY",
-                 *           "role": "assistant",
-                 *           "status": "completed",
-                 *           "content": [
-                 *             {
-                 *               "type": "output_text",
-                 *               "text": "Grace is God's unearned favour.",
-                 *               "annotations": []
-                 *             }
-                 *           ]
-                 *         }
-                 *       ],
-                 *       "output_text": "Grace is God's unearned favour.",
-                 *       "incomplete_details": null,
-                 *       "error": null,
-                 *       "usage": {
-                 *         "input_tokens": 21,
-                 *         "output_tokens": 7,
-                 *         "total_tokens": 28
-                 *       }
-                 *     }
-                 */
                 "application/json": components["schemas"]["Response"];
-                /**
-                 * @example event: response.created
-                 *     data: {"type":"response.created","sequence_number":0,"response":{"id":"resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX","object":"response","created_at":1735689600,"status":"in_progress","model":"gloo-openai-gpt-5-mini","output":[],"output_text":"","incomplete_details":null,"error":null,"usage":null}}
-                 *
-                 *     event: response.in_progress
-                 *     data: {"type":"response.in_progress","sequence_number":1,"response":{"id":"resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX","object":"response","created_at":1735689600,"status":"in_progress","model":"gloo-openai-gpt-5-mini","output":[],"output_text":"","incomplete_details":null,"error":null,"usage":null}}
-                 *
-                 *     event: response.output_item.added
-                 *     data: {"type":"response.output_item.added","sequence_number":2,"output_index":0,"item":{"type":"message","id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","role":"assistant","status":"in_progress","content":[]}}
-                 *
-                 *     event: response.content_part.added
-                 *     data: {"type":"response.content_part.added","sequence_number":3,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"part":{"type":"output_text","text":"","annotations":[]}}
-                 *
-                 *     event: response.output_text.delta
-                 *     data: {"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"delta":"Grace is God's"}
-                 *
-                 *     event: response.output_text.delta
-                 *     data: {"type":"response.output_text.delta","sequence_number":5,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"delta":" unearned favour."}
-                 *
-                 *     event: response.output_text.done
-                 *     data: {"type":"response.output_text.done","sequence_number":6,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"text":"Grace is God's unearned favour."}
-                 *
-                 *     event: response.content_part.done
-                 *     data: {"type":"response.content_part.done","sequence_number":7,"item_id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","output_index":0,"content_index":0,"part":{"type":"output_text","text":"Grace is God's unearned favour.","annotations":[]}}
-                 *
-                 *     event: response.output_item.done
-                 *     data: {"type":"response.output_item.done","sequence_number":8,"output_index":0,"item":{"type":"message","id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Grace is God's unearned favour.","annotations":[]}]}}
-                 *
-                 *     event: response.completed
-                 *     data: {"type":"response.completed","sequence_number":9,"response":{"id":"resp_01JDQ8P2A4C6E8G0J2L4N6Q8SX","object":"response","created_at":1735689600,"status":"completed","model":"gloo-openai-gpt-5-mini","output":[{"type":"message","id":"msg_01JDQ8P2A4C6E8G0J2L4N6Q8SY","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Grace is God's unearned favour.","annotations":[]}]}],"output_text":"Grace is God's unearned favour.","incomplete_details":null,"error":null,"usage":{"input_tokens":21,"output_tokens":7,"total_tokens":28}}}
-                 */
                 "text/event-stream": components["schemas"]["ResponseStreamEvent"];
             };
         };
@@ -6280,13 +5136,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Invalid request: query must not be empty",
-                 *       "code": "forbidden",
-                 *       "trace_id": "trc_01JDQF6H7J8K9L0M1N2P3Q4R5V"
-                 *     }
-                 */
                 "application/json": components["schemas"]["GatewayError"];
             };
         };
@@ -6299,33 +5148,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "data": [
-                 *         {
-                 *           "uuid": "1e2d3c4b-5a69-4788-9a0b-1c2d3e4f5a6b",
-                 *           "metadata": {
-                 *             "distance": 0.34,
-                 *             "certainty": 0.83,
-                 *             "score": 0.83
-                 *           },
-                 *           "properties": {
-                 *             "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                 *             "item_title": "Sabbath Rest in a Busy Week",
-                 *             "publisher": "Example Publishing",
-                 *             "publication_date": "March 2021",
-                 *             "snippet": "Rest is received before it is achieved.",
-                 *             "type": "article",
-                 *             "author": [
-                 *               "Jane Doe"
-                 *             ]
-                 *           },
-                 *           "collection": "GlooProd"
-                 *         }
-                 *       ],
-                 *       "intent": "informational"
-                 *     }
-                 */
                 "application/json": components["schemas"]["SearchResponse"];
             };
         };
@@ -6339,22 +5161,17 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "detail": [
-                 *         {
-                 *           "type": "uuid_parsing",
-                 *           "loc": [
-                 *             "path",
-                 *             "item_id"
-                 *           ],
-                 *           "msg": "Input should be a valid UUID",
-                 *           "input": "not-a-uuid"
-                 *         }
-                 *       ],
-                 *       "trace_id": "trc_01JDQG7J8K9L0M1N2P3Q4R5S70"
-                 *     }
-                 */
+                "application/json": components["schemas"]["ValidationError"];
+            };
+        };
+        /** @description Valid JSON (or parameters) failing field validation. */
+        ValidationFailedUnkeyed: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
                 "application/json": components["schemas"]["ValidationError"];
             };
         };
@@ -6554,6 +5371,11 @@ export interface components {
          * @example Thu, 31 Dec 2026 23:59:59 GMT
          */
         Sunset: string;
+        /**
+         * @description RFC 6749 5.2 / RFC 7235: how to authenticate to the token endpoint. Sent with every 401 of `createOAuthToken`.
+         * @example Basic realm="oauth2"
+         */
+        WWWAuthenticate: string;
         /** @description The trace id again, under the name many proxies and log tools look for. Sent on every answer the platform routes (not on the 408/431 answered before routing). */
         XRequestId: string;
         /**
@@ -6625,32 +5447,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "chat_id": "3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f",
-                     *       "query_id": "4d5e6f7a-8b9c-4d0e-9f1a-2b3c4d5e6f7a",
-                     *       "message_id": "5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b",
-                     *       "message": "Start small - one shared meal and a short walk can anchor the day.",
-                     *       "sources": [
-                     *         {
-                     *           "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *           "title": "Sabbath Rest in a Busy Week",
-                     *           "publisher": "Example Publishing",
-                     *           "url": "https://example.org/articles/sabbath-rest",
-                     *           "snippet": "Rest is received before it is achieved."
-                     *         }
-                     *       ],
-                     *       "timestamp": "2025-01-15T10:40:02Z",
-                     *       "success": true
-                     *     }
-                     */
                     "application/json": components["schemas"]["ChatMessageResponse"];
                 };
             };
             400: components["responses"]["DeprecatedDetailBadRequest"];
             401: components["responses"]["DeprecatedGatewayUnauthorized"];
             402: components["responses"]["DeprecatedDetailPaymentRequired"];
-            403: components["responses"]["DeprecatedDetailForbidden"];
+            403: components["responses"]["DeprecatedDetailForbiddenGuarded"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["DeprecatedDetailConflict"];
@@ -6691,18 +5494,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "deleted": true,
-                     *       "message_id": "5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b"
-                     *     }
-                     */
                     "application/json": components["schemas"]["DeleteMessageResult"];
                 };
             };
-            400: components["responses"]["DeprecatedDetailBadRequest"];
+            400: components["responses"]["DeprecatedDetailBadRequestPath"];
             401: components["responses"]["DeprecatedGatewayUnauthorized"];
-            403: components["responses"]["DeprecatedDetailForbidden"];
+            403: components["responses"]["DeprecatedDetailForbiddenUnkeyed"];
             /** @description No such message (or it is not the caller's). */
             404: {
                 headers: {
@@ -6714,12 +5511,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "detail": "Failed to find message",
-                     *       "trace_id": "trc_01JDQD4F5G6H7J8K9L0M1N2P3Q"
-                     *     }
-                     */
                     "application/json": components["schemas"]["DetailError"];
                 };
             };
@@ -6736,22 +5527,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "detail": [
-                     *         {
-                     *           "type": "missing",
-                     *           "loc": [
-                     *             "query",
-                     *             "message_id"
-                     *           ],
-                     *           "msg": "Field required",
-                     *           "input": null
-                     *         }
-                     *       ],
-                     *       "trace_id": "trc_01JDQD4F5G6H7J8K9L0M1N2P3R"
-                     *     }
-                     */
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
@@ -6782,7 +5557,7 @@ export interface operations {
         requestBody: components["requestBodies"]["SearchBody"];
         responses: {
             200: components["responses"]["SearchOK"];
-            400: components["responses"]["DetailBadRequest"];
+            400: components["responses"]["DetailBadRequestSearch"];
             401: components["responses"]["GatewayUnauthorized"];
             403: components["responses"]["SearchForbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -6821,44 +5596,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "chat_id": "3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f",
-                     *       "created_at": "2025-01-15T10:40:00Z",
-                     *       "messages": [
-                     *         {
-                     *           "role": "user",
-                     *           "query_id": "4d5e6f7a-8b9c-4d0e-9f1a-2b3c4d5e6f7a",
-                     *           "message_id": "4d5e6f7a-8b9c-4d0e-9f1a-2b3c4d5e6f7a",
-                     *           "query": "How can I practise Sabbath with small children?",
-                     *           "message": "How can I practise Sabbath with small children?",
-                     *           "sources": [],
-                     *           "timestamp": "2025-01-15T10:40:00Z",
-                     *           "created_at": "2025-01-15T10:40:00Z"
-                     *         },
-                     *         {
-                     *           "role": "kallm",
-                     *           "query_id": "4d5e6f7a-8b9c-4d0e-9f1a-2b3c4d5e6f7a",
-                     *           "message_id": "5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b",
-                     *           "query": "How can I practise Sabbath with small children?",
-                     *           "message": "Start small - one shared meal and a short walk can anchor the day.",
-                     *           "sources": [],
-                     *           "timestamp": "2025-01-15T10:40:02Z",
-                     *           "created_at": "2025-01-15T10:40:02Z"
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["ChatHistory"];
                 };
             };
-            400: components["responses"]["DeprecatedDetailBadRequest"];
             401: components["responses"]["DeprecatedGatewayUnauthorized"];
-            403: components["responses"]["DeprecatedDetailForbidden"];
+            403: components["responses"]["DeprecatedDetailForbiddenUnkeyed"];
             404: components["responses"]["DeprecatedDetailNotFound"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["DeprecatedValidationFailed"];
+            422: components["responses"]["DeprecatedValidationFailedUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DeprecatedDetailInternalError"];
             503: components["responses"]["DeprecatedDetailServiceUnavailable"];
@@ -6905,7 +5651,7 @@ export interface operations {
             400: components["responses"]["DeprecatedAIBadRequest"];
             401: components["responses"]["DeprecatedAIUnauthorized"];
             402: components["responses"]["DeprecatedAIPaymentRequired"];
-            403: components["responses"]["DeprecatedAIForbidden"];
+            403: components["responses"]["DeprecatedAIForbiddenUnguarded"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["DeprecatedAIRequestTimeout"];
             409: components["responses"]["DeprecatedAIConflict"];
@@ -6959,40 +5705,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example [
-                     *       {
-                     *         "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *         "item_title": "Sabbath Rest in a Busy Week",
-                     *         "item_subtitle": null,
-                     *         "author": [
-                     *           "Jane Doe"
-                     *         ],
-                     *         "type": "article",
-                     *         "publication_date": "March 2021",
-                     *         "item_url": "https://example.org/articles/sabbath-rest",
-                     *         "item_image": null,
-                     *         "item_summary": "A practical reflection on rest.",
-                     *         "publisher": "Example Publishing",
-                     *         "snippet_count": 2,
-                     *         "cumulative_certainty": 1.62,
-                     *         "uuids": [
-                     *           {
-                     *             "uuid": "1e2d3c4b-5a69-4788-9a0b-1c2d3e4f5a6b",
-                     *             "item_summary": "A practical reflection on rest.",
-                     *             "part": 4,
-                     *             "certainty": 0.83
-                     *           },
-                     *           {
-                     *             "uuid": "2f3e4d5c-6b7a-4899-8a1b-2c3d4e5f6a7b",
-                     *             "item_summary": "A practical reflection on rest.",
-                     *             "part": 7,
-                     *             "certainty": 0.79
-                     *           }
-                     *         ]
-                     *       }
-                     *     ]
-                     */
                     "application/json": components["schemas"]["RecommendedItem"][];
                 };
             };
@@ -7057,34 +5769,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example [
-                     *       {
-                     *         "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *         "item_title": "Sabbath Rest in a Busy Week",
-                     *         "item_subtitle": null,
-                     *         "author": [
-                     *           "Jane Doe"
-                     *         ],
-                     *         "type": "article",
-                     *         "publication_date": "March 2021",
-                     *         "item_url": "https://example.org/articles/sabbath-rest",
-                     *         "item_image": null,
-                     *         "item_summary": "A practical reflection on rest.",
-                     *         "publisher": "Example Publishing",
-                     *         "snippet_count": 3,
-                     *         "cumulative_certainty": 2.41,
-                     *         "uuids": [
-                     *           {
-                     *             "uuid": "1e2d3c4b-5a69-4788-9a0b-1c2d3e4f5a6b",
-                     *             "item_summary": "A practical reflection on rest.",
-                     *             "part": 4,
-                     *             "certainty": 0.83
-                     *           }
-                     *         ]
-                     *       }
-                     *     ]
-                     */
                     "application/json": components["schemas"]["RecommendedItem"][];
                 };
             };
@@ -7145,35 +5829,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example [
-                     *       {
-                     *         "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *         "item_title": "Sabbath Rest in a Busy Week",
-                     *         "item_subtitle": null,
-                     *         "author": [
-                     *           "Jane Doe"
-                     *         ],
-                     *         "type": "article",
-                     *         "publication_date": "March 2021",
-                     *         "item_url": "https://example.org/articles/sabbath-rest",
-                     *         "item_image": null,
-                     *         "item_summary": "A practical reflection on rest.",
-                     *         "publisher": "Example Publishing",
-                     *         "snippet_count": 1,
-                     *         "cumulative_certainty": 0.83,
-                     *         "uuids": [
-                     *           {
-                     *             "uuid": "1e2d3c4b-5a69-4788-9a0b-1c2d3e4f5a6b",
-                     *             "item_summary": "A practical reflection on rest.",
-                     *             "part": 4,
-                     *             "certainty": 0.83,
-                     *             "snippet": "Rest is received before it is achieved."
-                     *           }
-                     *         ]
-                     *       }
-                     *     ]
-                     */
                     "application/json": components["schemas"]["RecommendedItem"][];
                 };
             };
@@ -7213,7 +5868,7 @@ export interface operations {
         requestBody: components["requestBodies"]["SearchBody"];
         responses: {
             200: components["responses"]["SearchOK"];
-            400: components["responses"]["DetailBadRequest"];
+            400: components["responses"]["DetailBadRequestSearch"];
             401: components["responses"]["GatewayUnauthorized"];
             403: components["responses"]["SearchForbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -7326,23 +5981,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "ai_paywall_summary": "A practical reflection on keeping a weekly day of rest.",
-                     *       "ai_why_read": "For readers who feel too busy to rest.",
-                     *       "bullet_points": [
-                     *         "Rest is received before it is achieved.",
-                     *         "Start with one shared meal."
-                     *       ],
-                     *       "related_articles": [
-                     *         {
-                     *           "item_id": "7a2d3c9f-4e5b-4a6c-8d7e-8f9a0b1c2d3e",
-                     *           "item_title": "Grace Notes",
-                     *           "item_url": "https://example.org/articles/grace-notes"
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["PaywallRelatedResult"];
                 };
             };
@@ -7414,7 +6052,7 @@ export interface operations {
             400: components["responses"]["DeprecatedAIBadRequest"];
             401: components["responses"]["DeprecatedAIUnauthorized"];
             402: components["responses"]["DeprecatedAIPaymentRequired"];
-            403: components["responses"]["DeprecatedAIForbidden"];
+            403: components["responses"]["DeprecatedAIForbiddenUnguarded"];
             404: components["responses"]["DeprecatedAINotFound"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["DeprecatedAIRequestTimeout"];
@@ -7573,7 +6211,7 @@ export interface operations {
             400: components["responses"]["EmbeddingsBadRequest"];
             401: components["responses"]["AIUnauthorized"];
             402: components["responses"]["AIPaymentRequired"];
-            403: components["responses"]["AIForbidden"];
+            403: components["responses"]["AIForbiddenUnguarded"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["AIRequestTimeout"];
             409: components["responses"]["AIConflict"];
@@ -7611,7 +6249,7 @@ export interface operations {
             400: components["responses"]["EmbeddingsBadRequest"];
             401: components["responses"]["AIUnauthorized"];
             402: components["responses"]["AIPaymentRequired"];
-            403: components["responses"]["AIForbidden"];
+            403: components["responses"]["AIForbiddenUnguarded"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["AIRequestTimeout"];
             409: components["responses"]["AIConflict"];
@@ -7825,44 +6463,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "data": [
-                     *         {
-                     *           "id": "5f0c2a9e-7b1d-4c3e-9a8f-1d2e3f4a5b6c",
-                     *           "name": "Sermon prep assistant",
-                     *           "description": "Helps outline sermons from a passage.",
-                     *           "version": 3,
-                     *           "status": "active",
-                     *           "tags": [
-                     *             "preaching"
-                     *           ],
-                     *           "model": {
-                     *             "mode": "model_family",
-                     *             "model_family": "anthropic"
-                     *           },
-                     *           "instructions": "Outline in three movements with one illustration each.",
-                     *           "tradition": "mainline",
-                     *           "createdAt": 1735689600000,
-                     *           "updatedAt": 1736899200000
-                     *         }
-                     *       ],
-                     *       "meta": {
-                     *         "requestId": "req_01JDQ9A1B2C3D4E5F6G7H8J9K1",
-                     *         "hasMore": true,
-                     *         "nextCursor": "Y3Vyc29yOmFndF8wMUpEUTlBMUIy"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["AgentListResponse"];
                 };
             };
-            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
-            403: components["responses"]["ManagementForbidden"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ManagementUnprocessable"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
@@ -7916,33 +6524,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "data": {
-                     *         "id": "5f0c2a9e-7b1d-4c3e-9a8f-1d2e3f4a5b6c",
-                     *         "name": "Sermon prep assistant",
-                     *         "description": "Helps outline sermons from a passage.",
-                     *         "version": 1,
-                     *         "status": "active",
-                     *         "tags": [
-                     *           "preaching"
-                     *         ],
-                     *         "model": {
-                     *           "mode": "model_family",
-                     *           "model_family": "anthropic"
-                     *         },
-                     *         "instructions": "Outline in three movements with one illustration each.",
-                     *         "tradition": "mainline",
-                     *         "createdAt": 1735689600000,
-                     *         "updatedAt": 1735689600000
-                     *       },
-                     *       "meta": {
-                     *         "requestId": "req_01JDQ9A1B2C3D4E5F6G7H8J9K2",
-                     *         "hasMore": false,
-                     *         "nextCursor": null
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["AgentResponse"];
                 };
             };
@@ -7975,13 +6556,13 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["AgentOK"];
-            400: components["responses"]["ManagementBadRequest"];
+            400: components["responses"]["ManagementBadRequestPath"];
             401: components["responses"]["ManagementUnauthorized"];
-            403: components["responses"]["ManagementForbidden"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
             404: components["responses"]["ManagementNotFound"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ManagementUnprocessable"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
@@ -8009,29 +6590,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "data": {
-                     *         "id": "5f0c2a9e-7b1d-4c3e-9a8f-1d2e3f4a5b6c",
-                     *         "deleted": true
-                     *       },
-                     *       "meta": {
-                     *         "requestId": "req_01JDQ9A1B2C3D4E5F6G7H8J9K3",
-                     *         "hasMore": false,
-                     *         "nextCursor": null
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["AgentDeletedResponse"];
                 };
             };
-            400: components["responses"]["ManagementBadRequest"];
+            400: components["responses"]["ManagementBadRequestPath"];
             401: components["responses"]["ManagementUnauthorized"];
-            403: components["responses"]["ManagementForbidden"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
             404: components["responses"]["ManagementNotFound"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ManagementUnprocessable"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
@@ -8065,15 +6633,15 @@ export interface operations {
         };
         responses: {
             200: components["responses"]["AgentOK"];
-            400: components["responses"]["ManagementBadRequest"];
+            400: components["responses"]["ManagementBadRequestUnkeyed"];
             401: components["responses"]["ManagementUnauthorized"];
-            403: components["responses"]["ManagementForbidden"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
             404: components["responses"]["ManagementNotFound"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["ManagementPayloadTooLarge"];
             415: components["responses"]["ManagementUnsupportedMediaType"];
-            422: components["responses"]["ManagementUnprocessable"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
@@ -8098,12 +6666,11 @@ export interface operations {
                     "application/json": components["schemas"]["BillingAccountResponse"];
                 };
             };
-            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
-            403: components["responses"]["ManagementForbidden"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ManagementUnprocessable"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
@@ -8181,41 +6748,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "data": {
-                     *         "status": "healthy",
-                     *         "gateways": [
-                     *           {
-                     *             "id": "gw_inference",
-                     *             "name": "Inference gateway",
-                     *             "status": "healthy",
-                     *             "lastHealthCheck": 1735689600000
-                     *           },
-                     *           {
-                     *             "id": "gw_data",
-                     *             "name": "Data gateway",
-                     *             "status": "healthy",
-                     *             "lastHealthCheck": 1735689598000
-                     *           }
-                     *         ]
-                     *       },
-                     *       "meta": {
-                     *         "requestId": "req_01JDQ8M6Z3K4V7XW2N9PB5RTYA",
-                     *         "hasMore": false,
-                     *         "nextCursor": null
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["HealthResponse"];
                 };
             };
-            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
-            403: components["responses"]["ManagementForbidden"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ManagementUnprocessable"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
@@ -8248,40 +6788,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "data": [
-                     *         {
-                     *           "id": "9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
-                     *           "keyPrefix": "sk_…a1b2",
-                     *           "label": "CI pipeline",
-                     *           "scopes": [
-                     *             "inference",
-                     *             "data:read"
-                     *           ],
-                     *           "status": "active",
-                     *           "createdAt": 1735689600000,
-                     *           "expiresAt": 1893456000000,
-                     *           "revokedAt": null,
-                     *           "lastUsedAt": 1736899200000
-                     *         }
-                     *       ],
-                     *       "meta": {
-                     *         "requestId": "req_01JDQB7X8Y9Z0A1B2C3D4E5F6J",
-                     *         "hasMore": false,
-                     *         "nextCursor": null
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["KeyListResponse"];
                 };
             };
-            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
-            403: components["responses"]["ManagementForbidden"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ManagementUnprocessable"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
@@ -8330,28 +6844,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "data": {
-                     *         "id": "9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
-                     *         "key": "sk_7Hq2mN9vX4tB8kL3pR6wY1zC5dF0gJ2sa1b2",
-                     *         "keyPrefix": "sk_…a1b2",
-                     *         "label": "CI pipeline",
-                     *         "scopes": [
-                     *           "inference",
-                     *           "data:read"
-                     *         ],
-                     *         "status": "active",
-                     *         "createdAt": 1735689600000,
-                     *         "expiresAt": 1893456000000
-                     *       },
-                     *       "meta": {
-                     *         "requestId": "req_01JDQB7X8Y9Z0A1B2C3D4E5F6H",
-                     *         "hasMore": false,
-                     *         "nextCursor": null
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["CreatedKeyResponse"];
                 };
             };
@@ -8391,39 +6883,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "data": {
-                     *         "id": "9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
-                     *         "keyPrefix": "sk_…a1b2",
-                     *         "label": "CI pipeline",
-                     *         "scopes": [
-                     *           "inference",
-                     *           "data:read"
-                     *         ],
-                     *         "status": "active",
-                     *         "createdAt": 1735689600000,
-                     *         "expiresAt": 1893456000000,
-                     *         "revokedAt": null,
-                     *         "lastUsedAt": 1736899200000
-                     *       },
-                     *       "meta": {
-                     *         "requestId": "req_01JDQB7X8Y9Z0A1B2C3D4E5F6K",
-                     *         "hasMore": false,
-                     *         "nextCursor": null
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["KeyResponse"];
                 };
             };
-            400: components["responses"]["ManagementBadRequest"];
+            400: components["responses"]["ManagementBadRequestPath"];
             401: components["responses"]["ManagementUnauthorized"];
-            403: components["responses"]["ManagementForbidden"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
             404: components["responses"]["ManagementNotFound"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ManagementUnprocessable"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
@@ -8451,39 +6920,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "data": {
-                     *         "id": "9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
-                     *         "keyPrefix": "sk_…a1b2",
-                     *         "label": "CI pipeline",
-                     *         "scopes": [
-                     *           "inference",
-                     *           "data:read"
-                     *         ],
-                     *         "status": "revoked",
-                     *         "createdAt": 1735689600000,
-                     *         "expiresAt": 1893456000000,
-                     *         "revokedAt": 1737000000000,
-                     *         "lastUsedAt": 1736899200000
-                     *       },
-                     *       "meta": {
-                     *         "requestId": "req_01JDQB7X8Y9Z0A1B2C3D4E5F6M",
-                     *         "hasMore": false,
-                     *         "nextCursor": null
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["KeyResponse"];
                 };
             };
-            400: components["responses"]["ManagementBadRequest"];
+            400: components["responses"]["ManagementBadRequestPath"];
             401: components["responses"]["ManagementUnauthorized"];
-            403: components["responses"]["ManagementForbidden"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
             404: components["responses"]["ManagementNotFound"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ManagementUnprocessable"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
@@ -8505,20 +6951,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example # HELP gateway_upstream_calls_total Upstream model calls by deployment and outcome.
-                     *     # TYPE gateway_upstream_calls_total counter
-                     *     gateway_upstream_calls_total{deployment="openai-gpt-5-mini",outcome="ok"} 1027
-                     */
                     "text/plain": string;
                 };
             };
-            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
-            403: components["responses"]["ManagementForbidden"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ManagementUnprocessable"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
@@ -8559,12 +6999,11 @@ export interface operations {
                     "application/json": components["schemas"]["UsageReportResponse"];
                 };
             };
-            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
-            403: components["responses"]["ManagementForbidden"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ManagementUnprocessable"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };
@@ -8592,48 +7031,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *       "title": "Sabbath Rest in a Busy Week",
-                     *       "file_name": "sabbath-rest.pdf",
-                     *       "type": "article",
-                     *       "ingestion_source": "upload",
-                     *       "author": [
-                     *         "Jane Doe"
-                     *       ],
-                     *       "status": "COMPLETED",
-                     *       "chunk_count": 42,
-                     *       "upload_date": "2025-01-15T10:24:00Z",
-                     *       "publisher_id": "0b7e6a52-1c3d-4e5f-8a9b-0c1d2e3f4a5b",
-                     *       "publisher_name": "Example Publishing",
-                     *       "organization_id": "9a8b7c6d-5e4f-4a3b-2c1d-0e9f8a7b6c5d",
-                     *       "organization_name": "Example Ministries",
-                     *       "item_subtitle": null,
-                     *       "item_image": null,
-                     *       "item_url": "https://example.org/articles/sabbath-rest",
-                     *       "item_summary": "A practical reflection on rest.",
-                     *       "item_tags": [
-                     *         "rest",
-                     *         "sabbath"
-                     *       ],
-                     *       "isbn": null,
-                     *       "publication_date": "March 2021",
-                     *       "hosted_url": null,
-                     *       "visible_in_search": true,
-                     *       "visible_in_chat": true
-                     *     }
-                     */
                     "application/json": components["schemas"]["FileData"];
                 };
             };
-            400: components["responses"]["DetailBadRequest"];
+            400: components["responses"]["DetailBadRequestPath"];
             401: components["responses"]["GatewayUnauthorized"];
-            403: components["responses"]["DetailForbidden"];
-            404: components["responses"]["DetailNotFound"];
+            403: components["responses"]["DetailForbiddenUnkeyed"];
+            404: components["responses"]["DetailNotFoundUnkeyed"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             503: components["responses"]["DetailServiceUnavailable"];
@@ -8680,12 +7087,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "success": true,
-                     *       "message": "Item 6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d updated."
-                     *     }
-                     */
                     "application/json": components["schemas"]["PatchItemResponse"];
                 };
             };
@@ -8734,24 +7135,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "success": true,
-                     *       "message": "Item 6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d updated."
-                     *     }
-                     */
                     "application/json": components["schemas"]["PatchItemResponse"];
                 };
             };
-            400: components["responses"]["DetailBadRequest"];
+            400: components["responses"]["DetailBadRequestPatch"];
             401: components["responses"]["GatewayUnauthorized"];
-            403: components["responses"]["DetailForbidden"];
-            404: components["responses"]["DetailNotFound"];
+            403: components["responses"]["DetailForbiddenUnkeyed"];
+            404: components["responses"]["DetailNotFoundUnkeyed"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["DetailPayloadTooLarge"];
             415: components["responses"]["DetailUnsupportedMediaType"];
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             502: components["responses"]["DetailBadGateway"];
@@ -8786,38 +7181,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "success": true,
-                     *       "mode": "soft",
-                     *       "total_requested": 1,
-                     *       "total_deleted": 1,
-                     *       "total_failed": 0,
-                     *       "results": [
-                     *         {
-                     *           "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *           "success": true,
-                     *           "error": null,
-                     *           "deleted_from": {
-                     *             "database": true,
-                     *             "vector_store": true
-                     *           }
-                     *         }
-                     *       ],
-                     *       "message": "1 of 1 items deleted."
-                     *     }
-                     */
                     "application/json": components["schemas"]["DeleteItemsResponse"];
                 };
             };
-            400: components["responses"]["DetailBadRequest"];
+            400: components["responses"]["DetailBadRequestDelete"];
             401: components["responses"]["GatewayUnauthorized"];
-            403: components["responses"]["DetailForbidden"];
+            403: components["responses"]["DetailForbiddenUnkeyed"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["DetailPayloadTooLarge"];
             415: components["responses"]["DetailUnsupportedMediaType"];
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             503: components["responses"]["DetailServiceUnavailable"];
@@ -8873,48 +7247,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "success": true,
-                     *       "total_matched": 2,
-                     *       "total_patched": 2,
-                     *       "total_failed": 0,
-                     *       "results": [
-                     *         {
-                     *           "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *           "success": true,
-                     *           "error": null,
-                     *           "etag": "W/\"4-1b2c3d4e\"",
-                     *           "updated_at": "2025-02-01T09:00:00Z"
-                     *         },
-                     *         {
-                     *           "item_id": "7a2d3c9f-4e5b-4a6c-8d7e-8f9a0b1c2d3e",
-                     *           "success": true,
-                     *           "error": null,
-                     *           "etag": "W/\"2-5e6f7a8b\"",
-                     *           "updated_at": "2025-02-01T09:00:00Z"
-                     *         }
-                     *       ],
-                     *       "message": "2 of 2 matched items patched.",
-                     *       "filter_applied": {
-                     *         "tags": [
-                     *           "sabbath"
-                     *         ],
-                     *         "visible_in_search": true
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["PatchItemsResponse"];
                 };
             };
-            400: components["responses"]["DetailBadRequest"];
+            400: components["responses"]["DetailBadRequestPatch"];
             401: components["responses"]["GatewayUnauthorized"];
-            403: components["responses"]["DetailForbidden"];
+            403: components["responses"]["DetailForbiddenUnkeyed"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["DetailPayloadTooLarge"];
             415: components["responses"]["DetailUnsupportedMediaType"];
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             503: components["responses"]["DetailServiceUnavailable"];
@@ -8943,45 +7286,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *       "status": "COMPLETED",
-                     *       "updated_at": "2025-01-15T10:31:12Z",
-                     *       "etag": "W/\"3-9f86d081\"",
-                     *       "item_title": "Sabbath Rest in a Busy Week",
-                     *       "item_subtitle": null,
-                     *       "filename": "sabbath-rest.pdf",
-                     *       "publication_date": "March 2021",
-                     *       "type": "article",
-                     *       "item_image": null,
-                     *       "item_url": "https://example.org/articles/sabbath-rest",
-                     *       "item_summary": "A practical reflection on rest.",
-                     *       "item_number": null,
-                     *       "item_extra": null,
-                     *       "isbn": null,
-                     *       "author": [
-                     *         "Jane Doe"
-                     *       ],
-                     *       "item_tags": [
-                     *         "rest",
-                     *         "sabbath"
-                     *       ],
-                     *       "evergreen": true,
-                     *       "visible_in_search": true,
-                     *       "visible_in_chat": true
-                     *     }
-                     */
                     "application/json": components["schemas"]["Item"];
                 };
             };
-            400: components["responses"]["DetailBadRequest"];
+            400: components["responses"]["DetailBadRequestPath"];
             401: components["responses"]["GatewayUnauthorized"];
-            403: components["responses"]["DetailForbidden"];
-            404: components["responses"]["DetailNotFound"];
+            403: components["responses"]["DetailForbiddenUnkeyed"];
+            404: components["responses"]["DetailNotFoundUnkeyed"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             503: components["responses"]["DetailServiceUnavailable"];
@@ -9010,33 +7324,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example [
-                     *       {
-                     *         "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *         "item_title": "Sabbath Rest in a Busy Week",
-                     *         "filename": "sabbath-rest.pdf",
-                     *         "status": "COMPLETED",
-                     *         "producer_id": "article-2024-118"
-                     *       },
-                     *       {
-                     *         "item_id": "7a2d3c9f-4e5b-4a6c-8d7e-8f9a0b1c2d3e",
-                     *         "item_title": null,
-                     *         "filename": "grace-notes.md",
-                     *         "status": "EMBEDDING",
-                     *         "producer_id": null
-                     *       }
-                     *     ]
-                     */
                     "application/json": components["schemas"]["PublisherItemSummary"][];
                 };
             };
-            400: components["responses"]["DetailBadRequest"];
+            400: components["responses"]["DetailBadRequestPathPublisher"];
             401: components["responses"]["GatewayUnauthorized"];
-            403: components["responses"]["DetailForbidden"];
+            403: components["responses"]["DetailForbiddenUnkeyed"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["DetailInternalError"];
             503: components["responses"]["DetailServiceUnavailable"];
@@ -9090,17 +7386,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example [
-                     *       {
-                     *         "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *         "item_title": "Sabbath Rest in a Busy Week",
-                     *         "filename": "sabbath-rest.pdf",
-                     *         "status": "COMPLETED",
-                     *         "producer_id": "article-2024-118"
-                     *       }
-                     *     ]
-                     */
                     "application/json": components["schemas"]["PublisherItemSummary"][];
                 };
             };
@@ -9167,16 +7452,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "success": true,
-                     *       "message": "Sabbath Rest indexed in 3 passages.",
-                     *       "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *       "status": "COMPLETED",
-                     *       "chunk_count": 3,
-                     *       "duplicate": false
-                     *     }
-                     */
                     "application/json": components["schemas"]["RealTimeUploadResponse"];
                 };
             };
@@ -9239,34 +7514,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "success": true,
-                     *       "message": "1 file queued for ingestion, 1 duplicate skipped.",
-                     *       "ingesting": [
-                     *         "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d"
-                     *       ],
-                     *       "duplicates": [
-                     *         "grace-notes.md"
-                     *       ],
-                     *       "files": [
-                     *         {
-                     *           "file_name": "sabbath-rest.pdf",
-                     *           "item_id": "6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d",
-                     *           "duplicate": false
-                     *         },
-                     *         {
-                     *           "file_name": "grace-notes.md",
-                     *           "item_id": "2c9d4e1f-8a7b-4c6d-9e5f-1a2b3c4d5e6f",
-                     *           "duplicate": true
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["IngestFilesResponse"];
                 };
             };
-            400: components["responses"]["DetailBadRequest"];
+            400: components["responses"]["DetailBadRequestUpload"];
             401: components["responses"]["GatewayUnauthorized"];
             403: components["responses"]["DetailForbidden"];
             404: components["responses"]["DetailNotFound"];
@@ -9324,13 +7575,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "access_token": "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJjbGlfMDFKRFFDMlczRTRSNVQ2WTdVOEk5TzBQMUEifQ.c2lnbmF0dXJl",
-                     *       "expires_in": 3600,
-                     *       "token_type": "Bearer"
-                     *     }
-                     */
                     "application/json": components["schemas"]["OAuthTokenResponse"];
                 };
             };
@@ -9346,35 +7590,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "unsupported_grant_type",
-                     *       "error_description": "Only grant_type=client_credentials is supported.",
-                     *       "trace_id": "trc_01JDQC3A4S5D6F7G8H9J0K1L2M"
-                     *     }
-                     */
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
-            /** @description Unknown client or wrong secret. */
+            /** @description Unknown client, wrong secret or malformed HTTP Basic credentials. */
             401: {
                 headers: {
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     Sunset: components["headers"]["Sunset"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     "X-Should-Retry": components["headers"]["XShouldRetry"];
                     "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "invalid_client",
-                     *       "error_description": "Client authentication failed.",
-                     *       "trace_id": "trc_01JDQC3A4S5D6F7G8H9J0K1L2N"
-                     *     }
-                     */
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
@@ -9392,13 +7623,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "invalid_request",
-                     *       "error_description": "A request with this Idempotency-Key is still running",
-                     *       "trace_id": "trc_01JDQX000JM5P7R9TV2W4Y6Z8B"
-                     *     }
-                     */
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
@@ -9414,13 +7638,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "invalid_request",
-                     *       "error_description": "Request body or file is too large",
-                     *       "trace_id": "trc_01JDQX000HM5P7R9TV2W4Y6Z8B"
-                     *     }
-                     */
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
@@ -9436,17 +7653,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "invalid_request",
-                     *       "error_description": "unsupported media type text/plain",
-                     *       "trace_id": "trc_01JDQX000IM5P7R9TV2W4Y6Z8B"
-                     *     }
-                     */
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
             431: components["responses"]["HeadersTooLarge"];
+            /** @description INTERNAL_ERROR: the platform failed (e.g. its database); retryable. */
+            500: {
+                headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    Sunset: components["headers"]["Sunset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
         };
     };
 }

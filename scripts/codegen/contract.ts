@@ -156,8 +156,18 @@ function authOf(doc: Json, op: Json): OperationModel['auth'] {
 function sseFraming(doc: Json, op: Json, response: ResponseModel): SseFraming {
   if (op['x-sse-framing'] === 'named' || op['x-sse-framing'] === 'data') return op['x-sse-framing'];
   const raw = deref(doc, op.responses[String(response.status)]);
-  const example = raw.content['text/event-stream'].example;
+  const example = defaultExample(doc, raw.content['text/event-stream']);
   return typeof example === 'string' && example.trimStart().startsWith('event:') ? 'named' : 'data';
+}
+
+/**
+ * A media type's default example, as Prism picks it: `example` (request bodies may still
+ * have one), else the value of the first named `examples` entry.
+ */
+export function defaultExample(doc: Json, media: Json | undefined): unknown {
+  if (media?.example !== undefined) return media.example;
+  const first = Object.values<Json>(media?.examples ?? {})[0];
+  return first ? deref(doc, first).value : undefined;
 }
 
 export function refName(ref: string): string {

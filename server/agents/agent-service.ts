@@ -45,6 +45,14 @@ function checkModel(model: AgentModel | undefined, loc: string[]): void {
   }
 }
 
+/**
+ * The model choice as stored: its declared fields only. The request schema is open, and a
+ * field the caller added would otherwise be kept and sent back on every read.
+ */
+function modelChoice(model: AgentModel): AgentModel {
+  return { mode: model.mode, ...(model.model !== undefined && { model: model.model }), ...(model.model_family !== undefined && { model_family: model.model_family }) };
+}
+
 export class AgentService {
   constructor(private readonly prisma: PrismaClient) {}
 
@@ -57,7 +65,7 @@ export class AgentService {
         description: input.description ?? null,
         status: input.status ?? 'active',
         tags: input.tags ?? [],
-        model: input.model ?? { mode: 'auto_routing' },
+        model: input.model ? modelChoice(input.model) : { mode: 'auto_routing' },
         instructions: input.instructions ?? null,
         tradition: input.tradition ?? null,
       },
@@ -84,7 +92,7 @@ export class AgentService {
       ...(changes.description !== undefined && { description: changes.description }),
       ...(changes.status !== undefined && { status: changes.status }),
       ...(changes.tags !== undefined && { tags: changes.tags }),
-      ...(changes.model !== undefined && { model: changes.model }),
+      ...(changes.model !== undefined && { model: modelChoice(changes.model) }),
       ...(changes.instructions !== undefined && { instructions: changes.instructions }),
       ...(changes.tradition !== undefined && { tradition: changes.tradition }),
       version: { increment: 1 },

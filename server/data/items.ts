@@ -260,6 +260,28 @@ function filterDate(filter: ItemFilter, bound: DateBound): Date | undefined {
 /** `search` is a substring, not a pattern: LIKE's wildcards and its escape character match themselves. */
 const likeLiteral = (text: string) => text.replace(/[\\%_]/g, '\\$&');
 
+/** Every field of ItemFilter (a field added to the contract fails the typecheck until it is listed). */
+const FILTER_FIELDS: Record<keyof ItemFilter, true> = {
+  item_ids: true,
+  types: true,
+  statuses: true,
+  authors: true,
+  tags: true,
+  evergreen: true,
+  visible_in_search: true,
+  visible_in_chat: true,
+  search: true,
+  created_after: true,
+  created_before: true,
+  updated_after: true,
+  updated_before: true,
+};
+
+/** The filter as applied: its declared fields only (the request schema is open; anything else was ignored). */
+function appliedFilter(filter: ItemFilter): ItemFilter {
+  return Object.fromEntries(Object.entries(filter).filter(([field]) => Object.hasOwn(FILTER_FIELDS, field))) as ItemFilter;
+}
+
 function filterWhere(filter: ItemFilter): Prisma.ItemWhereInput {
   const range = (after: DateBound, before: DateBound) => {
     const [gt, lt] = [filterDate(filter, after), filterDate(filter, before)];
@@ -393,7 +415,7 @@ export class ItemService {
       message:
         `${patched} of ${results.length} matched items patched.` +
         (more ? ` More items match: the limit of ${limit} was reached.` : ''),
-      filter_applied: filter,
+      filter_applied: appliedFilter(filter),
     };
   }
 

@@ -3,18 +3,15 @@ import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import { errorCatalog } from '../../generated/contract/errors.js';
 import { routes, type RouteDefinition } from '../../generated/contract/routes.js';
 import { ApiError } from '../errors.js';
-import { logSafe } from '../logging.js';
 import { deprecationHeaders } from './deprecation.js';
 import { errorSchemaFor, renderError, toApiError } from './errors.js';
+import { noteError } from './request-log.js';
 import { traceIdOf } from './trace.js';
 import { isValidatorError, toValidationIssues } from './validation.js';
 
 type Api = 'api' | 'management';
 
 export const SHOULD_RETRY_HEADER = 'X-Should-Retry';
-
-/** An error message is ours but may quote caller input; this much of it is enough to tell what happened. */
-const LOGGED_MESSAGE_MAX = 256;
 
 /** Body-parser failures and validator findings become documented API errors (multer's: see multipart.ts). */
 function classify(error: unknown, req: Request): ApiError {
@@ -41,12 +38,6 @@ function classify(error: unknown, req: Request): ApiError {
     return new ApiError('INVALID_REQUEST', e.message ?? 'Bad request', { status: e.status });
   }
   return toApiError(error);
-}
-
-/** What a 5xx cause may put in the log: a Prisma error only by kind, never its query arguments. */
-function loggable(cause: unknown): unknown {
-  const name = (cause as { name?: string })?.name ?? '';
-  return name.startsWith('PrismaClient') ? { type: name, code: (cause as { code?: string }).code } : cause;
 }
 
 /** Operations that declare no 422 report field validation failures as their 400 (e.g. OAuth). */
@@ -79,14 +70,8 @@ export function errorHandler(api: Api): ErrorRequestHandler {
     }
     const apiError = asDeclared(classify(error, req), route);
     const traceId = traceIdOf(res);
-    // An expected answer (a client error, a stub's 501) is one info line without a stack;
-    // a server failure is an error with its cause. Messages may quote caller input: bounded.
-    const message = logSafe(apiError.message, LOGGED_MESSAGE_MAX);
-    if (apiError.status >= 500 && apiError.errorName !== 'NOT_IMPLEMENTED') {
-      req.log.error({ err: loggable(apiError.cause ?? apiError) }, message);
-    } else {
-      req.log.info({ error: apiError.errorName, status: apiError.status }, message);
-    }
+    // No line of its own: the request line carries the outcome (request-log.ts).
+    noteError(res, apiError);
 
     if (res.headersSent) {
       // A stream already has its 200: the SSE writer reports in-band; anything else can only be cut.

@@ -39,6 +39,7 @@ const OAUTH_ERRORS: Partial<Record<ErrorName, string>> = {
   FORBIDDEN: 'invalid_client',
   VALIDATION_ERROR: 'invalid_request',
   INVALID_REQUEST: 'invalid_request',
+  INTERNAL_ERROR: 'server_error',
 };
 
 export function renderError(error: ApiError, schema: ErrorSchemaName, traceId: string): Record<string, unknown> {

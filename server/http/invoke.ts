@@ -43,9 +43,6 @@ export function invoke(route: RouteDefinition, handler: UntypedHandler, services
       await writeSse(res, result.stream, {
         framing: route.sse ?? 'data',
         signal: controller.signal,
-        get log() {
-          return ctx.log;
-        },
         errorEvent: (error, sequence, last) => streamErrorEvent(route, error, ctx.traceId, sequence, last),
       });
     } else if (result.body === undefined) {

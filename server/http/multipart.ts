@@ -105,9 +105,13 @@ export function parseMultipart(route: RouteDefinition, limits: UploadLimits): Re
     if (Number(req.headers['content-length'] ?? 0) > maxBytes) {
       return next(new ApiError('PAYLOAD_TOO_LARGE', `An upload may carry at most ${limits.files} files of ${limits.fileSize} bytes`));
     }
-    // The spooled files live as long as the request: removed when the answer is sent or the client leaves.
+    // The spooled files live as long as the request: removed when the answer is sent or the
+    // client leaves. A part still in flight when the body failed is only multer's placeholder
+    // (no path yet); its own pipeline removes what it wrote.
     res.once('close', () => {
-      for (const file of spooledFiles(req)) void rm(file.path, { force: true });
+      for (const file of spooledFiles(req)) {
+        if (file.path) rm(file.path, { force: true }).catch((error: unknown) => req.log.warn({ err: error }, 'could not remove a spooled upload'));
+      }
     });
     upload(req, res, (error?: unknown) => {
       if (error instanceof multer.MulterError) return next(limitError(error, limits));

@@ -34,7 +34,7 @@ export interface RouterOptions {
 export function buildRouter(options: RouterOptions): Router {
   const router = express.Router({ caseSensitive: true });
   const parsers: Record<string, RequestHandler> = {
-    'application/json': express.json({ limit: options.jsonBodyLimit, verify: rejectNul }),
+    'application/json': express.json({ limit: options.jsonBodyLimit, verify: rejectUnstorable }),
     'application/x-www-form-urlencoded': express.urlencoded({ extended: false, limit: options.jsonBodyLimit }),
   };
   // An operation without a body gets no parsing step at all: every step is a router hop.
@@ -72,23 +72,41 @@ export function buildRouter(options: RouterOptions): Router {
   return router;
 }
 
-const ESCAPED_NUL = '\\u0000';
+const ESCAPE = '\\u';
 const BACKSLASH = 0x5c;
 
+const malformed = (message: string) =>
+  // Reported as a parse failure (400), not as body-parser's default 403 for a failed check.
+  Object.assign(new Error(message), { status: 400, type: 'entity.parse.failed' });
+
+/** The code unit of the `\uXXXX` escape at `at`, or -1 when none is there. */
+function escapeAt(body: Buffer, at: number): number {
+  if (body[at] !== BACKSLASH || body[at + 1] !== 0x75) return -1;
+  const hex = body.toString('latin1', at + 2, at + 6);
+  return /^[0-9a-fA-F]{4}$/.test(hex) ? Number.parseInt(hex, 16) : -1;
+}
+
 /**
- * PostgreSQL text cannot hold NUL, so a body with one in a string is refused as malformed up
- * front. Checked on the raw bytes, once, rather than by a reviver called for every value: a
- * raw NUL byte is already invalid JSON, so only the escape `\u0000` needs finding, and it
- * is one unless its backslash is itself escaped (`\\u0000` is the text "\u0000").
+ * PostgreSQL text cannot hold NUL, nor UTF-8 can a lone surrogate, so a body with either in
+ * a string is refused as malformed up front. Checked on the raw bytes, once, rather than by a
+ * reviver called for every value: raw bytes can hold neither (a raw NUL is invalid JSON, and
+ * UTF-8 has no surrogates), so only escapes need finding, and `\u` is one unless its
+ * backslash is itself escaped (`\\u0000` is the text "\u0000").
  */
-function rejectNul(_req: unknown, _res: unknown, raw: Buffer, encoding: string): void {
+function rejectUnstorable(_req: unknown, _res: unknown, raw: Buffer, encoding: string): void {
   const body = /^utf-?8$/i.test(encoding) ? raw : Buffer.from(new TextDecoder(encoding).decode(raw));
-  for (let at = body.indexOf(ESCAPED_NUL); at !== -1; at = body.indexOf(ESCAPED_NUL, at + 1)) {
+  for (let at = body.indexOf(ESCAPE); at !== -1; at = body.indexOf(ESCAPE, at + 1)) {
     let backslashes = 1;
     while (body[at - backslashes] === BACKSLASH) backslashes++;
-    if (backslashes % 2 === 1) {
-      // Reported as a parse failure (400), not as body-parser's default 403 for a failed check.
-      throw Object.assign(new Error('Strings must not contain NUL (\\u0000) characters'), { status: 400, type: 'entity.parse.failed' });
+    if (backslashes % 2 === 0) continue;
+    const unit = escapeAt(body, at);
+    if (unit === 0) throw malformed('Strings must not contain NUL (\\u0000) characters');
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      const low = escapeAt(body, at + 6);
+      if (low < 0xdc00 || low > 0xdfff) throw malformed('Strings must not contain unpaired surrogates (\\ud800-\\udfff)');
+      at += 6;
+    } else if (unit >= 0xdc00 && unit <= 0xdfff) {
+      throw malformed('Strings must not contain unpaired surrogates (\\ud800-\\udfff)');
     }
   }
 }

@@ -1,12 +1,12 @@
 // Writes a handler's event stream as server-sent events. JSON.stringify never emits a raw
 // newline, so each event is exactly one `data:` line (plus `event:` for named framing).
 import type { Response } from 'express';
-import type { Logger } from 'pino';
+import { toApiError } from './errors.js';
+import { noteError } from './request-log.js';
 
 export interface SseOptions {
   framing: 'data' | 'named';
   signal: AbortSignal;
-  log: Logger;
   /**
    * The in-stream event that reports a failure after the 200 has been sent (spec 6);
    * `sequence` counts the events before it and `last` is the last one sent.
@@ -40,7 +40,8 @@ export async function writeSse(res: Response, events: AsyncIterable<object>, opt
     }
     if (!options.signal.aborted && options.framing === 'data') res.write('data: [DONE]\n\n');
   } catch (error) {
-    options.log.error({ err: error }, 'stream failed after it started');
+    // The request line reports it, with the cause when it is a server failure.
+    noteError(res, toApiError(error));
     if (!options.signal.aborted) send(options.errorEvent(error, sent, last));
   } finally {
     if (options.signal.aborted) await iterator.return?.();

@@ -58,7 +58,7 @@ export async function createValidator(options: ValidatorOptions): Promise<Operat
     const validate = (req: Request, res: Response, next: NextFunction) => {
       const request = req as OpenApiRequest;
       request.openapi = { expressRoute, openApiRoute, pathParams: req.params, schema, serial: spec.serial, _responseSchema } as never;
-      return requests.validate(request, res, (error?: unknown) => next(error ?? nonFiniteQuery(req)));
+      return requests.validate(request, res, (error?: unknown) => next(error ?? parameterIssues(req)));
     };
     return responses ? [validate, responses] : [validate];
   };
@@ -133,13 +133,20 @@ function issueType(finding: ValidatorFinding): string {
 }
 
 /**
- * The library coerces `1e309` to Infinity and lets it past `maximum`: a query number that is
- * not finite is refused here rather than reaching the database.
+ * What the library lets past in parameters: a query number coerced from `1e309` is Infinity
+ * (past `maximum`), and text may hold NUL (`%00`), which PostgreSQL text cannot. Both are
+ * refused here rather than reaching the database.
  */
-function nonFiniteQuery(req: Request): ApiError | undefined {
-  const issues: ValidationIssue[] = Object.entries(req.query)
-    .filter(([, value]) => typeof value === 'number' && !Number.isFinite(value))
-    .map(([name, value]) => ({ loc: ['query', name], msg: 'Must be a finite number', type: 'finite_number', input: String(value) }));
+function parameterIssues(req: Request): ApiError | undefined {
+  const issues: ValidationIssue[] = [];
+  for (const [where, parameters] of [['query', req.query], ['path', req.params]] as const) {
+    for (const [name, value] of Object.entries(parameters ?? {})) {
+      for (const item of [value].flat()) {
+        if (typeof item === 'number' && !Number.isFinite(item)) issues.push({ loc: [where, name], msg: 'Must be a finite number', type: 'finite_number', input: String(item) });
+        if (typeof item === 'string' && item.includes('\0')) issues.push({ loc: [where, name], msg: 'Must not contain NUL characters', type: 'value_error', input: item });
+      }
+    }
+  }
   return issues.length ? new ApiError('VALIDATION_ERROR', 'Request validation failed', { issues }) : undefined;
 }
 

@@ -2,6 +2,7 @@
 // and secret buy a one-hour bearer token that works wherever an API key does and dies
 // with its client.
 import { randomBytes } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import type { PrismaClient } from '../../generated/prisma/client.js';
 import type { Scope } from '../../generated/contract/routes.js';
 import { ApiError } from '../errors.js';
@@ -22,10 +23,16 @@ export interface AccessToken {
   token_type: 'Bearer';
 }
 
-const invalidClient = () =>
-  new ApiError('UNAUTHORIZED', 'Client authentication failed', { gatewayCode: 'invalid_client', headers: { 'WWW-Authenticate': 'Basic realm="oauth2"' } });
+/** RFC 6749 5.2: a 401 of the token endpoint says how to authenticate. */
+export const invalidClient = (message = 'Client authentication failed') =>
+  new ApiError('UNAUTHORIZED', message, { gatewayCode: 'invalid_client', headers: { 'WWW-Authenticate': 'Basic realm="oauth2"' } });
+
+/** How many clients this process remembers having warned about the deprecation. */
+const WARNED_CLIENTS_MAX = 10_000;
 
 export class OAuthService {
+  private readonly warned = new LRUCache<string, true>({ max: WARNED_CLIENTS_MAX });
+
   constructor(
     private readonly prisma: PrismaClient,
     private readonly bus: RevocationBus,
@@ -52,6 +59,16 @@ export class OAuthService {
       }),
     ]);
     return { access_token: token, expires_in: OAUTH_TOKEN_TTL_SECONDS, token_type: 'Bearer' };
+  }
+
+  /**
+   * True the first time this process sees `clientId` get a token: the deprecation warning
+   * is logged once per client, not once per token request.
+   */
+  firstTokenOf(clientId: string): boolean {
+    if (this.warned.has(clientId)) return false;
+    this.warned.set(clientId, true);
+    return true;
   }
 
   /** Revokes the client and every token it was issued. */

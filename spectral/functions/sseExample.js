@@ -1,20 +1,22 @@
-// A text/event-stream media type must carry a literal SSE text `example`:
-// blocks separated by a blank line, each with a `data:` line. Every `data:`
-// payload except `[DONE]` must be JSON valid against the media type's schema
-// (one event), and an `event:` name must equal the payload's `type`. Named
-// `examples` (their `value`) are literal SSE text too and are checked the same way.
+// A text/event-stream media type must carry literal SSE text in its named `examples` (their
+// `value`; an `example` is checked the same way): blocks separated by a blank line, each with
+// a `data:` line. Every `data:` payload except `[DONE]` must be JSON valid against the media
+// type's schema (one event), and an `event:` name must equal the payload's `type`.
 import { createRulesetFunction } from '@stoplight/spectral-core';
 import { schema as schemaFn } from '@stoplight/spectral-functions';
 
 export default createRulesetFunction(
   { input: { type: 'object' }, options: null },
   function sseExample(media, _opts, context) {
-    const path = [...context.path, 'example'];
-    if (typeof media.example !== 'string') {
-      return [{ message: 'text/event-stream needs a literal SSE text `example` (a string).', path }];
+    const results = [];
+    if (media.example !== undefined) {
+      const path = [...context.path, 'example'];
+      if (typeof media.example !== 'string') results.push({ message: 'A text/event-stream `example` must be literal SSE text (a string).', path });
+      else results.push(...checkSse(media, media.example, path, context));
     }
-    const results = checkSse(media, media.example, path, context);
-    for (const [name, example] of Object.entries(media.examples ?? {})) {
+    const named = Object.entries(media.examples ?? {});
+    if (named.length === 0) results.push({ message: 'text/event-stream needs named `examples` of literal SSE text.', path: context.path });
+    for (const [name, example] of named) {
       const at = [...context.path, 'examples', name, 'value'];
       if (typeof example?.value !== 'string') results.push({ message: `SSE example "${name}" needs a literal SSE text \`value\`.`, path: at });
       else results.push(...checkSse(media, example.value, at, context).map((r) => ({ ...r, message: `${name}: ${r.message}` })));

@@ -4,7 +4,8 @@
 // or a platform that stops answering is a finding; the run must have none. `npm run fuzz`
 // runs bigger campaigns.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { routesById, type OperationId } from '../../generated/contract/routes.js';
+import { routes, routesById, type OperationId } from '../../generated/contract/routes.js';
+import { defaultExample } from '../../scripts/codegen/contract.js';
 import { conformanceProblems, type ObservedResponse } from '../support/conformance.js';
 import { contractDocument } from '../support/contract.js';
 import { startFuzzTarget, type FuzzTarget } from '../support/fuzz/platform.js';
@@ -26,6 +27,12 @@ describe('contract fuzzing on PGlite', () => {
     const result = await runFuzz(target, { requests: 3_000, seed: SEED, concurrency: 4, timeoutMs: 10_000 });
     expect(result.sent).toBe(3_000);
     expect(result.findings.map(describeFinding)).toEqual([]);
+    // A campaign that never gets past validation, or never fails it, tests little: every
+    // operation must have succeeded and been refused as invalid at least once.
+    const seen = (operationId: OperationId) => [...(result.statuses.get(operationId)?.keys() ?? [])];
+    const unsucceeded = routes.filter((r) => !seen(r.operationId).some((s) => s.startsWith('2'))).map((r) => r.operationId);
+    const unrefused = routes.filter((r) => !seen(r.operationId).some((s) => s === '400' || s === '422')).map((r) => r.operationId);
+    expect({ unsucceeded, unrefused }).toEqual({ unsucceeded: [], unrefused: [] });
   }, 120_000);
 });
 
@@ -52,10 +59,10 @@ describe('conformanceProblems', () => {
   function exampleAnswer(operationId: OperationId, status: number): ObservedResponse {
     const route = routesById[operationId];
     const response = shared(contractDocument.paths[route.path][route.method].responses[String(status)], 'responses');
-    const body = response.content['application/json'].example;
+    const body = defaultExample(contractDocument, response.content['application/json']) as Json;
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     for (const [name, header] of Object.entries<Json>(response.headers ?? {})) headers[name.toLowerCase()] = String(shared(header, 'headers').example);
-    if (headers['x-trace-id']) headers['x-trace-id'] = body.trace_id;
+    if (headers['x-trace-id'] && body.trace_id) headers['x-trace-id'] = body.trace_id;
     return { status, headers, body: JSON.stringify(body) };
   }
   const rules = (problems: { rule: string; subject: string }[]) => problems.map((p) => `${p.rule} ${p.subject}`);
@@ -75,9 +82,31 @@ describe('conformanceProblems', () => {
     expect(problems.some((p) => p.startsWith('body '))).toBe(true);
   });
 
+  it('reports a field the contract does not declare, at any depth, and accepts every declared one', () => {
+    const answer = exampleAnswer('getKey', 404);
+    const body = JSON.parse(answer.body);
+    const sent = (value: unknown) => rules(conformanceProblems('getKey', { method: 'GET' }, { ...answer, body: JSON.stringify(value) }));
+    expect(sent({ ...body, debug: 'x' })).toContain('body  must NOT have unevaluated properties');
+    expect(sent({ ...body, error: { ...body.error, stack: 'x' } })).toContain('body /error must NOT have unevaluated properties');
+    const ok = exampleAnswer('getKey', 200);
+    expect(conformanceProblems('getKey', { method: 'GET' }, ok)).toEqual([]);
+  });
+
   it('checks every event of a stream against the event schema', () => {
     const body = 'data: {"object":"chat.completion.chunk"}\n\ndata: [DONE]\n\n';
     const problems = conformanceProblems('createGuardedChatCompletion', { method: 'POST' }, { status: 200, headers: { 'content-type': 'text/event-stream' }, body });
     expect(problems.map((p) => p.rule)).toContain('event');
+  });
+
+  it('reports an undeclared field in a stream event', () => {
+    const events = (defaultExample(contractDocument, shared(contractDocument.paths['/ai/v2/guarded/chat/completions'].post.responses['200'], 'responses').content['text/event-stream']) as string)
+      .split('\n\n')
+      .filter((e) => e.startsWith('data: {'));
+    const headers = { 'content-type': 'text/event-stream', 'x-trace-id': 'trc_0123456789abcdef0123456789abcdef' };
+    const check = (body: string) => conformanceProblems('createGuardedChatCompletion', { method: 'POST' }, { status: 200, headers, body });
+    expect(check(`${events.join('\n\n')}\n\ndata: [DONE]\n\n`)).toEqual([]);
+    const chunk = JSON.parse(events[1].slice(6));
+    chunk.choices[0].delta.internal = 'x';
+    expect(check(`data: ${JSON.stringify(chunk)}\n\n`).map((p) => p.subject)).toContain('/choices/0/delta must NOT have unevaluated properties');
   });
 });

@@ -382,6 +382,14 @@ describe('PATCH /engine/v2/items (patchItems)', () => {
     }
   });
 
+  it('echoes only the filter fields it applies', async () => {
+    const filter = JSON.parse(`{"tags":["none-${randomUUID()}"],"__proto__":"text","fuzz_extra":1}`);
+    const answer = await patchItems(orgA.publisherId, { filter, ops: [{ op: 'replace', field: 'evergreen', value: true }] });
+    expect(answer.status, answer.text).toBe(200);
+    expect(answer.body.filter_applied).toEqual({ tags: filter.tags });
+    expect(contractProblems('patchItems', 200, answer.body)).toEqual([]);
+  });
+
   it('answers 400 for an unknown publisher', async () => {
     expectDetailError('patchItems', await patchItems(randomUUID(), { ops: [{ op: 'replace', field: 'evergreen', value: true }] }), 400);
   });

@@ -1,74 +1,84 @@
-// What the error handler writes to the log: an expected answer (4xx, a stub's 501) is one
-// info line without a stack, a failure is an error with its cause, and caller input quoted
-// in a message is bounded.
-import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
-import express from 'express';
-import { describe, expect, it } from 'vitest';
+// One log line per request through the real platform: an error answer is the request line
+// with its error name and a bounded detail (info for a client error or a stub's 501, error
+// with the cause for a server failure), never a second line from the error handler.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../server/errors.js';
-import { errorHandler } from '../../server/http/error-handler.js';
-import { assignTraceId } from '../../server/http/trace.js';
-import { createLogger, logSafe } from '../../server/logging.js';
+import { logSafe } from '../../server/logging.js';
+import { logLinesOf, startTestPlatform, type TestPlatform } from '../support/platform.js';
 
 const INFO = 30;
 const ERROR = 50;
 
-/** The log lines the error handler writes for one request whose handler throws `error`. */
-async function logOf(error: unknown): Promise<{ status: number; body: any; lines: Record<string, any>[] }> {
-  const lines: Record<string, any>[] = [];
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-      done();
-    },
+let platform: TestPlatform;
+beforeAll(async () => {
+  platform = await startTestPlatform({}, {
+    admission: [
+      // Lets a test make listAgents fail the way a stub or a broken dependency would.
+      () => (req, _res, next) => {
+        const fail = req.headers['x-test-fail'];
+        if (fail === 'stub') throw new ApiError('NOT_IMPLEMENTED', 'listAgents is not implemented yet');
+        if (fail === 'crash') throw new Error('database on fire');
+        next();
+      },
+    ],
   });
-  const logger = createLogger('debug', sink);
-  const app = express();
-  app.use(assignTraceId);
-  app.use((req, _res, next) => {
-    req.log = logger;
-    next();
-  });
-  app.get('/', () => {
-    throw error;
-  });
-  app.use(errorHandler('api'));
-  const server = app.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  try {
-    const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
-    return { status: res.status, body: await res.json(), lines };
-  } finally {
-    await new Promise((resolve) => server.close(resolve));
-  }
-}
+});
+afterAll(() => platform?.close());
 
-describe('error handler logging', () => {
-  it('logs a stub\'s 501 once, at info, without a stack', async () => {
-    const { status, body, lines } = await logOf(new ApiError('NOT_IMPLEMENTED', 'searchCollection is not implemented yet'));
-    expect(status).toBe(501);
-    expect(body.trace_id).toMatch(/^trc_/);
+const linesOf = async (res: Response) => (await logLinesOf(platform, res)).map((line) => JSON.parse(line));
+
+describe('error logging', () => {
+  it('logs a client error once, at info, with its error name and no stack', async () => {
+    const res = await platform.mgmt('/api/v1/agents/5f0c2a9e-7b1d-4c3e-9a8f-1d2e3f4a5b6c');
+    expect(res.status).toBe(404);
+    const lines = await linesOf(res);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ level: INFO, msg: 'request completed', status: 404, error: 'NOT_FOUND', detail: expect.any(String) });
+    expect(JSON.stringify(lines[0])).not.toContain('stack');
+  });
+
+  it('logs a validation failure once, with a bounded and clean detail', async () => {
+    const input = `evil\n{"level":60}${'x'.repeat(100_000)}`;
+    const res = await platform.mgmt('/api/v1/agents', { method: 'POST', body: JSON.stringify({ name: input, nonsense: input }) });
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.status).toBeLessThan(500);
+    const lines = await linesOf(res);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ level: INFO, status: res.status, error: expect.any(String) });
+    expect(lines[0].detail.length).toBeLessThan(300);
+    expect(JSON.stringify(lines[0])).not.toContain('{"level":60}');
+  });
+
+  it("logs a stub's 501 once, at info, without a stack", async () => {
+    const res = await platform.mgmt('/api/v1/agents', { headers: { 'x-test-fail': 'stub' } });
+    expect(res.status).toBe(501);
+    expect((await res.clone().json()).trace_id).toMatch(/^trc_/);
+    const lines = await linesOf(res);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({ level: INFO, status: 501, error: 'NOT_IMPLEMENTED' });
     expect(JSON.stringify(lines[0])).not.toContain('stack');
   });
 
-  it('logs a client error once, at info, with a bounded and clean message', async () => {
-    const input = `evil\n{"level":60}${'x'.repeat(1_000_000)}`;
-    const { status, lines } = await logOf(new ApiError('NOT_FOUND', `No agent ${input}`));
-    expect(status).toBe(404);
+  it('logs a server failure once, at error, with its cause', async () => {
+    const res = await platform.mgmt('/api/v1/agents', { headers: { 'x-test-fail': 'crash' } });
+    expect(res.status).toBe(500);
+    const lines = await linesOf(res);
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ level: INFO, status: 404 });
-    expect(lines[0].msg.length).toBeLessThan(300);
-    expect(lines[0].msg).not.toContain('\n');
-    expect(JSON.stringify(lines[0])).not.toContain('stack');
+    expect(lines[0]).toMatchObject({
+      level: ERROR,
+      status: 500,
+      error: 'INTERNAL_ERROR',
+      err: { message: 'database on fire', stack: expect.stringContaining('database on fire') },
+    });
   });
 
-  it('logs a server failure at error, with its cause', async () => {
-    const { status, lines } = await logOf(new Error('database on fire'));
-    expect(status).toBe(500);
+  it('logs a success once, without error fields', async () => {
+    const res = await platform.mgmt('/api/v1/agents');
+    expect(res.status).toBe(200);
+    const lines = await linesOf(res);
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ level: ERROR, err: { message: 'database on fire', stack: expect.stringContaining('database on fire') } });
+    expect(lines[0]).toMatchObject({ level: INFO, msg: 'request completed', status: 200 });
+    expect(lines[0].error).toBeUndefined();
   });
 });
 

@@ -3,7 +3,6 @@
 // client that leaves stopping the producer.
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { routesById } from '../../generated/contract/routes.js';
 import { ApiError } from '../../server/errors.js';
@@ -23,7 +22,6 @@ async function serve(operationId: 'createGuardedChatCompletion' | 'createRespons
     await writeSse(res, events(), {
       framing: route.sse!,
       signal: controller.signal,
-      log: pino({ level: 'silent' }),
       errorEvent: (error, sequence) => streamErrorEvent(route, error, 'trc_0123456789abcdef0123456789abcdef', sequence),
     });
   });

@@ -62,7 +62,7 @@ describe('query strings', () => {
   });
 });
 
-describe('NUL in JSON strings', () => {
+describe('NUL and unpaired surrogates in JSON strings', () => {
   const createAgent = (raw: string) =>
     platform.mgmt('/api/v1/agents', { method: 'POST', body: raw, headers: { 'content-type': 'application/json' } });
 
@@ -77,6 +77,18 @@ describe('NUL in JSON strings', () => {
     expect(res.status).toBe(201);
     expect((await res.json()).data.name).toBe('a\\u0000b');
   });
+
+  // PostgreSQL stores UTF-8, which has no surrogates: a lone one was a 500 (P2007) on createResponseV1 and updateAgent.
+  it('refuses an unpaired surrogate escape as malformed JSON, and keeps a paired one', async () => {
+    for (const text of ['\\ud800', 'x\\udfffy', '\\ud800\\ud800', '\\udc00\\ud800']) {
+      const res = await createAgent(`{"name":"${text}"}`);
+      expect(res.status, text).toBe(400);
+      expect((await res.json()).error.message).toBe('Malformed JSON body: Strings must not contain unpaired surrogates (\\ud800-\\udfff)');
+    }
+    const paired = await createAgent('{"name":"praying \\ud83d\\ude4f"}');
+    expect(paired.status).toBe(201);
+    expect((await paired.json()).data.name).toBe('praying \u{1F64F}');
+  });
 });
 
 describe('what the fuzzer found', () => {
@@ -85,6 +97,14 @@ describe('what the fuzzer found', () => {
       const res = await platform.mgmt(`/api/v1/keys?limit=${limit}`);
       expect(res.status).toBe(422);
       expect((await res.json()).error.details[0]).toMatchObject({ loc: ['query', 'limit'], type: 'finite_number' });
+    }
+  });
+
+  it('refuses more passages than the contract allows with 422, not a database overflow', async () => {
+    for (const path of ['/ai/v1/data/affiliates/referenced-items', '/ai/v1/data/items/recommendations/base']) {
+      const res = await platform.api(path, { method: 'POST', body: '{"query":"rest","collection":"GlooProd","tenant":"default","max_snippet_count_overall":123456789012345678901234567890}' });
+      expect(res.status, path).toBe(422);
+      expect((await res.json()).detail[0]).toMatchObject({ loc: ['body', 'max_snippet_count_overall'], type: 'less_than_equal' });
     }
   });
 
@@ -106,5 +126,28 @@ describe('what the fuzzer found', () => {
     expect(message.status).toBe(400);
     expect(message.headers.get('deprecation')).toBeTruthy();
     expect(await message.json()).toHaveProperty('detail');
+  });
+});
+
+describe('parameters with NUL', () => {
+  const upload = () => {
+    const form = new FormData();
+    form.set('publisher_id', platform.bootstrap!.publisherId);
+    form.append('files', new Blob(['Grace and peace.'], { type: 'text/plain' }), 'grace.txt');
+    return form;
+  };
+
+  it('are refused as invalid (422) before they reach the database', async () => {
+    const asked = [
+      await platform.api('/ingestion/v2/files?producer_id=%00', { method: 'POST', body: upload() }),
+      await platform.api('/ai/v1/chat?chat_id=a%00b'),
+      await platform.api('/ai/v1/message?message_id=%00', { method: 'DELETE' }),
+    ];
+    for (const res of asked) {
+      expect(res.status, res.url).toBe(422);
+      const body = await res.json();
+      expect(body.detail[0]).toMatchObject({ loc: ['query', expect.any(String)], msg: 'Must not contain NUL characters' });
+      expect(body.trace_id).toMatch(/^trc_/);
+    }
   });
 });

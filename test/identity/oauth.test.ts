@@ -1,10 +1,11 @@
 // Deprecated OAuth 2.0 client credentials: a token that works like a key, expires, dies
 // with its client, and deprecation headers on every answer.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { hashSecret } from '../../server/identity/credentials.js';
 import type { OAuthClientCredentials } from '../../server/identity/oauth.js';
+import { conformanceProblems } from '../support/conformance.js';
 import { contractProblems } from '../support/contract.js';
-import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+import { logLinesOf, startTestPlatform, type TestPlatform } from '../support/platform.js';
 
 let platform: TestPlatform;
 let client: OAuthClientCredentials;
@@ -19,6 +20,13 @@ function requestToken(form: Record<string, string>, basic?: OAuthClientCredentia
   const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
   if (basic) headers.authorization = `Basic ${Buffer.from(`${basic.clientId}:${basic.clientSecret}`).toString('base64')}`;
   return platform.api('/oauth2/token', { method: 'POST', key: null, headers, body: new URLSearchParams(form).toString() });
+}
+
+/** Response headers as the conformance check takes them (lower-case names). */
+function headersOf(res: Response): Record<string, string> {
+  const headers: Record<string, string> = {};
+  res.headers.forEach((value, name) => (headers[name] = value));
+  return headers;
 }
 
 function expectDeprecationHeaders(res: Response) {
@@ -65,6 +73,8 @@ describe('POST /oauth2/token', () => {
     });
     expect(garbled.status).toBe(401);
     expect((await garbled.json()).error).toBe('invalid_client');
+    // RFC 6749 5.2: every 401 of the token endpoint says how to authenticate, as the contract declares.
+    for (const res of [wrong, garbled]) expect(res.headers.get('www-authenticate')).toBe('Basic realm="oauth2"');
 
     const missing = await requestToken({ grant_type: 'client_credentials' });
     expect(missing.status).toBe(400);
@@ -75,6 +85,22 @@ describe('POST /oauth2/token', () => {
     const noGrantBody = await noGrant.json();
     expect(noGrantBody.error).toBe('invalid_request');
     expect(contractProblems('createOAuthToken', 400, noGrantBody)).toEqual([]);
+  });
+
+  it('answers every status the contract declares for it, headers and body included', async () => {
+    const answers = [
+      await requestToken({ grant_type: 'client_credentials' }, client),
+      await requestToken({ grant_type: 'client_credentials' }, { ...client, clientSecret: 'nope' }),
+      await requestToken({ grant_type: 'password' }, client),
+    ];
+    // A failing database: the 500 in the OAuth error shape, `server_error`.
+    const failing = vi.spyOn(platform.services.identity.oauth, 'issueToken').mockRejectedValueOnce(new Error('database down'));
+    answers.push(await requestToken({ grant_type: 'client_credentials' }, client));
+    failing.mockRestore();
+    const observed = await Promise.all(answers.map(async (res) => ({ status: res.status, headers: headersOf(res), body: await res.text() })));
+    expect(observed.map((o) => o.status)).toEqual([200, 401, 400, 500]);
+    expect(JSON.parse(observed[3].body)).toMatchObject({ error: 'server_error', trace_id: expect.any(String) });
+    for (const answer of observed) expect(conformanceProblems('createOAuthToken', { method: 'POST' }, answer)).toEqual([]);
   });
 
   it('tokens expire', async () => {
@@ -111,19 +137,33 @@ describe('POST /oauth2/token', () => {
     }
   });
 
-  it('logs only a short, clean prefix of what the caller sent', async () => {
+  it('logs a failed request once, with only a short, clean prefix of what the caller sent', async () => {
     const huge = `${'x'.repeat(100)}\nforged log line${'y'.repeat(1_000_000)}`;
-    const before = platform.logs.length;
-    const res = await requestToken({ grant_type: 'client_credentials', client_id: huge, client_secret: 'nope' });
-    expect(res.status).toBe(401);
-    const grant = await requestToken({ grant_type: huge }, client);
-    expect(grant.status).toBe(400);
-    const lines = platform.logs.slice(before);
-    expect(lines.some((line) => line.includes('deprecated OAuth client credentials used'))).toBe(true);
-    for (const line of lines) {
-      expect(line.length).toBeLessThan(2000);
-      expect(line).not.toContain('forged log line');
+    const failures = [
+      await requestToken({ grant_type: 'client_credentials', client_id: huge, client_secret: 'nope' }),
+      await requestToken({ grant_type: huge }, client),
+      await requestToken({ grant_type: 'client_credentials' }, { ...client, clientSecret: 'nope' }),
+    ];
+    expect(failures.map((res) => res.status)).toEqual([401, 400, 401]);
+    for (const res of failures) {
+      const lines = await logLinesOf(platform, res);
+      // The request line alone: no deprecation warning for credentials that did not authenticate.
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).not.toContain('deprecated OAuth');
+      expect(lines[0].length).toBeLessThan(2000);
+      expect(lines[0]).not.toContain('forged log line');
     }
+  });
+
+  it('warns about the deprecation once per client, on its first token', async () => {
+    const org = await platform.services.identity.organizations.findOrganization('default');
+    const fresh = await platform.services.identity.oauth.createClient(org.id, ['agents:read']);
+    const first = await logLinesOf(platform, await requestToken({ grant_type: 'client_credentials' }, fresh));
+    expect(first).toHaveLength(2);
+    expect(JSON.parse(first.find((line) => line.includes('deprecated OAuth'))!)).toMatchObject({ level: 40, clientId: fresh.clientId });
+    const second = await logLinesOf(platform, await requestToken({ grant_type: 'client_credentials' }, fresh));
+    expect(second).toHaveLength(1);
+    expect(second[0]).toContain('request completed');
   });
 
   it('keeps client secrets and tokens out of the logs', async () => {

@@ -49,6 +49,15 @@ describe('agents', () => {
     expect(contractProblems('getAgent', 404, body)).toEqual([]);
   });
 
+  it('keep only the declared fields of a model choice, and answer only declared fields', async () => {
+    const agent = await create('Extra', { model: { mode: 'auto_routing', constructor: -1, note: 'x' } });
+    expect(agent.model).toEqual({ mode: 'auto_routing' });
+    const updated = await send(`/api/v1/agents/${agent.id}`, 'PATCH', { model: { mode: 'model_family', model_family: 'local', debug: true } });
+    const body = await updated.json();
+    expect(body.data.model).toEqual({ mode: 'model_family', model_family: 'local' });
+    expect(contractProblems('updateAgent', 200, body)).toEqual([]);
+  });
+
   it('defaults to auto-routing and rejects inconsistent model choices with 422', async () => {
     expect((await create('Defaults')).model).toEqual({ mode: 'auto_routing' });
     const res = await send('/api/v1/agents', 'POST', { name: 'Broken', model: { mode: 'model' } });

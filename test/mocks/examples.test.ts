@@ -1,12 +1,10 @@
-// Named examples on request (issue 9): `Prefer: example=<name>` (with or without `code=`)
-// answers any named example of the contract, and streams a named SSE example event by event.
-// openapi.yaml gains its named `examples` maps over time; this file serves a copy of it with
-// a few of them added, so it does not depend on which ones exist today.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// Named examples of the real openapi.yaml (issue 9): every failure a frontend must handle
+// that mocks/README.md documents is declared on each operation it applies to, and the mock
+// serves them on request (`Prefer: example=<name>`, with or without `code=`), streaming the
+// named SSE ones event by event.
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { routesById, type OperationId } from '../../generated/contract/routes.js';
+import { routes, routesById, type OperationId, type RouteDefinition } from '../../generated/contract/routes.js';
 import { startMock, type RunningMock } from '../../mocks/serve.js';
 import { deref } from '../../scripts/codegen/contract.js';
 import { Platform, SpendingLimitExceededError } from '../../sdk/src/index.js';
@@ -15,66 +13,101 @@ import { contractDocument } from '../support/contract.js';
 type Json = Record<string, any>;
 const STREAM_DELAY_MS = 20;
 const TRACE_ID = /^trc_[0-9a-f]{32}$/;
-const STREAM_TRACE = 'trc_0123456789abcdef0123456789abcdef';
 
-const chunk = (delta: Json, finish: string | null, extra: Json = {}) =>
-  `data: ${JSON.stringify({ id: 'chatcmpl-fixture', object: 'chat.completion.chunk', created: 1735689600, model: 'gloo-openai-gpt-5-mini', choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`;
-const aiError = (code: number, name: string, message: string, trace: string) => ({
-  error: { code, name, message, retryable: false, category: 'client', description: message },
-  trace_id: trace,
-});
-
-const FIXTURE = {
-  quota_exceeded: aiError(1019, 'QUOTA_EXCEEDED', 'The monthly quota of the key is used up.', 'trc_01JDQFIXTURE0000000000000001'),
-  guardrail_blocked: aiError(1015, 'GUARDRAIL_BLOCKED', 'The request was blocked by a guardrail.', 'trc_01JDQFIXTURE0000000000000002'),
-  in_stream_error:
-    chunk({ role: 'assistant', content: 'Hope is' }, null) +
-    chunk({}, 'error', { error: { code: 2009, name: 'CONNECTION_DROPPED', message: 'The provider connection dropped.', retryable: true }, trace_id: STREAM_TRACE }) +
-    'data: [DONE]\n\n',
-  content_filter_end: chunk({ role: 'assistant', content: 'I cannot' }, null) + chunk({}, 'content_filter') + 'data: [DONE]\n\n',
-  response_failed:
-    'event: response.created\ndata: {"type":"response.created","sequence_number":0,"response":{"id":"resp_f","status":"in_progress"}}\n\n' +
-    'event: response.failed\ndata: {"type":"response.failed","sequence_number":1,"response":{"id":"resp_f","status":"failed","error":{"code":"server_error","message":"The provider failed."}}}\n\n',
-};
-
-/** Replaces the operation's (status, media type) `example` by an `examples` map: `ok` (the old example) first, then `extra`. */
-function addExamples(doc: Json, operationId: OperationId, status: number, mediaType: string, extra: Record<string, unknown>) {
-  const route = routesById[operationId];
-  const responses = doc.paths[route.path][route.method].responses;
-  const response = structuredClone(deref(doc, responses[String(status)])); // inlined: the shared component stays as it is
-  const media = response.content[mediaType];
-  const ok = media.example ?? deref(doc, Object.values<Json>(media.examples ?? {})[0] ?? {}).value;
-  delete media.example;
-  media.examples = { ok: { value: ok }, ...media.examples, ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [k, { summary: k, value: v }])) };
-  responses[String(status)] = response;
+/** Every named example of the operation, as `<name>` -> [status, media type, value]. */
+function namedExamples(route: RouteDefinition): Map<string, { status: number; mediaType: string; value: unknown }[]> {
+  const found = new Map<string, { status: number; mediaType: string; value: unknown }[]>();
+  for (const [status, response] of Object.entries<Json>(contractDocument.paths[route.path][route.method].responses)) {
+    for (const [mediaType, media] of Object.entries<Json>(deref(contractDocument, response).content ?? {})) {
+      for (const [name, example] of Object.entries<Json>(media.examples ?? {})) {
+        found.set(name, [...(found.get(name) ?? []), { status: Number(status), mediaType, value: deref(contractDocument, example).value }]);
+      }
+    }
+  }
+  return found;
 }
 
-let mock: RunningMock;
-let dir: string;
-beforeAll(async () => {
-  const doc = structuredClone(contractDocument);
-  addExamples(doc, 'createGuardedChatCompletion', 429, 'application/json', { quota_exceeded: FIXTURE.quota_exceeded });
-  addExamples(doc, 'createGuardedChatCompletion', 403, 'application/json', { guardrail_blocked: FIXTURE.guardrail_blocked });
-  addExamples(doc, 'createGuardedChatCompletion', 200, 'text/event-stream', {
-    in_stream_error: FIXTURE.in_stream_error,
-    content_filter_end: FIXTURE.content_filter_end,
+const example = (operationId: OperationId, name: string, mediaType = 'application/json') =>
+  namedExamples(routesById[operationId]).get(name)!.find((e) => e.mediaType === mediaType)!.value;
+
+/** Operations that can answer with the guardrail (guarded mode: chat, responses, grounded and the Chat API). */
+const GUARDED: OperationId[] = [
+  'createGuardedChatCompletion',
+  'createGroundedChatCompletion',
+  'createCodingChatCompletion',
+  'createChatCompletionAlias',
+  'createGroundedChatCompletionAlias',
+  'createResponse',
+  'createResponseAlias',
+  'createGroundedResponse',
+  'sendChatMessage',
+];
+const CHAT_STREAMS = routes.filter((r) => r.sse === 'data');
+const RESPONSE_STREAMS = routes.filter((r) => r.sse === 'named');
+const COMPLETIONS = routes.filter((r) => r.sse);
+const EMBEDDINGS = routes.filter((r) => r.operationId.startsWith('createEmbeddings'));
+
+/**
+ * Where each documented failure must be declared: [status, operations]. A name the README
+ * documents with no entry here fails the test, so the two cannot drift apart.
+ */
+const WHERE: Record<string, [number, RouteDefinition[]]> = {
+  spending_limit_exceeded: [429, COMPLETIONS],
+  quota_exceeded: [429, [...COMPLETIONS, ...EMBEDDINGS]],
+  insufficient_credit: [402, [...COMPLETIONS, ...EMBEDDINGS].filter((r) => r.operationId !== 'createCodingChatCompletion')],
+  no_plan: [402, [routesById.createCodingChatCompletion]],
+  gc_allowance_exhausted: [402, [routesById.createCodingChatCompletion]],
+  guardrail_blocked: [403, GUARDED.map((id) => routesById[id])],
+  content_filtered: [422, COMPLETIONS],
+  context_window_exceeded: [400, [...COMPLETIONS, ...EMBEDDINGS]],
+  unsupported_model: [400, COMPLETIONS],
+  in_stream_error: [200, CHAT_STREAMS],
+  in_stream_rate_limit: [200, CHAT_STREAMS],
+  in_stream_bad_request: [200, CHAT_STREAMS],
+  content_filter_end: [200, CHAT_STREAMS],
+  response_failed: [200, RESPONSE_STREAMS],
+};
+
+describe('named failure examples of openapi.yaml', () => {
+  const readme = readFileSync(new URL('../../mocks/README.md', import.meta.url), 'utf8');
+  const documented = [...new Set([...readme.matchAll(/example=([a-z_]+)/g)].map((m) => m[1]))];
+
+  it('has a rule here for every name mocks/README.md documents', () => {
+    expect(documented.length).toBeGreaterThan(10);
+    expect(documented.filter((name) => !(name in WHERE))).toEqual([]);
   });
-  addExamples(doc, 'createResponse', 200, 'text/event-stream', { response_failed: FIXTURE.response_failed });
-  // Components may hold named examples too (`$ref: '#/components/examples/...'`).
-  doc.components.examples = { ...doc.components.examples, spending_limit_exceeded: { value: deref(doc, deref(doc, doc.components.responses.AITooManyRequests).content['application/json']).example } };
-  const route = routesById.createGuardedChatCompletion;
-  doc.paths[route.path][route.method].responses['429'].content['application/json'].examples.spending_limit_exceeded = { $ref: '#/components/examples/spending_limit_exceeded' };
-  dir = mkdtempSync(join(tmpdir(), 'mock-fixture-'));
-  writeFileSync(join(dir, 'openapi.json'), JSON.stringify(doc));
-  mock = await startMock({ port: 0, streamDelayMs: STREAM_DELAY_MS, contract: join(dir, 'openapi.json') });
-}, 60_000);
-afterAll(async () => {
-  await mock?.close();
-  rmSync(dir, { recursive: true, force: true });
+
+  it('declares each documented failure on every operation it applies to', () => {
+    const missing: string[] = [];
+    for (const name of documented) {
+      const [status, operations] = WHERE[name];
+      for (const route of operations) {
+        if (!namedExamples(route).get(name)?.some((e) => e.status === status)) missing.push(`${route.operationId} ${status} ${name}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it('declares guardrail_blocked on no operation that runs without the guardrail (embeddings, the direct v1 routes, data)', () => {
+    const elsewhere = routes.filter((r) => !GUARDED.includes(r.operationId) && namedExamples(r).has('guardrail_blocked')).map((r) => r.operationId);
+    expect(elsewhere).toEqual([]);
+  });
+
+  it('has the in-stream errors the spec names: RATE_LIMIT 2004 (retryable) and one not retryable', () => {
+    const errorOf = (sse: string) => JSON.parse(sse.split('\n').filter((l) => l.includes('"finish_reason":"error"'))[0].slice(6)).error;
+    expect(errorOf(example('createGuardedChatCompletion', 'in_stream_rate_limit', 'text/event-stream') as string)).toMatchObject({ code: 2004, name: 'RATE_LIMIT', retryable: true });
+    expect(errorOf(example('createGuardedChatCompletion', 'in_stream_bad_request', 'text/event-stream') as string)).toMatchObject({ retryable: false });
+  });
 });
 
-const GUARDED = routesById.createGuardedChatCompletion.path;
-const RESPONSES = routesById.createResponse.path;
+let mock: RunningMock;
+beforeAll(async () => {
+  mock = await startMock({ port: 0, streamDelayMs: STREAM_DELAY_MS });
+}, 60_000);
+afterAll(() => mock?.close());
+
+const GUARDED_PATH = routesById.createGuardedChatCompletion.path;
+const RESPONSES_PATH = routesById.createResponse.path;
 const ASK = { messages: [{ role: 'user', content: 'What is hope?' }], auto_routing: true };
 
 async function post(path: string, body: unknown, headers: Record<string, string> = {}) {
@@ -95,17 +128,17 @@ async function chunks(res: Response) {
 
 describe('Prefer: example=<name> on JSON answers', () => {
   it('combines with code=STATUS', async () => {
-    const res = await post(GUARDED, ASK, { Prefer: 'code=429, example=quota_exceeded' });
+    const res = await post(GUARDED_PATH, ASK, { Prefer: 'code=429, example=quota_exceeded' });
     expect(res.status).toBe(429);
     const body = await res.json();
-    expect(body).toEqual(FIXTURE.quota_exceeded);
+    expect(body).toEqual(example('createGuardedChatCompletion', 'quota_exceeded'));
     expect(res.headers.get('x-trace-id')).toBe(body.trace_id);
   });
 
   it('finds the status by itself when only example= is sent', async () => {
-    const res = await post(GUARDED, ASK, { Prefer: 'example=guardrail_blocked' });
+    const res = await post(GUARDED_PATH, ASK, { Prefer: 'example=guardrail_blocked' });
     expect(res.status).toBe(403);
-    expect(await res.json()).toEqual(FIXTURE.guardrail_blocked);
+    expect(await res.json()).toEqual(example('createGuardedChatCompletion', 'guardrail_blocked'));
   });
 
   it('serves a named example that is a components/examples $ref, as the SDK error it stands for', async () => {
@@ -117,13 +150,13 @@ describe('Prefer: example=<name> on JSON answers', () => {
   });
 
   it('answers the `ok` (first) example when nothing is preferred', async () => {
-    const res = await post(GUARDED, ASK);
+    const res = await post(GUARDED_PATH, ASK);
     expect(res.status).toBe(200);
-    expect((await res.json()).object).toBe('chat.completion');
+    expect(await res.json()).toEqual(example('createGuardedChatCompletion', 'ok'));
   });
 
-  it('refuses an unknown name with the operation\'s error shape, a trace id and the known names', async () => {
-    const res = await post(GUARDED, ASK, { Prefer: 'example=nope' });
+  it("refuses an unknown name with the operation's error shape, a trace id and the known names", async () => {
+    const res = await post(GUARDED_PATH, ASK, { Prefer: 'example=nope' });
     expect(res.status).toBe(404);
     const body = await res.json();
     expect(body.trace_id).toMatch(TRACE_ID);
@@ -132,52 +165,54 @@ describe('Prefer: example=<name> on JSON answers', () => {
   });
 
   it('says so when a streaming example is asked for without streaming', async () => {
-    const res = await post(GUARDED, ASK, { Prefer: 'example=in_stream_error' });
+    const res = await post(GUARDED_PATH, ASK, { Prefer: 'example=in_stream_error' });
     expect(res.status).toBe(400);
     expect((await res.json()).error.message).toContain('"stream": true');
   });
 });
 
 describe('Prefer: example=<name> on streams', () => {
-  it('streams the named in-stream error event by event, with the event\'s trace id as X-Trace-Id', async () => {
-    const res = await post(GUARDED, { ...ASK, stream: true }, { Prefer: 'example=in_stream_error' });
+  it("streams the named in-stream error event by event, with the event's trace id as X-Trace-Id", async () => {
+    const expected = example('createGuardedChatCompletion', 'in_stream_error', 'text/event-stream') as string;
+    const res = await post(GUARDED_PATH, { ...ASK, stream: true }, { Prefer: 'example=in_stream_error' });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/event-stream');
-    expect(res.headers.get('x-trace-id')).toBe(STREAM_TRACE);
+    expect(res.headers.get('x-trace-id')).toBe(/"trace_id":"(trc_[^"]+)"/.exec(expected)![1]);
     const received = await chunks(res);
-    expect(received.map((c) => c.text).join('')).toBe(FIXTURE.in_stream_error);
+    expect(received.map((c) => c.text).join('')).toBe(expected);
     expect(received.length).toBeGreaterThanOrEqual(3);
-    expect(received.at(-1)!.at - received[0].at).toBeGreaterThanOrEqual(2 * STREAM_DELAY_MS * 0.8);
+    // Paced, not sent at once: two pauses between three events (half of that, for a loaded machine).
+    expect(received.at(-1)!.at - received[0].at).toBeGreaterThanOrEqual(STREAM_DELAY_MS);
   });
 
-  it('streams the named content-filter end on Accept: text/event-stream, with code=200', async () => {
-    const res = await post(GUARDED, ASK, { Accept: 'text/event-stream', Prefer: 'code=200, example=content_filter_end' });
-    expect(res.status).toBe(200);
-    expect(await res.text()).toBe(FIXTURE.content_filter_end);
+  it('streams the in-stream rate limit and the content-filter end on Accept: text/event-stream, with code=200', async () => {
+    for (const name of ['in_stream_rate_limit', 'content_filter_end']) {
+      const res = await post(GUARDED_PATH, ASK, { Accept: 'text/event-stream', Prefer: `code=200, example=${name}` });
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe(example('createGuardedChatCompletion', name, 'text/event-stream'));
+    }
   });
 
   it('streams a named Responses failure as named events', async () => {
-    const res = await post(RESPONSES, { auto_routing: true, input: 'Define grace.', stream: true }, { Prefer: 'example=response_failed' });
+    const res = await post(RESPONSES_PATH, { auto_routing: true, input: 'Define grace.', stream: true }, { Prefer: 'example=response_failed' });
     expect(res.status).toBe(200);
-    expect(await res.text()).toBe(FIXTURE.response_failed);
+    expect(await res.text()).toBe(example('createResponse', 'response_failed', 'text/event-stream'));
   });
 
   it('streams the `ok` example by default', async () => {
-    const res = await post(GUARDED, { ...ASK, stream: true });
-    const text = await res.text();
-    expect(text).toContain('"finish_reason":"stop"');
-    expect(text).not.toContain('"finish_reason":"error"');
+    const res = await post(GUARDED_PATH, { ...ASK, stream: true });
+    expect(await res.text()).toBe(example('createGuardedChatCompletion', 'ok', 'text/event-stream'));
   });
 
   it('answers a named error example of a stream request as JSON, before any stream', async () => {
-    const res = await post(GUARDED, { ...ASK, stream: true }, { Prefer: 'example=quota_exceeded' });
+    const res = await post(GUARDED_PATH, { ...ASK, stream: true }, { Prefer: 'example=quota_exceeded' });
     expect(res.status).toBe(429);
     expect(res.headers.get('content-type')).toContain('application/json');
-    expect(await res.json()).toEqual(FIXTURE.quota_exceeded);
+    expect(await res.json()).toEqual(example('createGuardedChatCompletion', 'quota_exceeded'));
   });
 
   it('still validates the request before streaming a named example', async () => {
-    const res = await post(GUARDED, { auto_routing: true, stream: true }, { Prefer: 'example=in_stream_error' });
+    const res = await post(GUARDED_PATH, { auto_routing: true, stream: true }, { Prefer: 'example=in_stream_error' });
     expect(res.status).toBe(422);
     expect((await res.json()).trace_id).toMatch(TRACE_ID);
   });

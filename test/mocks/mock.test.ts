@@ -5,7 +5,7 @@ import { createClient, createConfig } from '../../generated/client/client/index.
 import { PlatformApi } from '../../generated/client/index.js';
 import { routes, routesById, type OperationId, type RouteDefinition } from '../../generated/contract/routes.js';
 import { startMock, type RunningMock } from '../../mocks/serve.js';
-import { deref } from '../../scripts/codegen/contract.js';
+import { defaultExample, deref } from '../../scripts/codegen/contract.js';
 import { Platform } from '../../sdk/src/index.js';
 import { contractDocument, contractProblems } from '../support/contract.js';
 import { sampleRequest } from '../support/requests.js';
@@ -37,8 +37,7 @@ const call = (api: PlatformApi, id: OperationId, options: Json) => (api as unkno
 const resolve = (node: Json): Json => deref(contractDocument, node);
 const declaredResponse = (route: RouteDefinition, status: number) =>
   resolve(contractDocument.paths[route.path][route.method].responses[String(status)]);
-/** A media type's default example: its `example`, else the first of its named `examples` (as Prism picks). */
-const defaultExample = (media: Json): any => media.example ?? resolve(Object.values<Json>(media.examples ?? {})[0] ?? {}).value;
+const defaultExampleOf = (media: Json): any => defaultExample(contractDocument, media);
 const TRACE_ID = /^trc_[0-9a-f]{32}$/;
 
 /** The generated SDK's options (path, query, body) for the contract-valid request test/support samples. */
@@ -87,7 +86,7 @@ describe.each(routes.map((r) => [`${r.method.toUpperCase()} ${r.path} (${r.opera
     expect(response.headers.get('sl-violations')).toBeNull();
     const declared = declaredResponse(route, route.successStatus);
     // JSON answers, or text for the Prometheus metrics.
-    expect(data).toEqual(defaultExample(declared.content['application/json'] ?? declared.content['text/plain']));
+    expect(data).toEqual(defaultExampleOf(declared.content['application/json'] ?? declared.content['text/plain']));
     for (const [name, header] of Object.entries<Json>(declared.headers ?? {})) {
       const { example } = resolve(header);
       if (example !== undefined) expect(response.headers.get(name), name).toBe(String(example));
@@ -116,7 +115,7 @@ function parseSse(text: string): Array<{ event?: string; data: string }> {
       return event ? { event, data } : { data };
     });
 }
-const sseExample = (route: RouteDefinition): string => defaultExample(declaredResponse(route, 200).content['text/event-stream']);
+const sseExample = (route: RouteDefinition): string => defaultExampleOf(declaredResponse(route, 200).content['text/event-stream']);
 
 /** Streams one operation through the SDK; checks the events come one by one and match the contract's example. */
 async function streamThroughSdk(id: OperationId, options: Json) {
@@ -170,7 +169,7 @@ describe('streaming', () => {
     const { error, response } = await call(sdk(null), 'createResponse', { body: { ...sdkOptions(route).body, stream: true } });
     expect(response.status).toBe(401);
     expect(response.headers.get('content-type')).toContain('application/json');
-    expect(error).toEqual(defaultExample(declaredResponse(route, 401).content['application/json']));
+    expect(error).toEqual(defaultExampleOf(declaredResponse(route, 401).content['application/json']));
   });
 
   it('validates a stream request before streaming (422 for a body without messages)', async () => {
@@ -184,21 +183,21 @@ describe('Prism behaviour through the front server', () => {
     const route = routesById.listModels;
     const { error, response } = await call(sdk(null), 'listModels', {});
     expect(response.status).toBe(401);
-    expect(error).toEqual(defaultExample(declaredResponse(route, 401).content['application/json']));
+    expect(error).toEqual(defaultExampleOf(declaredResponse(route, 401).content['application/json']));
   });
 
   it('answers a management call without Authorization with the management 401', async () => {
     const route = routesById.listKeys;
     const { error, response } = await call(sdk(null), 'listKeys', {});
     expect(response.status).toBe(401);
-    expect(error).toEqual(defaultExample(declaredResponse(route, 401).content['application/json']));
+    expect(error).toEqual(defaultExampleOf(declaredResponse(route, 401).content['application/json']));
   });
 
   it('passes Prefer: code=404 through to pick a declared error example', async () => {
     const route = routesById.getItem;
     const { error, response } = await call(sdk(), 'getItem', { ...sdkOptions(route), headers: { Prefer: 'code=404' } });
     expect(response.status).toBe(404);
-    expect(error).toEqual(defaultExample(declaredResponse(route, 404).content['application/json']));
+    expect(error).toEqual(defaultExampleOf(declaredResponse(route, 404).content['application/json']));
   });
 
   it('answers an undeclared path with 404', async () => {
@@ -282,7 +281,7 @@ describe('trace ids on the mock\'s own errors (issue 9)', () => {
   it('keeps a contract error example unchanged and sends its trace id as X-Trace-Id', async () => {
     const route = routesById.getItem;
     const { res, json } = await raw(sampleRequest(route).path, { headers: { Prefer: 'code=404' } });
-    expect(json).toEqual(defaultExample(declaredResponse(route, 404).content['application/json']));
+    expect(json).toEqual(defaultExampleOf(declaredResponse(route, 404).content['application/json']));
     expect(res.headers.get('x-trace-id')).toBe(json.trace_id);
   });
 
@@ -343,7 +342,7 @@ describe('uploads (issue 9)', () => {
     const res = await upload('# Sabbath rest\n\nSee [notes](https://example.org/a?b=c&d=e) — rest, (received) #1!\n', 'sabbath.md', 'text/markdown');
     expect(res.headers.get('sl-violations')).toBeNull();
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual(defaultExample(declaredResponse(routesById.ingestFiles, 200).content['application/json']));
+    expect(await res.json()).toEqual(defaultExampleOf(declaredResponse(routesById.ingestFiles, 200).content['application/json']));
   });
 
   it('accepts a Markdown file through the SDK, with a second file', async () => {
@@ -381,13 +380,47 @@ describe('Prism errors without a trace id (issue 9)', () => {
 });
 
 describe('Retry-After (issue 9)', () => {
-  it('sends no Retry-After with a non-retryable 429 example (spending limit), as the contract says', async () => {
-    const { res, json } = await raw(routesById.createGuardedChatCompletion.path, {
+  /** Every (operation, 429 response) whose 429 can be SPENDING_LIMIT_EXCEEDED (1005). */
+  const spendingLimit429s = routes.flatMap((route) => {
+    const response = contractDocument.paths[route.path][route.method].responses['429'];
+    if (!response) return [];
+    const resolved = resolve(response);
+    const named = Object.values<Json>(resolved.content['application/json'].examples).map((e) => resolve(e).value);
+    return named.some((v) => (v.error?.name ?? v.detail?.name ?? JSON.stringify(v)).includes('SPENDING_LIMIT_EXCEEDED')) ? [{ route, resolved }] : [];
+  });
+
+  it('a 429 that can be the spending limit has a retryable default example and no mandatory Retry-After', () => {
+    expect(spendingLimit429s.length).toBeGreaterThan(10);
+    for (const { route, resolved } of spendingLimit429s) {
+      const body = defaultExampleOf(resolved.content['application/json']);
+      expect(JSON.stringify(body), route.operationId).not.toContain('SPENDING_LIMIT_EXCEEDED');
+      if (body.error?.retryable !== undefined) expect(body.error.retryable, route.operationId).toBe(true);
+      const retryAfter = resolved.headers?.['Retry-After'];
+      if (retryAfter) expect(resolve(retryAfter).required ?? false, route.operationId).toBe(false);
+    }
+  });
+
+  it("plain Prism's default 429 is the retryable one, so the Retry-After it always sends is true", async () => {
+    const route = routesById.createGuardedChatCompletion;
+    const res = await fetch(`${mock.prismUrl}${route.path}`, {
       method: 'POST',
-      body: sdkOptions(routesById.createGuardedChatCompletion).body,
-      headers: { Prefer: 'code=429' },
+      headers: { Authorization: 'Bearer sk_test', 'Content-Type': 'application/json', Prefer: 'code=429' },
+      body: JSON.stringify(sdkOptions(route).body),
     });
     expect(res.status).toBe(429);
-    expect(res.headers.get('retry-after') === null).toBe(json.error.retryable === false);
+    expect((await res.json()).error).toMatchObject({ name: 'QUOTA_EXCEEDED', retryable: true });
+    expect(res.headers.get('retry-after')).not.toBeNull();
+  });
+
+  it('sends no Retry-After with the non-retryable spending limit, and one with the default quota answer', async () => {
+    const ask = (prefer: string) =>
+      raw(routesById.createGuardedChatCompletion.path, { method: 'POST', body: sdkOptions(routesById.createGuardedChatCompletion).body, headers: { Prefer: prefer } });
+    const spending = await ask('code=429, example=spending_limit_exceeded');
+    expect(spending.res.status).toBe(429);
+    expect(spending.json.error).toMatchObject({ name: 'SPENDING_LIMIT_EXCEEDED', retryable: false });
+    expect(spending.res.headers.get('retry-after')).toBeNull();
+    const quota = await ask('code=429');
+    expect(quota.json.error.retryable).toBe(true);
+    expect(quota.res.headers.get('retry-after')).not.toBeNull();
   });
 });

@@ -82,9 +82,9 @@ describe.skipIf(!hasMock)('against the mock', () => {
     expect(result.usage?.total_tokens).toBeGreaterThan(0);
   });
 
-  it('turns the 429 example (1005) into SpendingLimitExceededError without retrying', async () => {
+  it('turns the 429 spending-limit example (1005) into SpendingLimitExceededError without retrying', async () => {
     const before = retries.length;
-    const error = await platform.createGuardedChatCompletion({ body: ask }, { headers: { Prefer: 'code=429' } }).catch((e: unknown) => e);
+    const error = await platform.createGuardedChatCompletion({ body: ask }, { headers: { Prefer: 'code=429, example=spending_limit_exceeded' } }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SpendingLimitExceededError);
     expect(error).toMatchObject({ status: 429, code: 1005, retryable: false });
     expect(retries.length).toBe(before);

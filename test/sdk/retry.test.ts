@@ -400,11 +400,11 @@ describe('streams: a lower ceiling, and only before the first event', () => {
     server.script(CHAT, {
       sse: [
         { data: { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content: 'Hi' }, finish_reason: null }] } },
-        { data: { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: {}, finish_reason: 'error' }], error: aiError('PROVIDER_SERVER_ERROR', 2003, true).error, trace_id: 'trc_stream' } },
+        { data: { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: {}, finish_reason: 'error' }], error: aiError('PROVIDER_INFERENCE_ERROR', 2013, true).error, trace_id: 'trc_stream' } },
       ],
     });
     const { result: stream, retries } = await drive((onRetry) => client({ onRetry }).createGuardedChatCompletion({ body: { ...chat, stream: true } }));
-    await expect(stream!.collect()).rejects.toMatchObject({ name: 'PROVIDER_SERVER_ERROR', retryable: true, inStream: true, traceId: 'trc_stream' });
+    await expect(stream!.collect()).rejects.toMatchObject({ name: 'PROVIDER_INFERENCE_ERROR', retryable: true, inStream: true, traceId: 'trc_stream' });
     expect(retries).toHaveLength(0);
     expect(server.requestsTo(CHAT)).toHaveLength(1);
   });

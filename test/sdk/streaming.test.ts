@@ -320,8 +320,8 @@ describe('Responses streams', () => {
     const filtered = await platform.createResponse({ body: { model: 'm', input: 'x', stream: true } });
     await expect(filtered.collect()).resolves.toMatchObject({ contentFiltered: true, status: 'incomplete' });
 
-    server.script(RESPONSES, { sse: [named('response.failed', { response: response('failed', { error: { code: 'PROVIDER_SERVER_ERROR', message: 'boom' } }) }, 0)] });
+    server.script(RESPONSES, { sse: [named('response.failed', { response: response('failed', { error: { code: 'PROVIDER_INFERENCE_ERROR', message: 'boom' } }) }, 0)] });
     const failed = await platform.createResponse({ body: { model: 'm', input: 'x', stream: true } });
-    await expect(failed.finalResponse()).rejects.toMatchObject({ name: 'PROVIDER_SERVER_ERROR', status: 500 });
+    await expect(failed.finalResponse()).rejects.toMatchObject({ name: 'PROVIDER_INFERENCE_ERROR', status: 500 });
   });
 });

@@ -58,3 +58,12 @@ export async function startTestPlatform(
     };
   return { ...platform, adminKey, logs, api: caller(platform.apiUrl), mgmt: caller(platform.mgmtUrl) };
 }
+
+/** The log lines of one answer, found by its trace id once its request line (written at the end) is in. */
+export async function logLinesOf(platform: TestPlatform, res: Response): Promise<string[]> {
+  await res.arrayBuffer();
+  const traceId = res.headers.get('x-trace-id')!;
+  const find = () => platform.logs.filter((line) => line.includes(traceId));
+  for (let i = 0; i < 50 && !find().some((line) => line.includes('"msg":"request ')); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  return find();
+}

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { sample } from 'openapi-sampler';
 import type { RouteDefinition } from '../../generated/contract/routes.js';
-import { deref } from '../../scripts/codegen/contract.js';
+import { defaultExample, deref } from '../../scripts/codegen/contract.js';
 import { contractDocument } from './contract.js';
 
 type Json = Record<string, any>;
@@ -37,7 +37,7 @@ export function sampleRequest(route: RouteDefinition): SampledRequest {
   const content = operation.requestBody ? resolve(operation.requestBody).content : undefined;
   if (content?.['application/json']) {
     const media = content['application/json'];
-    init.body = JSON.stringify(media.example ?? sampleValue(media.schema));
+    init.body = JSON.stringify(defaultExample(contractDocument, media) ?? sampleValue(media.schema));
     init.headers = { 'content-type': 'application/json' };
   } else if (content?.['multipart/form-data']) {
     const schema = resolve(content['multipart/form-data'].schema);

@@ -2,6 +2,7 @@
 // or as form fields. The router adds the Deprecation and Sunset headers.
 import { ApiError } from '../../errors.js';
 import type { AppHandler } from '../../http/handler.js';
+import { invalidClient } from '../../identity/oauth.js';
 import { logSafe } from '../../logging.js';
 
 function basicCredentials(header: string | undefined): { clientId: string; clientSecret: string } | null {
@@ -14,7 +15,7 @@ function basicCredentials(header: string | undefined): { clientId: string; clien
   try {
     return { clientId: decodeURIComponent(decoded.slice(0, colon)), clientSecret: decodeURIComponent(decoded.slice(colon + 1)) };
   } catch {
-    throw new ApiError('UNAUTHORIZED', 'Malformed client credentials', { gatewayCode: 'invalid_client' });
+    throw invalidClient('Malformed client credentials');
   }
 }
 
@@ -36,6 +37,11 @@ export const createOAuthToken = (async ({ body, headers }, ctx) => {
   if (credentials.clientId.includes('\0') || credentials.clientSecret.includes('\0')) {
     throw new ApiError('INVALID_REQUEST', 'Client credentials must not contain NUL characters', { gatewayCode: 'invalid_request' });
   }
-  ctx.log.warn({ clientId: logSafe(credentials.clientId) }, 'deprecated OAuth client credentials used: migrate to API keys');
-  return { status: 200, body: await ctx.services.identity.oauth.issueToken(credentials), headers: { 'Cache-Control': 'no-store' } };
+  const { oauth } = ctx.services.identity;
+  const token = await oauth.issueToken(credentials);
+  // Only a client that really authenticated, once: a failed attempt is the request line alone.
+  if (oauth.firstTokenOf(credentials.clientId)) {
+    ctx.log.warn({ clientId: logSafe(credentials.clientId) }, 'deprecated OAuth client credentials used: migrate to API keys');
+  }
+  return { status: 200, body: token, headers: { 'Cache-Control': 'no-store' } };
 }) satisfies AppHandler<'createOAuthToken'>;

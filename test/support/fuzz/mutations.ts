@@ -5,7 +5,7 @@ import type { FuzzContext, Parameter, PlannedBody, RequestPlan, UploadedFile } f
 import { bodyBytes, MULTIPART_BOUNDARY } from './plan.js';
 import type { Random } from './random.js';
 import { REMOVE, replaceAt, type Json, type SchemaNode } from './schema.js';
-import { BAD_CURSORS, BAD_DATES, deeplyNested, jsonType, ODD_STRINGS, TYPED_VALUES } from './values.js';
+import { BAD_CURSORS, BAD_DATES, deeplyNested, jsonType, ODD_STRINGS, OVER_PARAMETER_LIMIT, TYPED_VALUES } from './values.js';
 
 export interface Mutation {
   name: string;
@@ -128,10 +128,13 @@ const bodyNodeMutations: Mutation[] = [
   nodeMutation('odd-unicode', isString, (_node, random) => random.pick(ODD_STRINGS)),
   nodeMutation('bad-date', (n) => n.schema.format === 'date-time', (_node, random) => random.pick(BAD_DATES)),
   nodeMutation('null', (n) => n.path.length > 0, () => null),
+  // The most items the contract allows (each may become a bind parameter: the database must
+  // take them), one more, or for an array with no bound more than the database's limit.
   nodeMutation('huge-array', isArray, (node, random, plan) => {
     const current = valueAt(plan, node);
     const item = Array.isArray(current) && current.length > 0 ? current[random.int(0, current.length - 1)] : 'x';
-    return Array(Math.max((node.schema.maxItems ?? 0) + 1, random.pick([1_000, 10_000]))).fill(item);
+    const { maxItems } = node.schema;
+    return Array(maxItems === undefined ? OVER_PARAMETER_LIMIT : random.pick([maxItems, maxItems + 1])).fill(item);
   }),
   rawNodeMutation('deep-nesting', (n) => n.path.length > 0, (random) => deeplyNested(random.pick([64, 2_000, 20_000]))),
   // Number literals JSON.parse turns into Infinity, 0 or a rounded value.
@@ -356,6 +359,10 @@ const headerMutations: Mutation[] = [
         'Bearer ',
         `Basic ${Buffer.from('client:secret').toString('base64')}`,
         'Basic !!!notbase64',
+        // NUL in either part, raw or form-encoded (RFC 6749 2.3.1): no database text holds one.
+        `Basic ${Buffer.from('cli\0ent:secret').toString('base64')}`,
+        `Basic ${Buffer.from('client:sec\0ret').toString('base64')}`,
+        `Basic ${Buffer.from('cli%00ent:secret').toString('base64')}`,
         `bearer ${context.adminKey}`,
         `Bearer  ${context.adminKey}`,
         `Bearer ${context.adminKey}x`,

@@ -51,11 +51,13 @@ const VALID_SHARE = 0.2;
 
 /**
  * Request `index` of a campaign: operations in turn, each request from its own PRNG, so
- * any single request can be rebuilt from (seed, index) alone.
+ * any single request can be rebuilt from (seed, index) alone. The first round is each
+ * operation's canonical request, so every one is seen succeeding at least once.
  */
 export function fuzzCase(seed: number, index: number, context: FuzzTarget['context']): FuzzCase {
   const random = seededRandom(Math.imul(seed, 0x9e3779b1) ^ index);
   const route = routes[index % routes.length];
+  if (index < routes.length) return { index, mutation: 'canonical', detail: '', plan: validPlan(route, random, context, true) };
   const plan = validPlan(route, random, context);
   if (random.chance(VALID_SHARE)) return { index, mutation: 'valid', detail: '', plan };
   const mutation = random.pick(mutations.filter((m) => m.applies(plan)));

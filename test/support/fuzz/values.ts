@@ -21,28 +21,53 @@ export const ODD_STRINGS: readonly string[] = [
   '../../../../etc/passwd',
 ];
 
+/**
+ * A pagination cursor in the server's format (server/storage/pagination.ts: base64url of
+ * `<ISO date>|<uuid>`), for any date text, including ones no Date can hold.
+ */
+export const cursorOf = (isoDate: string, id: string): string => Buffer.from(`${isoDate}|${id}`, 'utf8').toString('base64url');
+
+const SOME_UUID = '00000000-0000-4000-8000-000000000000';
+
+/** Dates that parse as RFC 3339 (or as JavaScript dates) but that the database cannot store, or that no Date holds. */
+const UNSTORABLE_DATES: readonly string[] = [
+  '2016-12-31T23:59:60Z', // a leap second: valid RFC 3339, no JavaScript Date
+  '0000-01-01T00:00:00Z', // year 0: a JavaScript Date, refused by PostgreSQL
+  '0000-01-01T00:00:00.000Z',
+  '-000001-01-01T00:00:00.000Z',
+  '-271821-04-20T00:00:00.000Z',
+  '+275760-09-13T00:00:00.000Z',
+  '10000-01-01T00:00:00Z',
+];
+
 export const BAD_CURSORS: readonly string[] = [
   'garbage',
   '!!!',
   Buffer.from('garbage').toString('base64'),
+  ...UNSTORABLE_DATES.map((date) => cursorOf(date, SOME_UUID)),
+  cursorOf('2024-13-45T25:61:00Z', SOME_UUID),
+  cursorOf('2024-01-01T00:00:00.000Z', 'not-a-uuid'),
+  cursorOf('2024-01-01T00:00:00.000Z', `${SOME_UUID}|extra`),
+  cursorOf('', ''),
   Buffer.from('{"id":"x","ts":"9999-12-31T23:59:59Z"}').toString('base64url'),
-  Buffer.from('{"id":"x","ts":"0001-01-01T00:00:00Z"}').toString('base64url'),
-  Buffer.from(JSON.stringify({ createdAt: '+275760-09-13T00:00:00.000Z', id: '00000000-0000-0000-0000-000000000000' })).toString('base64url'),
   Buffer.from('\u0000\u0001\u0002').toString('base64'),
   'A'.repeat(4096),
   '%00',
 ];
 
 export const BAD_DATES: readonly string[] = [
+  ...UNSTORABLE_DATES,
   '2024-13-45T25:61:00Z',
   '0000-00-00T00:00:00Z',
   'yesterday',
-  '+275760-09-13T00:00:00.000Z',
   '9999-12-31T23:59:59Z',
   '1969-12-31T23:59:59.999999999Z',
   '2024-02-30',
   '',
 ];
+
+/** More items than PostgreSQL takes as bind parameters of one query (32,767). */
+export const OVER_PARAMETER_LIMIT = 32_768;
 
 /** Values of every JSON type, for replacing a node with one of another type. */
 export const TYPED_VALUES: readonly unknown[] = [0, -1, 1.5, 'text', true, false, null, [], {}, [1, 'two'], { nested: { deeper: [] } }];
