@@ -3,11 +3,9 @@
 // Word through mammoth (to HTML, so headings survive), HTML through html-to-text: these
 // parsers need the whole file. Plain text and Markdown stream instead (`streamText`): decoded
 // and split into blocks as the file's parts arrive, so their size costs no memory.
-import { compile, type FormatCallback } from 'html-to-text';
-import mammoth from 'mammoth';
+import type { FormatCallback } from 'html-to-text';
 import { readFile } from 'node:fs/promises';
-import JSZip from 'jszip';
-import { extractText, getDocumentProxy, getMeta } from 'unpdf';
+import type { getDocumentProxy } from 'unpdf';
 import { splitBlocks } from './chunker.js';
 import { UnreadableDocumentError, type DocumentFormat } from './formats.js';
 
@@ -29,28 +27,43 @@ const markdownHeading: FormatCallback = (element, walk, builder, options) => {
 
 const headingSelectors = [1, 2, 3, 4, 5, 6].map((n) => ({ selector: `h${n}`, format: 'markdownHeading' }));
 
-const htmlToText = compile({
-  wordwrap: false,
-  formatters: { markdownHeading },
-  limits: { maxInputLength: Number.MAX_SAFE_INTEGER },
-  selectors: [
-    ...headingSelectors,
-    { selector: 'a', options: { ignoreHref: true } },
-    { selector: 'img', format: 'skip' },
-    { selector: 'nav', format: 'skip' },
-    { selector: 'script', format: 'skip' },
-    { selector: 'style', format: 'skip' },
-    { selector: 'head', format: 'skip' },
-  ],
-});
+// The whole-file parsers load on first use, once: a server that is never sent a PDF, Word or
+// HTML file does not carry them in its idle memory.
+let parsers: ReturnType<typeof loadParsers> | undefined;
+const loaded = () => (parsers ??= loadParsers());
+
+async function loadParsers() {
+  const [{ compile }, { default: mammoth }, { default: JSZip }, unpdf] = await Promise.all([
+    import('html-to-text'),
+    import('mammoth'),
+    import('jszip'),
+    import('unpdf'),
+  ]);
+  const htmlToText = compile({
+    wordwrap: false,
+    formatters: { markdownHeading },
+    limits: { maxInputLength: Number.MAX_SAFE_INTEGER },
+    selectors: [
+      ...headingSelectors,
+      { selector: 'a', options: { ignoreHref: true } },
+      { selector: 'img', format: 'skip' },
+      { selector: 'nav', format: 'skip' },
+      { selector: 'script', format: 'skip' },
+      { selector: 'style', format: 'skip' },
+      { selector: 'head', format: 'skip' },
+    ],
+  });
+  return { htmlToText, mammoth, JSZip, unpdf };
+}
 
 /** A document of a format parsed whole (every format but plain text and Markdown). */
 export async function parseDocument(bytes: Buffer, format: Exclude<DocumentFormat, StreamedFormat>, fileName: string): Promise<ParsedDocument> {
+  const { htmlToText, mammoth } = await loaded();
   switch (format) {
     case 'html': {
       const html = decodeUtf8(bytes, fileName);
       const text = normalize(htmlToText(html));
-      return { text, title: htmlTitle(html) ?? firstHeading(text) };
+      return { text, title: htmlTitle(html, htmlToText) ?? firstHeading(text) };
     }
     case 'docx': {
       const { value: html } = await mammoth.convertToHtml({ buffer: bytes }).catch((error: Error) => {
@@ -73,6 +86,7 @@ export async function parseDocument(bytes: Buffer, format: Exclude<DocumentForma
 export async function checkOpens(path: string, format: DocumentFormat, fileName: string): Promise<void> {
   if (format !== 'pdf' && format !== 'docx') return;
   const bytes = await readFile(path);
+  const { JSZip } = await loaded();
   if (format === 'pdf') {
     await withPdf(bytes, fileName, (pdf) => pdf.getPage(1));
     return;
@@ -150,6 +164,7 @@ async function* decodedBlocks(parts: AsyncIterable<Uint8Array>, fileName: string
 }
 
 async function parsePdf(bytes: Buffer, fileName: string): Promise<ParsedDocument> {
+  const { extractText, getMeta } = (await loaded()).unpdf;
   return withPdf(bytes, fileName, async (pdf) => {
     const [{ text: pages }, meta] = await Promise.all([extractText(pdf, { mergePages: false }), getMeta(pdf).catch(() => null)]);
     const title = typeof meta?.info?.Title === 'string' && meta.info.Title.trim() ? meta.info.Title.trim() : null;
@@ -163,7 +178,7 @@ type PdfDocument = Awaited<ReturnType<typeof getDocumentProxy>>;
 async function withPdf<T>(bytes: Buffer, fileName: string, use: (pdf: PdfDocument) => Promise<T>): Promise<T> {
   try {
     // pdf.js takes ownership of the array it is given: hand it a copy.
-    const pdf = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 });
+    const pdf = await (await loaded()).unpdf.getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 });
     try {
       return await use(pdf);
     } finally {
@@ -195,7 +210,7 @@ function firstHeading(text: string): string | null {
   return /^#{1,6}[ \t]+(.+)$/m.exec(text.slice(0, 64 * 1024))?.[1]?.trim() || null;
 }
 
-function htmlTitle(html: string): string | null {
+function htmlTitle(html: string, htmlToText: (html: string) => string): string | null {
   const match = /<title[^>]*>([^<]*)<\/title>/i.exec(html.slice(0, 64 * 1024));
   const title = match?.[1]?.replace(/\s+/g, ' ').trim();
   return title ? htmlToText(title) : null;
