@@ -205,8 +205,8 @@ export class PlatformApi extends HeyApiClient {
      * `sources_limit` 1 to 10, `certainty_threshold`). The JSON answer reports
      * `sources_returned` and `citations`; a stream reports `sources_returned` in the
      * `X-Sources-Returned` response header before its first event, and its terminal
-     * event's response (`response.completed` or `response.incomplete`) carries
-     * `sources_returned` and `citations` like the JSON answer. Zero sources is not an
+     * event's response (`response.completed`, `response.incomplete` or
+     * `response.failed`) carries `sources_returned` and `citations` like the JSON answer. Zero sources is not an
      * error. Path unchanged since v1 (not deprecated).
      *
      */

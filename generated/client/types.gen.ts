@@ -2344,6 +2344,109 @@ export type ResponseStreamEvent = ({
 } & ResponseImageGenerationCallCompletedEvent);
 
 /**
+ * Payload of one grounded Responses SSE event: the Responses events, with the
+ * terminal event's `response` a `GroundedResponse` (`sources_returned`, `citations`).
+ *
+ */
+export type GroundedResponseStreamEvent = ({
+    type: 'response.created';
+} & ResponseCreatedEvent) | ({
+    type: 'response.in_progress';
+} & ResponseInProgressEvent) | ({
+    type: 'response.output_item.added';
+} & ResponseOutputItemAddedEvent) | ({
+    type: 'response.content_part.added';
+} & ResponseContentPartAddedEvent) | ({
+    type: 'response.output_text.delta';
+} & ResponseOutputTextDeltaEvent) | ({
+    type: 'response.output_text.done';
+} & ResponseOutputTextDoneEvent) | ({
+    type: 'response.content_part.done';
+} & ResponseContentPartDoneEvent) | ({
+    type: 'response.function_call_arguments.delta';
+} & ResponseFunctionCallArgumentsDeltaEvent) | ({
+    type: 'response.output_item.done';
+} & ResponseOutputItemDoneEvent) | ({
+    type: 'response.completed';
+} & GroundedResponseCompletedEvent) | ({
+    type: 'response.incomplete';
+} & GroundedResponseIncompleteEvent) | ({
+    type: 'response.failed';
+} & GroundedResponseFailedEvent) | ({
+    type: 'error';
+} & ResponseErrorEvent) | ({
+    type: 'response.refusal.delta';
+} & ResponseRefusalDeltaEvent) | ({
+    type: 'response.refusal.done';
+} & ResponseRefusalDoneEvent) | ({
+    type: 'response.function_call_arguments.done';
+} & ResponseFunctionCallArgumentsDoneEvent) | ({
+    type: 'response.output_text.annotation.added';
+} & ResponseOutputTextAnnotationAddedEvent) | ({
+    type: 'response.image_generation_call.in_progress';
+} & ResponseImageGenerationCallInProgressEvent) | ({
+    type: 'response.image_generation_call.generating';
+} & ResponseImageGenerationCallGeneratingEvent) | ({
+    type: 'response.image_generation_call.completed';
+} & ResponseImageGenerationCallCompletedEvent);
+
+export type GroundedResponseCompletedEvent = {
+    /**
+     * Event type, the same as the SSE `event:` name: always `response.completed`.
+     */
+    type: 'response.completed';
+    /**
+     * Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps.
+     */
+    sequence_number: number;
+    /**
+     * The complete response (`status: completed`), with usage.
+     */
+    response: GroundedResponse;
+};
+
+/**
+ * Terminal event when the response stopped early (`status: incomplete`).
+ */
+export type GroundedResponseIncompleteEvent = {
+    /**
+     * Event type, the same as the SSE `event:` name: always `response.incomplete`.
+     */
+    type: 'response.incomplete';
+    /**
+     * Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps.
+     */
+    sequence_number: number;
+    /**
+     * The response as it stopped (`status: incomplete`).
+     */
+    response: GroundedResponse;
+};
+
+export type GroundedResponseFailedEvent = {
+    /**
+     * Event type, the same as the SSE `event:` name: always `response.failed`.
+     */
+    type: 'response.failed';
+    /**
+     * Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps.
+     */
+    sequence_number: number;
+    /**
+     * The response as it failed (`status: failed`, with `error`).
+     */
+    response: GroundedResponse;
+    /**
+     * The enriched error (the same as in the `error` event before it); retry only if `retryable`.
+     */
+    error?: AiErrorObject;
+    /**
+     * Trace id of the request, the same as the `X-Trace-Id` header; quote it to support.
+     */
+    trace_id?: TraceId;
+};
+
+/**
  * OpenAI embeddings request (unknown fields are ignored).
  */
 export type EmbeddingsRequest = {

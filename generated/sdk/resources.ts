@@ -568,8 +568,8 @@ export interface GroundedResponsesResource {
    * `sources_limit` 1 to 10, `certainty_threshold`). The JSON answer reports
    * `sources_returned` and `citations`; a stream reports `sources_returned` in the
    * `X-Sources-Returned` response header before its first event, and its terminal
-   * event's response (`response.completed` or `response.incomplete`) carries
-   * `sources_returned` and `citations` like the JSON answer. Zero sources is not an
+   * event's response (`response.completed`, `response.incomplete` or
+   * `response.failed`) carries `sources_returned` and `citations` like the JSON answer. Zero sources is not an
    * error. Path unchanged since v1 (not deprecated).
    *
    * `POST /ai/v1/grounded/responses` (operation `createGroundedResponse`).
@@ -584,8 +584,8 @@ export interface GroundedResponsesResource {
    * `sources_limit` 1 to 10, `certainty_threshold`). The JSON answer reports
    * `sources_returned` and `citations`; a stream reports `sources_returned` in the
    * `X-Sources-Returned` response header before its first event, and its terminal
-   * event's response (`response.completed` or `response.incomplete`) carries
-   * `sources_returned` and `citations` like the JSON answer. Zero sources is not an
+   * event's response (`response.completed`, `response.incomplete` or
+   * `response.failed`) carries `sources_returned` and `citations` like the JSON answer. Zero sources is not an
    * error. Path unchanged since v1 (not deprecated).
    *
    * `POST /ai/v1/grounded/responses` (operation `createGroundedResponse`).
@@ -600,8 +600,8 @@ export interface GroundedResponsesResource {
    * `sources_limit` 1 to 10, `certainty_threshold`). The JSON answer reports
    * `sources_returned` and `citations`; a stream reports `sources_returned` in the
    * `X-Sources-Returned` response header before its first event, and its terminal
-   * event's response (`response.completed` or `response.incomplete`) carries
-   * `sources_returned` and `citations` like the JSON answer. Zero sources is not an
+   * event's response (`response.completed`, `response.incomplete` or
+   * `response.failed`) carries `sources_returned` and `citations` like the JSON answer. Zero sources is not an
    * error. Path unchanged since v1 (not deprecated).
    *
    * `POST /ai/v1/grounded/responses` (operation `createGroundedResponse`).
@@ -929,8 +929,8 @@ export interface PlatformOperations {
    * `sources_limit` 1 to 10, `certainty_threshold`). The JSON answer reports
    * `sources_returned` and `citations`; a stream reports `sources_returned` in the
    * `X-Sources-Returned` response header before its first event, and its terminal
-   * event's response (`response.completed` or `response.incomplete`) carries
-   * `sources_returned` and `citations` like the JSON answer. Zero sources is not an
+   * event's response (`response.completed`, `response.incomplete` or
+   * `response.failed`) carries `sources_returned` and `citations` like the JSON answer. Zero sources is not an
    * error. Path unchanged since v1 (not deprecated).
    *
    * `POST /ai/v1/grounded/responses` (operation `createGroundedResponse`).

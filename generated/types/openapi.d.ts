@@ -233,8 +233,8 @@ export interface paths {
          *     `sources_limit` 1 to 10, `certainty_threshold`). The JSON answer reports
          *     `sources_returned` and `citations`; a stream reports `sources_returned` in the
          *     `X-Sources-Returned` response header before its first event, and its terminal
-         *     event's response (`response.completed` or `response.incomplete`) carries
-         *     `sources_returned` and `citations` like the JSON answer. Zero sources is not an
+         *     event's response (`response.completed`, `response.incomplete` or
+         *     `response.failed`) carries `sources_returned` and `citations` like the JSON answer. Zero sources is not an
          *     error. Path unchanged since v1 (not deprecated).
          */
         post: operations["createGroundedResponse"];
@@ -2245,6 +2245,44 @@ export interface components {
             /** @description Token counts; null until the response is complete. */
             usage: components["schemas"]["ResponseUsage"] | null;
         };
+        GroundedResponseCompletedEvent: {
+            /** @description The complete response (`status: completed`), with usage. */
+            response: components["schemas"]["GroundedResponse"];
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
+            sequence_number: number;
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `response.completed`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "response.completed";
+        };
+        GroundedResponseFailedEvent: {
+            /** @description The enriched error (the same as in the `error` event before it); retry only if `retryable`. */
+            error?: components["schemas"]["AIErrorObject"];
+            /** @description The response as it failed (`status: failed`, with `error`). */
+            response: components["schemas"]["GroundedResponse"];
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
+            sequence_number: number;
+            /** @description Trace id of the request, the same as the `X-Trace-Id` header; quote it to support. */
+            trace_id?: components["schemas"]["TraceId"];
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `response.failed`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "response.failed";
+        };
+        /** @description Terminal event when the response stopped early (`status: incomplete`). */
+        GroundedResponseIncompleteEvent: {
+            /** @description The response as it stopped (`status: incomplete`). */
+            response: components["schemas"]["GroundedResponse"];
+            /** @description Position of the event in the stream, from 0, increasing by one per event; use it to detect gaps. */
+            sequence_number: number;
+            /**
+             * @description Event type, the same as the SSE `event:` name: always `response.incomplete`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "response.incomplete";
+        };
         /** @description Responses request plus grounding on a publisher's content. */
         GroundedResponseRequest: components["schemas"]["CreateResponseRequest"] & {
             /**
@@ -2261,6 +2299,11 @@ export interface components {
              */
             sources_limit: number;
         };
+        /**
+         * @description Payload of one grounded Responses SSE event: the Responses events, with the
+         *     terminal event's `response` a `GroundedResponse` (`sources_returned`, `citations`).
+         */
+        GroundedResponseStreamEvent: components["schemas"]["ResponseCreatedEvent"] | components["schemas"]["ResponseInProgressEvent"] | components["schemas"]["ResponseOutputItemAddedEvent"] | components["schemas"]["ResponseContentPartAddedEvent"] | components["schemas"]["ResponseOutputTextDeltaEvent"] | components["schemas"]["ResponseOutputTextDoneEvent"] | components["schemas"]["ResponseContentPartDoneEvent"] | components["schemas"]["ResponseFunctionCallArgumentsDeltaEvent"] | components["schemas"]["ResponseOutputItemDoneEvent"] | components["schemas"]["GroundedResponseCompletedEvent"] | components["schemas"]["GroundedResponseIncompleteEvent"] | components["schemas"]["GroundedResponseFailedEvent"] | components["schemas"]["ResponseErrorEvent"] | components["schemas"]["ResponseRefusalDeltaEvent"] | components["schemas"]["ResponseRefusalDoneEvent"] | components["schemas"]["ResponseFunctionCallArgumentsDoneEvent"] | components["schemas"]["ResponseOutputTextAnnotationAddedEvent"] | components["schemas"]["ResponseImageGenerationCallInProgressEvent"] | components["schemas"]["ResponseImageGenerationCallGeneratingEvent"] | components["schemas"]["ResponseImageGenerationCallCompletedEvent"];
         HealthResponse: {
             /** @description Health of the platform. */
             data: {
@@ -4889,7 +4932,7 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["GroundedResponse"];
-                "text/event-stream": components["schemas"]["ResponseStreamEvent"];
+                "text/event-stream": components["schemas"]["GroundedResponseStreamEvent"];
             };
         };
         /** @description The request headers exceed the server limit (16 KB); the connection is closed. Answered before routing, in the gateway shape. Not retryable unchanged. */

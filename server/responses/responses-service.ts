@@ -20,7 +20,7 @@ import { functionCallItem, incompleteReason, messageItem, newId, reasoningItem, 
 import { IMAGE_FUNCTION, providerRequest, type ProviderRequest } from './request.js';
 import type { ResponseStore } from './store.js';
 import { responseEvents } from './stream.js';
-import type { AIErrorObject, GroundedResponseBody, InputItem, OutputItem, ResponseBody, ResponseObject, StreamEvent } from './types.js';
+import type { AIErrorObject, GroundedResponseBody, GroundedResponseObject, GroundedStreamEvent, InputItem, OutputItem, ResponseBody, ResponseObject, StreamEvent } from './types.js';
 
 export interface ResponseContext {
   mode: 'guarded' | 'direct';
@@ -35,6 +35,7 @@ export interface ResponseContext {
 }
 
 export type ResponseAnswer = { kind: 'json'; body: ResponseObject } | { kind: 'stream'; stream: AsyncIterable<StreamEvent> };
+export type GroundedAnswer = { kind: 'json'; body: GroundedResponseObject } | { kind: 'stream'; stream: AsyncIterable<GroundedStreamEvent> };
 
 type Routed = ProviderRequest & { plan: RoutePlan };
 
@@ -54,12 +55,14 @@ export class ResponsesService {
    * answer. The answer (JSON, or the stream's terminal event) reports sources_returned and
    * citations; `sourcesReturned` is for the stream's header.
    */
-  async createGrounded(principal: Principal, body: GroundedResponseBody, ctx: ResponseContext): Promise<{ answer: ResponseAnswer; sourcesReturned: boolean }> {
+  async createGrounded(principal: Principal, body: GroundedResponseBody, ctx: ResponseContext): Promise<{ answer: GroundedAnswer; sourcesReturned: boolean }> {
     const admitted = await this.admit(body, ctx);
     const grounding = await groundResponse(this.sources, principal, body, ctx.signal);
     // The passages join the request: routed again, as they count toward the context window.
     const routed = this.route(body, ctx, admitted.conversation, grounding);
-    return { answer: await this.answer(body, ctx, { ...admitted, ...routed }, grounding), sourcesReturned: grounding.report.sources_returned };
+    // The report joins every terminal response (JSON or event): each is a GroundedResponse.
+    const answer = (await this.answer(body, ctx, { ...admitted, ...routed }, grounding)) as GroundedAnswer;
+    return { answer, sourcesReturned: grounding.report.sources_returned };
   }
 
   async create(body: ResponseBody, ctx: ResponseContext): Promise<ResponseAnswer> {

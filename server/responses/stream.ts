@@ -21,7 +21,7 @@ export interface StreamOptions {
   runInternal(calls: ToolCall[]): AsyncIterable<{ started(): OutputItem; done: Promise<OutputItem> }>;
   /** Annotations of the answer's text (grounding citations). */
   annotations: (text: string) => Record<string, unknown>[];
-  /** Fields the terminal event's response adds (grounded: sources_returned, citations). */
+  /** Fields every terminal event's response adds (grounded: sources_returned, citations). */
   report?: Record<string, unknown>;
   describeError(error: unknown): { error: AIErrorObject; traceId: string };
   /** Called once with the final response (completed or incomplete), to store it. */
@@ -204,6 +204,6 @@ export async function* responseEvents(options: StreamOptions): AsyncGenerator<St
     state.status = 'failed';
     state.error = { code: enriched.name, message: enriched.message };
     yield event({ type: 'error', code: enriched.name, message: enriched.message, param: enriched.param ?? null, error: enriched, trace_id: traceId });
-    yield event({ type: 'response.failed', response: snapshot(), error: enriched, trace_id: traceId });
+    yield event({ type: 'response.failed', response: { ...snapshot(), ...options.report }, error: enriched, trace_id: traceId });
   }
 }

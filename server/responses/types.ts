@@ -14,5 +14,6 @@ export type OutputContent = Schemas['ResponseOutputContent'];
 export type ResponseTool = Schemas['ResponseTool'];
 export type ImageGenerationTool = Schemas['ResponseImageGenerationTool'];
 export type StreamEvent = Schemas['ResponseStreamEvent'];
+export type GroundedStreamEvent = Schemas['GroundedResponseStreamEvent'];
 export type AIErrorObject = Schemas['AIErrorObject'];
 export type Usage = Schemas['ResponseUsage'];

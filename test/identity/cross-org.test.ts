@@ -1,6 +1,8 @@
 // The cross-organization matrix: for every operation that names a resource (an id, a
 // publisher, a tenant), organization B's key against organization A's resources gets
-// 403 or 404 and never A's data. Runs on PGlite and on PostgreSQL.
+// 403 or 404 and never A's data. Where the contract answers an unknown publisher or tenant
+// name with 400 (spec part 7), B gets that same 400, word for word: A's name is as unknown
+// to B as one that exists nowhere. Runs on PGlite and on PostgreSQL.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routes, type OperationId } from '../../generated/contract/routes.js';
@@ -124,12 +126,19 @@ function matrix(start: () => Promise<TestPlatform>) {
     console.log(`cross-organization matrix: ${Object.keys(CASES).length} operations checked`);
   });
 
-  it.each(Object.entries(CASES))('%s: B gets 403 or 404 and none of A\'s data', async (_id, attempt) => {
+  it.each(Object.entries(CASES))('%s: B gets 403 or 404 (or an unknown name\'s 400) and none of A\'s data', async (_id, attempt) => {
     const res = await attempt!(platform, world);
     const text = await res.text();
-    expect([403, 404], text).toContain(res.status);
+    expect([400, 403, 404], text).toContain(res.status);
     expect(JSON.parse(text).trace_id).toMatch(/^trc_/);
     for (const secret of world.secrets) expect(text).not.toContain(secret);
+    if (res.status === 400) {
+      const missing = `missing-${randomUUID()}`;
+      const control = await attempt!(platform, { ...world, a: { ...world.a, publisherName: missing } });
+      const withoutTrace = (body: string, name: string) => ({ ...JSON.parse(body.replaceAll(name, '<name>')), trace_id: undefined });
+      expect(control.status).toBe(400);
+      expect(withoutTrace(text, world.a.publisherName)).toEqual(withoutTrace(await control.text(), missing));
+    }
   });
 
   it('leaves A\'s resources unchanged', async () => {

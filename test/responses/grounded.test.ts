@@ -64,7 +64,7 @@ describe('grounded responses', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('x-sources-returned')).toBe('true');
     const events = await readEvents(res);
-    for (const e of events) expect(eventProblems('createGroundedResponse', e.data)).toEqual([]);
+    for (const e of events) expect(eventProblems('createGroundedResponse', e.data), JSON.stringify(e).slice(0, 400)).toEqual([]);
     const added = events.filter((e) => e.event === 'response.output_text.annotation.added');
     expect(added.length).toBeGreaterThanOrEqual(1);
     expect(added[0]!.data.annotation).toMatchObject({ type: 'file_citation', file_id: itemId });

@@ -4,6 +4,7 @@
 // `response.failed` with the enriched error and the trace id; a break that another
 // deployment can continue is resumed into one whole answer. Every event is checked against
 // the contract and the sequence numbers run 0, 1, 2, … without a gap.
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeOpenAI } from '../../mocks/upstreams/fake-openai.js';
 import type { FakeUpstream } from '../../mocks/upstreams/faults.js';
@@ -218,6 +219,26 @@ describe('failures after the commit point (fake upstreams)', () => {
     primary.faults.push({ type: 'stall', afterChunks: 2 });
     const { events, traceId } = await stream('solo');
     expectFailed(events, traceId, 'PROVIDER_TIMEOUT');
+  });
+
+  it('a grounded stream that fails still reports its sources in response.failed (the grounded event schema)', async () => {
+    const { identity, database, chunkIndex, inference } = platform.services;
+    const org = await database.prisma.organization.findUniqueOrThrow({ where: { id: platform.bootstrap!.organizationId } });
+    const publisher = await identity.organizations.createPublisher(org.name, `Fox Press ${randomUUID()}`);
+    const item = await database.prisma.item.create({ data: { publisherId: publisher.id, fileName: 'fox.md', status: 'EMBEDDING', title: 'The Fox' } });
+    const space = await chunkIndex.embeddingSpace(publisher.id);
+    const { result } = await inference.gateway.embed(space.model, [ANSWER], space.dimensions, AbortSignal.timeout(60_000));
+    await chunkIndex.replaceItemChunks(item.id, space, [{ ordinal: 0, content: ANSWER, tokenCount: 20, embedding: result.vectors[0]! }]);
+    primary.faults.push({ type: 'stream_error', error: 'rate_limit', afterChunks: 2 });
+    const res = await platform.api('/ai/v1/grounded/responses', {
+      method: 'POST',
+      body: JSON.stringify({ model: 'solo', stream: true, input: 'Tell me about the quick brown fox.', rag_publisher: publisher.name, certainty_threshold: 0.3 }),
+    });
+    expect(res.headers.get('x-sources-returned')).toBe('true');
+    const events = await readEvents(res);
+    for (const e of events) expect(eventProblems('createGroundedResponse', e.data), e.event).toEqual([]);
+    expectFailed(events, res.headers.get('x-trace-id'), 'RATE_LIMIT');
+    expect(events.at(-1)!.data.response).toMatchObject({ sources_returned: true, citations: [expect.objectContaining({ item_id: item.id, title: 'The Fox' })] });
   });
 
   it('a cut resumed on another deployment: one whole answer, completed, no error event', async () => {
