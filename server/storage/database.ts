@@ -3,12 +3,10 @@
 // the Prisma client is handed out, so callers always see the current schema.
 import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { PGlite } from '@electric-sql/pglite';
-import { vector } from '@electric-sql/pglite/vector';
+import type { PGlite } from '@electric-sql/pglite';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../../generated/prisma/client.js';
 import { redactUrl } from '../logging.js';
 import { detectCapabilities, reportCapabilities, type DatabaseCapabilities } from './capabilities.js';
@@ -65,6 +63,12 @@ async function openPglite(dataDir: string, migrationsDir: string, logger: Logger
     await mkdir(dataDir, { recursive: true });
     unlock = lockDataDir(dataDir);
   }
+  // Loaded only here: a server on PostgreSQL never pays for PGlite's modules.
+  const [{ PGlite }, { vector }, { PrismaPGlite }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('@electric-sql/pglite/vector'),
+    import('pglite-prisma-adapter'),
+  ]);
   // One PGlite instance serves both migrations and Prisma: it is a single
   // in-process connection, and a data directory must have only one owner.
   let pglite: PGlite;

@@ -1,9 +1,15 @@
-// Revocation reaches every instance: through Redis within a second, and without Redis
-// within the credential cache TTL (bounded by the spec's 60 s).
+// Revocation reaches every instance: through Redis by its message, well before the
+// credential cache would expire (the delays are printed: typically tens of ms), and without
+// Redis when the credential cache TTL runs out (bounded by the spec's 60 s). The bounds are
+// what tells the two mechanisms apart, not speed targets, so a loaded machine does not fail them.
 import { afterAll, expect, it } from 'vitest';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
 import { describePostgres, useTestDatabase } from '../support/postgres.js';
 import { describeRedis, TEST_REDIS_URL } from '../support/redis.js';
+
+/** The spec's bound on key revocation (part 8: within 60 seconds). */
+const SPEC_REVOCATION_MS = 60_000;
+const CACHE_TTL_MS = 60_000;
 
 /** ms from `since` until `key` is refused by `platform`, polling every 10 ms for up to `limitMs`. */
 async function refusedAfter(platform: TestPlatform, key: string, since: number, limitMs: number): Promise<number> {
@@ -36,8 +42,8 @@ describePostgres('revocation across instances', () => {
   afterAll(() => Promise.all(running.map((p) => p.close())));
 
   describeRedis('with Redis', () => {
-    it('reaches the other instance within 1 s', async () => {
-      const { a, b } = await twoInstances(database.url, { redisUrl: TEST_REDIS_URL, credentialCacheTtlMs: 60_000 });
+    it('reaches the other instance by its message, long before the cache would expire', async () => {
+      const { a, b } = await twoInstances(database.url, { redisUrl: TEST_REDIS_URL, credentialCacheTtlMs: CACHE_TTL_MS });
       running.push(a, b);
       const delays: number[] = [];
       for (let round = 0; round < 5; round++) {
@@ -45,24 +51,26 @@ describePostgres('revocation across instances', () => {
         const started = Date.now();
         expect((await a.mgmt(`/api/v1/keys/${key.id}`, { method: 'DELETE' })).status).toBe(200);
         expect((await a.mgmt('/api/v1/health', { key: key.key })).status).toBe(401); // at once where revoked
-        delays.push(await refusedAfter(b, key.key, started, 2_000));
+        delays.push(await refusedAfter(b, key.key, started, CACHE_TTL_MS / 2));
       }
       console.log(`revocation delay on the other instance via Redis (ms): ${delays.join(', ')}`);
-      for (const delay of delays) expect(delay).toBeLessThan(1_000);
-    });
+      // Under half the TTL: b's cache still held the key, so only the message can have refused it.
+      for (const delay of delays) expect(delay).toBeLessThan(CACHE_TTL_MS / 2);
+    }, 5 * CACHE_TTL_MS);
   });
 
   it('without Redis, is bounded by the credential cache TTL', async () => {
-    const { a, b } = await twoInstances(database.url, { credentialCacheTtlMs: 1_000 });
+    const ttlMs = 5_000;
+    const { a, b } = await twoInstances(database.url, { credentialCacheTtlMs: ttlMs });
     running.push(a, b);
     const key = await newKeyUsedOnBoth(a, b);
     const started = Date.now();
     await a.mgmt(`/api/v1/keys/${key.id}`, { method: 'DELETE' });
-    // Still cached on b right after the revocation...
+    // Still cached on b right after the revocation: no message reaches it...
     expect((await b.mgmt('/api/v1/health', { key: key.key })).status).toBe(200);
-    // ...and refused once the TTL has run out.
-    const delay = await refusedAfter(b, key.key, started, 3_000);
-    console.log(`revocation delay on the other instance without Redis, TTL 1 s (ms): ${delay}`);
-    expect(delay).toBeLessThan(1_500);
-  });
+    // ...and refused once the TTL has run out, within the spec's 60 s.
+    const delay = await refusedAfter(b, key.key, started, SPEC_REVOCATION_MS);
+    console.log(`revocation delay on the other instance without Redis, TTL ${ttlMs} ms (ms): ${delay}`);
+    expect(delay).toBeLessThan(SPEC_REVOCATION_MS);
+  }, 2 * SPEC_REVOCATION_MS);
 });
