@@ -14,6 +14,7 @@ const PUBLISHER = `Responses Press ${randomUUID()}`;
 const SABBATH = [
   'Rest is received before it is achieved. The Sabbath is a gift that invites us to stop our work one day each week.',
   'Families with small children can keep the Sabbath by sharing one unhurried meal and taking a short walk together.',
+  'Keeping the Sabbath as a family can mean setting aside screens and chores so parents and children rest together.',
 ];
 
 let platform: TestPlatform;
@@ -42,13 +43,23 @@ describe('grounded responses', () => {
     expect(res.status, JSON.stringify(body)).toBe(200);
     expect(contractProblems('createGroundedResponse', 200, body)).toEqual([]);
     expect(body.sources_returned).toBe(true);
-    expect(body.citations.length).toBeGreaterThanOrEqual(1);
-    expect(body.citations.length).toBeLessThanOrEqual(2);
+    // Three passages pass the threshold: the limit keeps the best two.
+    expect(body.citations).toHaveLength(2);
     expect(body.citations[0]).toMatchObject({ item_id: itemId, title: 'Sabbath Rest', publisher: PUBLISHER, url: 'https://example.org/sabbath' });
     expect(body.output_text).toMatch(/unhurried meal/);
     const annotations = body.output[0].content[0].annotations;
     expect(annotations).toHaveLength(body.citations.length);
     expect(annotations[0]).toMatchObject({ type: 'file_citation', file_id: itemId, filename: 'Sabbath Rest' });
+  });
+
+  it('sources_limit caps the citations: 1 gives exactly one, the default all three passages above the threshold', async () => {
+    const citations = async (limit: Record<string, number>) => {
+      const body = await (await ask({ input: 'How can families with small children keep the Sabbath?', certainty_threshold: 0.5, ...limit })).json();
+      expect(body.output[0].content[0].annotations).toHaveLength(body.citations.length);
+      return body.citations;
+    };
+    expect(await citations({ sources_limit: 1 })).toHaveLength(1);
+    expect(await citations({})).toHaveLength(SABBATH.length);
   });
 
   it('zero sources is 200 with sources_returned false and no citations', async () => {

@@ -9,9 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAI } from '../../mocks/upstreams/fake-openai.js';
 import type { FakeUpstream } from '../../mocks/upstreams/faults.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
-import { catalogOf } from './support.js';
-
-const PIXEL = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC';
+import { clientCatalog, PIXEL } from './support.js';
 
 let vision: FakeUpstream;
 let platform: TestPlatform;
@@ -19,20 +17,7 @@ let client: OpenAI;
 
 beforeAll(async () => {
   vision = await startFakeOpenAI({ answer: 'A single white pixel.' });
-  const catalog = catalogOf({
-    providers: [{ id: 'vision-up', type: 'openai', base_url: `${vision.url}/v1` }],
-    deployments: [
-      { id: 'local-chat', provider: 'local', model: 'local-chat' },
-      { id: 'd-vision', provider: 'vision-up', model: 'upstream-vision' },
-    ],
-    models: [
-      { id: 'local-chat', family: 'local', context_window: 32_768, max_output_tokens: 4_096, capabilities: { tools: true, image_generation: true }, deployments: ['local-chat'] },
-      { id: 'vision', family: 'openai', context_window: 32_768, max_output_tokens: 4_096, capabilities: { tools: true, vision: true }, deployments: ['d-vision'] },
-    ],
-    failover: { max_attempts: 3, retry_after_cap_ms: 0, resume_streams: false, routes: {} },
-    circuit: { failure_threshold: 1_000, failure_rate: null },
-  });
-  platform = await startTestPlatform({ logLevel: 'silent' }, { catalog });
+  platform = await startTestPlatform({ logLevel: 'silent' }, { catalog: clientCatalog(vision.url) });
   client = new OpenAI({ baseURL: `${platform.apiUrl}/ai/v2`, apiKey: platform.adminKey, maxRetries: 0 });
 }, 120_000);
 afterAll(async () => {

@@ -2,10 +2,12 @@
 // refusal-free text, function calls, image generation), text formats, incomplete answers,
 // built-in tools refused by name, guardrails and tradition on v2, direct access on v1,
 // the canonical path and its alias, stored conversations (previous_response_id) per
-// organization. Every JSON body is checked against the contract.
+// organization, kept for RESPONSE_RETENTION_DAYS. Every JSON body is checked against the
+// contract.
 import { randomUUID } from 'node:crypto';
 import AjvModule from 'ajv';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { loadConfig } from '../../server/config.js';
 import { drawPromptPng } from '../../server/providers/local/image.js';
 import { contractProblems } from '../support/contract.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
@@ -344,12 +346,38 @@ describe('previous_response_id', () => {
       store.save = save;
     }
   });
+});
 
-  it('an expired response cannot be continued', async () => {
-    const first = await ok(await create({ model: 'local-chat', input: 'Hello there, friend.' }));
-    await platform.services.database.prisma.storedResponse.update({ where: { id: first.id }, data: { expiresAt: new Date(Date.now() - 1000) } });
-    const res = await create({ model: 'local-chat', previous_response_id: first.id, input: 'And then?' });
-    expect(res.status).toBe(404);
+describe('retention', () => {
+  const DAYS = 2;
+  let kept: TestPlatform;
+  beforeAll(async () => {
+    kept = await startTestPlatform({ logLevel: 'silent', responseRetentionMs: loadConfig({ RESPONSE_RETENTION_DAYS: String(DAYS) }).responseRetentionMs });
+  }, 120_000);
+  afterAll(() => kept?.close());
+  const respond = (body: Record<string, unknown>) => kept.api('/ai/v2/guarded/responses', { method: 'POST', body: JSON.stringify({ model: 'local-chat', ...body }) });
+
+  it('a stored response expires RESPONSE_RETENTION_DAYS after it was made; then previous_response_id is 404', async () => {
+    const before = Date.now();
+    const first = await ok(await respond({ input: 'Hello there, friend.' }));
+    const after = Date.now();
+    const { expiresAt } = await kept.services.database.prisma.storedResponse.findUniqueOrThrow({ where: { id: first.id } });
+    const retentionMs = DAYS * 24 * 60 * 60 * 1000;
+    expect(expiresAt.getTime()).toBeGreaterThanOrEqual(before + retentionMs);
+    expect(expiresAt.getTime()).toBeLessThanOrEqual(after + retentionMs);
+    // The platform's clock moved to either side of the expiry (only Date: timers run as usual).
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(expiresAt.getTime() - 60_000);
+      await ok(await respond({ previous_response_id: first.id, input: 'And then?' }));
+      vi.setSystemTime(expiresAt.getTime() + 1_000);
+      const res = await respond({ previous_response_id: first.id, input: 'And then?' });
+      const body = await res.json();
+      expect(res.status).toBe(404);
+      expect(body.error).toMatchObject({ name: 'NOT_FOUND', param: 'previous_response_id' });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 

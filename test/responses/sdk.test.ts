@@ -1,19 +1,28 @@
-// The project's SDK against the Responses API, in-process (local provider, in-memory
-// database): client.responses.create plain and streamed (ResponseStream, collect and
-// finalResponse), with a function tool, continued with previous_response_id, image
-// generation, and the typed errors (guardrail 403, unknown previous response 404).
+// The project's SDK against the Responses API, in-process (local provider and a fake vision
+// upstream, in-memory database): client.responses.create plain and streamed
+// (ResponseStream, collect and finalResponse), with a function tool, continued with
+// previous_response_id, with an image input, image generation, and the typed errors
+// (guardrail 403, unknown previous response 404).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeOpenAI } from '../../mocks/upstreams/fake-openai.js';
+import type { FakeUpstream } from '../../mocks/upstreams/faults.js';
 import { APIError, GuardrailBlockedError, NotFoundError, Platform, ResponseStream } from '../../sdk/src/index.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+import { clientCatalog, PIXEL } from './support.js';
 
+let vision: FakeUpstream;
 let platform: TestPlatform;
 let sdk: Platform;
 
 beforeAll(async () => {
-  platform = await startTestPlatform({ logLevel: 'silent' });
+  vision = await startFakeOpenAI({ answer: 'A single white pixel.' });
+  platform = await startTestPlatform({ logLevel: 'silent' }, { catalog: clientCatalog(vision.url) });
   sdk = new Platform({ apiKey: platform.adminKey, baseUrl: platform.apiUrl, managementBaseUrl: platform.mgmtUrl, logger: { warn: () => undefined }, retry: { initialDelayMs: 10 } });
 }, 120_000);
-afterAll(() => platform?.close());
+afterAll(async () => {
+  await platform?.close();
+  await vision?.close();
+});
 
 async function rejection(call: () => Promise<unknown>): Promise<APIError> {
   const outcome = await call().then(
@@ -57,6 +66,21 @@ describe('responses through the SDK', () => {
       input: [{ type: 'function_call_output', call_id: toolCalls[0]!.call_id, output: 'Sunny, 21 degrees' }],
     });
     expect(next.output_text).toContain('Sunny, 21 degrees');
+  });
+
+  it('an image input reaches the vision upstream as an image_url part', async () => {
+    const response = await sdk.responses.create({
+      model: 'vision',
+      input: [{ role: 'user', content: [{ type: 'input_text', text: 'What is in this image?' }, { type: 'input_image', image_url: PIXEL, detail: 'low' }] }],
+    });
+    expect(response).toMatchObject({ status: 'completed', model: 'vision', output_text: 'A single white pixel.' });
+    expect(vision.requests.at(-1)!.body.messages.at(-1)).toEqual({
+      role: 'user',
+      content: [
+        { type: 'text', text: 'What is in this image?' },
+        { type: 'image_url', image_url: { url: PIXEL, detail: 'low' } },
+      ],
+    });
   });
 
   it('image generation: an image_generation_call with a base64 PNG', async () => {

@@ -1,13 +1,16 @@
 // Streamed responses: the named event sequence of every output type (text, function call,
 // image), incomplete ends (content filter, max tokens), and every failure after the commit
-// point against fake upstreams (cut, in-stream error, stall): an `error` event, then
-// `response.failed` with the enriched error and the trace id; a break that another
-// deployment can continue is resumed into one whole answer. Every event is checked against
-// the contract and the sequence numbers run 0, 1, 2, … without a gap.
+// point against fake upstreams (cut, in-stream errors of each kind, malformed chunk, stall,
+// missing terminator): an `error` event, then `response.failed` with the enriched error and
+// the trace id; a break that another deployment can continue is resumed into one whole
+// answer; a stream that never gives a token fails before the commit point, as an HTTP
+// error. Every event is checked against the contract and the sequence numbers run 0, 1,
+// 2, … without a gap.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeOpenAI } from '../../mocks/upstreams/fake-openai.js';
-import type { FakeUpstream } from '../../mocks/upstreams/faults.js';
+import type { FakeUpstream, Fault } from '../../mocks/upstreams/faults.js';
+import { errorCatalog, type ErrorName } from '../../generated/contract/errors.js';
 import { contractProblems, eventProblems } from '../support/contract.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
 import { catalogOf, readEvents, type NamedEvent } from './support.js';
@@ -180,11 +183,11 @@ describe('failures after the commit point (fake upstreams)', () => {
   };
 
   /** The stream ended with `error` then `response.failed`, both carrying the enriched error and the trace id. */
-  function expectFailed(events: NamedEvent[], traceId: string | null, name: string) {
+  function expectFailed(events: NamedEvent[], traceId: string | null, name: ErrorName) {
     const [error, failed] = events.slice(-2);
     expect(error.event).toBe('error');
-    expect(error.data).toMatchObject({ code: name, trace_id: traceId, error: { name, category: 'provider' } });
-    expect(typeof error.data.error.retryable).toBe('boolean');
+    const { code, retryable } = errorCatalog[name];
+    expect(error.data).toMatchObject({ code: name, trace_id: traceId, error: { name, code, retryable, category: 'provider' } });
     expect(failed.event).toBe('response.failed');
     expect(failed.data).toMatchObject({ trace_id: traceId, error: error.data.error });
     expect(failed.data.response).toMatchObject({ status: 'failed', error: { code: name } });
@@ -203,22 +206,22 @@ describe('failures after the commit point (fake upstreams)', () => {
     expect(events.at(-1)!.data.response.output[0].content[0].text).toBe(sent);
   });
 
-  it('an upstream rate limit inside the stream: error and response.failed with RATE_LIMIT', async () => {
-    primary.faults.push({ type: 'stream_error', error: 'rate_limit', afterChunks: 2 });
+  // Each fault comes after the first word (frame 0 is the role-only opening chunk): past the commit point.
+  it.each([
+    ['an in-stream rate limit', 'RATE_LIMIT', { type: 'stream_error', error: 'rate_limit', afterChunks: 2 }],
+    ['an in-stream 5xx', 'PROVIDER_INFERENCE_ERROR', { type: 'stream_error', error: 'server', afterChunks: 2 }],
+    ['an in-stream overload', 'PROVIDER_UNAVAILABLE', { type: 'stream_error', error: 'overloaded', afterChunks: 2 }],
+    ['an in-stream auth error', 'PROVIDER_AUTH_ERROR', { type: 'stream_error', error: 'auth', afterChunks: 2 }],
+    ['an in-stream bad request', 'PROVIDER_BAD_REQUEST', { type: 'stream_error', error: 'bad_request', afterChunks: 2 }],
+    ['a malformed upstream chunk', 'MALFORMED_PROVIDER_STREAM', { type: 'malformed', afterChunks: 2 }],
+    ['a stall past idle_ms', 'PROVIDER_TIMEOUT', { type: 'stall', afterChunks: 2 }],
+    ['a stall past idle_ms kept alive by pings', 'PROVIDER_TIMEOUT', { type: 'stall', afterChunks: 2, pingEveryMs: 100 }],
+    ['a stream ending without [DONE]', 'CONNECTION_DROPPED', { type: 'no_done' }],
+  ] as [string, ErrorName, Fault][])('%s: deltas, then error and response.failed with %s', async (_name, name, fault) => {
+    primary.faults.push(fault);
     const { events, traceId } = await stream('solo');
-    expectFailed(events, traceId, 'RATE_LIMIT');
-  });
-
-  it('a malformed upstream chunk: MALFORMED_PROVIDER_STREAM', async () => {
-    primary.faults.push({ type: 'malformed', afterChunks: 2 });
-    const { events, traceId } = await stream('solo');
-    expectFailed(events, traceId, 'MALFORMED_PROVIDER_STREAM');
-  });
-
-  it('a stall past idle_ms: PROVIDER_TIMEOUT', async () => {
-    primary.faults.push({ type: 'stall', afterChunks: 2 });
-    const { events, traceId } = await stream('solo');
-    expectFailed(events, traceId, 'PROVIDER_TIMEOUT');
+    expect(events.some((e) => e.event === 'response.output_text.delta')).toBe(true);
+    expectFailed(events, traceId, name);
   });
 
   it('a grounded stream that fails still reports its sources in response.failed (the grounded event schema)', async () => {
@@ -260,12 +263,18 @@ describe('failures after the commit point (fake upstreams)', () => {
     expect(fallback.requests).toHaveLength(1);
   });
 
-  it('nothing can answer before the first byte: an HTTP error, not a stream', async () => {
-    primary.faults.always({ type: 'bad_key' });
+  it.each([
+    ['a bad key', { type: 'bad_key' }, 500, 'PROVIDER_AUTH_ERROR'],
+    // The opening chunk is no token: the stream is not committed while the first token is awaited.
+    ['no token at all, only the opening chunk and pings', { type: 'no_tokens', pingEveryMs: 100 }, 408, 'PROVIDER_TIMEOUT'],
+  ] as [string, Fault, number, ErrorName][])('nothing can answer before the first byte (%s): an HTTP error, not a stream', async (_name, fault, status, name) => {
+    primary.faults.always(fault);
     const res = await platform.api('/ai/v2/guarded/responses', { method: 'POST', body: JSON.stringify({ model: 'solo', stream: true, input: 'Tell me about the fox.' }) });
-    expect(res.status).toBe(500);
+    expect(res.status).toBe(status);
     expect(res.headers.get('content-type')).toMatch(/json/);
-    expect((await res.json()).error.name).toBe('PROVIDER_AUTH_ERROR');
+    const body = await res.json();
+    expect(contractProblems('createResponse', status, body)).toEqual([]);
+    expect(body.error.name).toBe(name);
   });
 
   describe('refusals from an OpenAI-compatible upstream', () => {

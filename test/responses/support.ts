@@ -1,5 +1,6 @@
 // Helpers of the Responses API suites: catalogs around given chat models (with the local
-// embedding model search needs at start), and reading a named-event SSE answer.
+// embedding model search needs at start), the client suites' catalog, and reading a
+// named-event SSE answer.
 import { buildCatalog, type Catalog } from '../../server/gateway/catalog.js';
 
 interface ChatSetup {
@@ -29,6 +30,29 @@ export function catalogOf(setup: ChatSetup): Catalog {
     {},
   );
 }
+
+/**
+ * The client suites' catalog: local-chat (tools, image generation) and `vision`, a vision
+ * model on an OpenAI-compatible upstream. Streams are not resumed, so a break reaches the client.
+ */
+export function clientCatalog(visionUrl: string): Catalog {
+  return catalogOf({
+    providers: [{ id: 'vision-up', type: 'openai', base_url: `${visionUrl}/v1` }],
+    deployments: [
+      { id: 'local-chat', provider: 'local', model: 'local-chat' },
+      { id: 'd-vision', provider: 'vision-up', model: 'upstream-vision' },
+    ],
+    models: [
+      { id: 'local-chat', family: 'local', context_window: 32_768, max_output_tokens: 4_096, capabilities: { tools: true, image_generation: true }, deployments: ['local-chat'] },
+      { id: 'vision', family: 'openai', context_window: 32_768, max_output_tokens: 4_096, capabilities: { tools: true, vision: true }, deployments: ['d-vision'] },
+    ],
+    failover: { max_attempts: 3, retry_after_cap_ms: 0, resume_streams: false, routes: {} },
+    circuit: { failure_threshold: 1_000, failure_rate: null },
+  });
+}
+
+/** A 1x1 PNG as a data URL. */
+export const PIXEL = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC';
 
 export interface NamedEvent {
   event: string;

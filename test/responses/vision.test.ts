@@ -1,7 +1,10 @@
-// Vision and image generation against fake upstreams: image parts (base64 data URL and
-// https URL) reach an OpenAI-compatible upstream as image_url parts and an Anthropic one as
-// image blocks; a model without vision is refused before any upstream call; the
-// image_generation tool on an OpenAI-compatible deployment draws with its image_model.
+// What fake upstreams receive from a response. Vision and image generation: image parts
+// (base64 data URL and https URL) reach an OpenAI-compatible upstream as image_url parts and
+// an Anthropic one as image blocks; a model without vision is refused before any upstream
+// call; the image_generation tool on an OpenAI-compatible deployment draws with its
+// image_model. Sampling fields and the end user reach both wire formats; the tradition
+// instruction layer is sent first on v2 and never on v1; reasoning effort only to a
+// reasoning model.
 import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,6 +13,7 @@ import { startFakeAnthropic } from '../../mocks/upstreams/fake-anthropic.js';
 import { startFakeOpenAI } from '../../mocks/upstreams/fake-openai.js';
 import type { FakeUpstream } from '../../mocks/upstreams/faults.js';
 import { createOpenAICompatibleProvider } from '../../server/providers/openai-compatible.js';
+import { TRADITION_INSTRUCTIONS } from '../../server/gateway/tradition.js';
 import { ctx } from '../providers/support.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
 import { catalogOf, readEvents } from './support.js';
@@ -132,6 +136,54 @@ describe('image generation on an OpenAI-compatible upstream', () => {
       await provider.close();
       server.close();
     }
+  });
+});
+
+describe('sampling fields', () => {
+  const sampled = { input: 'Describe a cat.', temperature: 1.5, top_p: 0.9, max_output_tokens: 50, user: 'end-user-7' };
+
+  it.each([false, true])('an OpenAI-compatible upstream gets temperature, top_p, max_tokens and user as given (stream: %s)', async (stream) => {
+    const res = await platform.api('/ai/v2/guarded/responses', { method: 'POST', body: JSON.stringify({ model: 'gpt', stream, ...sampled }) });
+    expect(res.status).toBe(200);
+    await res.text();
+    expect(openai.requests.at(-1)!.body).toMatchObject({ temperature: 1.5, top_p: 0.9, max_tokens: 50, user: 'end-user-7' });
+  });
+
+  it('an Anthropic upstream gets them in its own terms: temperature capped at its maximum 1, the user as metadata', async () => {
+    const res = await platform.api('/ai/v2/guarded/responses', { method: 'POST', body: JSON.stringify({ model: 'claude', ...sampled }) });
+    expect(res.status).toBe(200);
+    expect(claude.requests.at(-1)!.body).toMatchObject({ temperature: 1, top_p: 0.9, max_tokens: 50, metadata: { user_id: 'end-user-7' } });
+  });
+
+  it('left out, none is sent: the upstream uses its defaults', async () => {
+    const res = await platform.api('/ai/v2/guarded/responses', { method: 'POST', body: JSON.stringify({ model: 'gpt', input: 'Describe a cat.' }) });
+    expect(res.status).toBe(200);
+    const sent = openai.requests.at(-1)!.body;
+    for (const field of ['temperature', 'top_p', 'max_tokens', 'user']) expect(sent).not.toHaveProperty(field);
+  });
+});
+
+describe('tradition', () => {
+  const messagesSent = async (path: string, body: Record<string, unknown>) => {
+    const res = await platform.api(path, { method: 'POST', body: JSON.stringify({ model: 'gpt', instructions: 'Be brief.', input: 'What does hope mean?', ...body }) });
+    expect(res.status).toBe(200);
+    return openai.requests.at(-1)!.body.messages;
+  };
+
+  it('v2 sends the instruction layer of the tradition asked for first, before the instructions', async () => {
+    expect(await messagesSent('/ai/v2/guarded/responses', { tradition: 'catholic' })).toEqual([
+      { role: 'system', content: TRADITION_INSTRUCTIONS.catholic },
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'What does hope mean?' },
+    ]);
+    expect((await messagesSent('/ai/v2/guarded/responses', {}))[0]).toEqual({ role: 'system', content: TRADITION_INSTRUCTIONS.default });
+  });
+
+  it('v1 (direct) never sends it, even when the request names a tradition', async () => {
+    expect(await messagesSent('/ai/v1/responses', { tradition: 'catholic' })).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'What does hope mean?' },
+    ]);
   });
 });
 
