@@ -1,11 +1,13 @@
 // The README's examples are the files in sdk/examples/, included verbatim; they compile
-// under strict settings as a consumer would write them. The SDK source compiles without
-// Node's types (no Node built-in can reach the browser / edge runtime).
+// under strict settings as a consumer would write them, and the first one shows resource
+// calls, streaming, errors and pagination. The SDK source compiles without Node's types
+// (no Node built-in can reach the browser / edge runtime).
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as sdk from '../../sdk/src/index.js';
 import { expectDocumentedSurface } from './support/surface-checks.js';
@@ -34,6 +36,36 @@ describe('sdk/README.md', () => {
     // JavaScript's own (`TypeError`, ...) aside.
     for (const name of [...names].filter((n) => !(n in globalThis))) expect(sdk, name).toHaveProperty(name);
   });
+
+  it('opens with an example of resource calls, streaming, errors and pagination', () => {
+    const first = join(SDK, included[0]!.file);
+    const config = ts.getParsedCommandLineOfConfigFile(join(SDK, 'examples/tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} })!;
+    const program = ts.createProgram([first], config.options);
+    const checker = program.getTypeChecker();
+    const declaredIn = (node: ts.Node | undefined, file: string) => node?.getSourceFile().fileName.endsWith(file) ?? false;
+    const isSdkError = (name: string) => {
+      const value = (sdk as Record<string, unknown>)[name];
+      return typeof value === 'function' && (value === sdk.PlatformError || value.prototype instanceof sdk.PlatformError);
+    };
+    // What the example does, read from its syntax tree and types (not from its comments).
+    const shown = new Set<string>();
+    const visit = (node: ts.Node): void => {
+      if (ts.isCallExpression(node) && declaredIn(checker.getResolvedSignature(node)?.declaration, 'generated/sdk/resources.ts')) shown.add('resource call');
+      if (ts.isForOfStatement(node) && node.awaitModifier) {
+        const iterated = checker.getTypeAtLocation(node.expression).getSymbol();
+        if (declaredIn(iterated?.declarations?.[0], 'sdk/src/core/streaming.ts')) shown.add('for await over a stream');
+        if (iterated?.name === 'PagePromise') shown.add('for await over a list');
+      }
+      if (ts.isCatchClause(node)) {
+        const checks = (inner: ts.Node): boolean =>
+          (ts.isBinaryExpression(inner) && inner.operatorToken.kind === ts.SyntaxKind.InstanceOfKeyword && isSdkError(inner.right.getText())) || (ts.forEachChild(inner, checks) ?? false);
+        if (checks(node.block)) shown.add('catch with an SDK error class');
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(program.getSourceFile(first)!);
+    expect([...shown].sort()).toEqual(['catch with an SDK error class', 'for await over a list', 'for await over a stream', 'resource call']);
+  }, 120_000);
 
   it('compiles its examples (strict) and the SDK source without Node types', async () => {
     for (const project of ['examples/tsconfig.json', 'tsconfig.json']) {

@@ -1,10 +1,8 @@
 // What an editor shows on hover over `client.<member>`: the TypeScript language service's
 // quick info (the signature as displayed, the documentation, the JSDoc tags), read for a
 // file that imports `Platform` from `entry` (the SDK's source, or a built index.d.ts).
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import ts from 'typescript';
+import { withService } from './compile.js';
 
 export interface Hover {
   /** The signature line, e.g. `(method) ManagementAgentsResource.get(agentId: string, ...): APIPromise<AgentResponse>`. */
@@ -22,35 +20,8 @@ export interface Surface {
 
 /** Hovers over `p.<member>` for each member path (`chat.completions.create`, `createResponseV1`, ...), and the entry's exports. */
 export function readSurface(entry: string, members: string[]): Surface {
-  const dir = mkdtempSync(join(tmpdir(), 'sdk-hover-'));
-  try {
-    const file = join(dir, 'hover.ts');
-    const lines = [`import { Platform } from ${JSON.stringify(entry)};`, 'declare const p: Platform;', ...members.map((m) => `p.${m};`)];
-    const text = `${lines.join('\n')}\n`;
-    writeFileSync(file, text);
-    const options: ts.CompilerOptions = {
-      module: ts.ModuleKind.NodeNext,
-      moduleResolution: ts.ModuleResolutionKind.NodeNext,
-      target: ts.ScriptTarget.ES2022,
-      lib: ['lib.es2022.d.ts', 'lib.dom.d.ts', 'lib.dom.iterable.d.ts'],
-      strict: true,
-      skipLibCheck: true,
-      noEmit: true,
-    };
-    const host: ts.LanguageServiceHost = {
-      getScriptFileNames: () => [file],
-      getScriptVersion: () => '1',
-      getScriptSnapshot: (name) => (ts.sys.fileExists(name) ? ts.ScriptSnapshot.fromString(readFileSync(name, 'utf8')) : undefined),
-      getCurrentDirectory: () => dir,
-      getCompilationSettings: () => options,
-      getDefaultLibFileName: ts.getDefaultLibFilePath,
-      fileExists: ts.sys.fileExists,
-      readFile: ts.sys.readFile,
-      readDirectory: ts.sys.readDirectory,
-      directoryExists: ts.sys.directoryExists,
-      getDirectories: ts.sys.getDirectories,
-    };
-    const service = ts.createLanguageService(host);
+  const lines = [`import { Platform } from ${JSON.stringify(entry)};`, 'declare const p: Platform;', ...members.map((m) => `p.${m};`)];
+  return withService(`${lines.join('\n')}\n`, (service, file) => {
     const hovers: Record<string, Hover> = {};
     let offset = lines[0]!.length + 1 + lines[1]!.length + 1;
     for (const member of members) {
@@ -71,9 +42,6 @@ export function readSurface(entry: string, members: string[]): Surface {
     const imported = program.getSourceFile(file)!.statements.find(ts.isImportDeclaration)!;
     const module = checker.getSymbolAtLocation(imported.moduleSpecifier)!;
     const exports = checker.getExportsOfModule(module).map((symbol) => symbol.name);
-    service.dispose();
     return { hovers, exports };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }
