@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform } from '../support/platform.js';
+import { ask, INPUT_MICROS, OUTPUT_MICROS, pricedCatalog } from './support.js';
 
 const run = promisify(execFile);
 const PLANS = JSON.stringify({ pro: { organization: { rpm: 600 }, key: { rpm: 100 } } });
@@ -30,7 +31,7 @@ async function admin(...args: string[]) {
 }
 
 describe('npm run admin: billing', () => {
-  it('sets the billing mode, weekly cap and coding plan, and reports usage per model', async () => {
+  it('sets the billing mode, weekly cap and coding plan, lifts a 402 with add-credit, and reports usage per model at its price', async () => {
     expect((await admin('create-org', 'acme')).out).toMatch(/^organization acme/);
     const key = /(sk_[A-Za-z0-9_-]{59})/.exec((await admin('create-key', 'acme', '--scopes', 'inference')).out)![1];
     expect((await admin('set-billing', 'acme', 'prepaid')).out).toContain('acme is prepaid: requests need credit (balance $0.00)');
@@ -42,16 +43,26 @@ describe('npm run admin: billing', () => {
     expect((await admin('set-rate-limit', 'acme', '--rpm', 'lots')).code).not.toBe(0);
     expect((await admin('set-rate-limit', 'acme', '--rpm', '2', '--tpm', '100000')).out).toContain('acme: 2 requests and 100000 tokens per minute');
 
-    const platform = await startTestPlatform({ dataDir, logLevel: 'silent' }, {}, { adminKey: 'unused' });
-    const ask = JSON.stringify({ model: 'local-chat', messages: [{ role: 'user', content: 'hello there' }] });
-    try {
-      expect((await platform.api('/ai/v2/guarded/chat/completions', { method: 'POST', key, body: ask })).status).toBe(402);
-      expect((await platform.api('/ai/v2/code-assist/chat/completions', { method: 'POST', key, body: ask })).status).toBe(200);
+    // A server on the same data, its catalog priced (PGlite has one owner: the CLI runs while it is stopped).
+    const serve = async (requests: (call: (path: string) => Promise<Response>) => Promise<void>) => {
+      const platform = await startTestPlatform({ dataDir, logLevel: 'silent' }, { catalog: pricedCatalog() }, { adminKey: 'unused' });
+      try {
+        await requests((path) => platform.api(path, { method: 'POST', key, body: JSON.stringify(ask('hello there', { max_tokens: 20 })) }));
+      } finally {
+        await platform.close();
+      }
+    };
+    const answered: { prompt_tokens: number; completion_tokens: number }[] = [];
+    const answer = async (res: Response) => {
+      expect(res.status).toBe(200);
+      answered.push((await res.json()).usage);
+    };
+    await serve(async (call) => {
+      expect((await call('/ai/v2/guarded/chat/completions')).status).toBe(402);
+      await answer(await call('/ai/v2/code-assist/chat/completions'));
       // The organization's rate limit of 2 requests per minute (the 402 counted too): the third is refused.
-      expect((await platform.api('/ai/v2/code-assist/chat/completions', { method: 'POST', key, body: ask })).status).toBe(429);
-    } finally {
-      await platform.close();
-    }
+      expect((await call('/ai/v2/code-assist/chat/completions')).status).toBe(429);
+    });
     expect((await admin('set-rate-limit', 'acme')).out).toContain("acme: its plan's limits");
     expect((await admin('set-rate-plan', 'acme', 'pro')).out).toContain('acme: rate-limit plan pro: {"organization":{"rpm":600},"key":{"rpm":100}}');
     expect((await admin('set-rate-plan', 'acme', 'gold')).code).not.toBe(0);
@@ -59,7 +70,25 @@ describe('npm run admin: billing', () => {
     const created = (await admin('create-key', 'acme')).out;
     expect(created).toContain('billing:read');
     expect(created).not.toContain('billing:manage');
-    const usage = await admin('usage', 'acme', '--since', '2020-01-01');
-    expect(usage.out).toMatch(/local-chat\t1\t\d+\t\d+\t\$0\.00\t\$0\.00/);
+
+    // Credit lifts the 402.
+    expect((await admin('add-credit', 'acme', '5')).out).toContain('added $5.00 to acme; ledger balance $5.00');
+    await serve(async (call) => answer(await call('/ai/v2/guarded/chat/completions')));
+
+    // Usage at the catalog's price: the tokens of both answers, and what they cost to the cent.
+    const input = answered.reduce((sum, u) => sum + u.prompt_tokens, 0);
+    const output = answered.reduce((sum, u) => sum + u.completion_tokens, 0);
+    const micros = BigInt(input) * INPUT_MICROS + BigInt(output) * OUTPUT_MICROS;
+    const usage = (await admin('usage', 'acme', '--since', '2020-01-01')).out;
+    const line = new RegExp(`^priced\\t2\\t${input}\\t${output}\\t(\\$\\d+\\.\\d\\d)\\t(\\$\\d+\\.\\d\\d)$`, 'm').exec(usage);
+    expect(line, usage).not.toBeNull();
+    const [, cost, billed] = line!;
+    expect(cents(cost)).toBeGreaterThan(0);
+    expect(Math.abs(cents(cost) * 10_000 - Number(micros))).toBeLessThanOrEqual(5_000);
+    expect(billed).toBe(cost);
+    expect(usage).toContain(`total billed ${billed}`);
   }, 300_000);
 });
+
+/** `$12.34` in cents. */
+const cents = (usd: string) => Number(usd.slice(1).replace('.', ''));

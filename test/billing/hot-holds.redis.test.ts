@@ -1,13 +1,17 @@
 // Billing holds in Redis (REDIS_URL): a prepaid request's hold is one script on Redis, with
 // no write to the database until it settles; the database stays the truth (credit added
 // by a process that never told Redis is seen at once); while Redis cannot answer, holds are
-// taken in the database (logged once each way, counted in billing_database_holds_total).
-// The overshoot bound across two instances is in rate-limits.redis.test.ts.
+// taken in the database (logged once each way, counted in billing_database_holds_total); an
+// instance that crashes between reserve and settle leaves its hold in Redis only, and another
+// instance drops it once the first's heartbeat is stale. The overshoot bound across two
+// instances is in rate-limits.redis.test.ts.
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startFakeOpenAI } from '../../mocks/upstreams/fake-openai.js';
 import type { FakeUpstream } from '../../mocks/upstreams/faults.js';
 import { CreditService } from '../../server/billing/credit.js';
+import { DEAD_AFTER_MS, HEARTBEAT_MS } from '../../server/billing/instances.js';
+import { describePostgres, useTestDatabase } from '../support/postgres.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
 import { describeRedis, TEST_REDIS_URL } from '../support/redis.js';
 import { ask, behindRelay, createOrg, localDecisions, pricedCatalog, settled, type TestOrg } from './support.js';
@@ -116,6 +120,68 @@ describeRedis('billing holds in Redis', () => {
     expect(spent.status).toBe(402);
     expect((await spent.json()).error.name).toBe('GC_ALLOWANCE_EXHAUSTED');
     expect(await billing().credit.balance(org.id)).toBe(10_000_000n);
+  });
+});
+
+describePostgres('an instance crashed between reserve and settle (PostgreSQL + Redis)', () => {
+  const database = useTestDatabase('hot_holds');
+  describeRedis('two instances', () => {
+    let crashed: TestPlatform;
+    let survivor: TestPlatform;
+    let redis: Redis;
+    beforeAll(async () => {
+      const config = { logLevel: 'silent' as const, databaseUrl: database.url, redisUrl: TEST_REDIS_URL };
+      crashed = await startTestPlatform({ ...config, instanceId: 'node-a' }, { catalog: pricedCatalog() });
+      survivor = await startTestPlatform({ ...config, instanceId: 'node-b' }, { catalog: pricedCatalog() }, { adminKey: crashed.adminKey });
+      redis = new Redis(TEST_REDIS_URL);
+    }, 60_000);
+    afterAll(async () => {
+      await Promise.all([crashed?.close(), survivor?.close()]);
+      await redis?.quit();
+    });
+
+    it('leaves its hold in Redis only; the other instance drops it once the heartbeat is stale, serves again, and charges nothing for it', async () => {
+      const org = await createOrg(survivor, 'crashed');
+      const { billing, database: db } = survivor.services;
+      await billing.setMode(org.id, 'prepaid');
+      await billing.addCredit(org.id, 1_000_000n, 'test');
+      const chat = () => survivor.api('/ai/v2/guarded/chat/completions', { method: 'POST', key: org.key, body: JSON.stringify(ask()) });
+
+      // A request admitted on the first instance (its hold in Redis), which crashes before it settles.
+      const hold = await crashed.services.billing.reserve({ organizationId: org.id, apiKeyId: org.keyId, operation: 'createGuardedChatCompletion', model: 'priced', product: null, estimateMicros: 900_000n, traceId: 'trc_crashed', debit: true });
+      expect(hold.kept).toBe('redis');
+      const holds = `billing:{${org.id}}:credit:holds`;
+      expect(await redis.hkeys(holds)).toEqual([hold.id]);
+      // Held across instances: ~150,000 µ$ do not fit in what is left.
+      expect((await billing.account(org.id)).reservedMicros).toBe(900_000n);
+      const refused = await chat();
+      expect(refused.status).toBe(402);
+      expect((await refused.json()).error.name).toBe('INSUFFICIENT_CREDIT');
+      // The crash: it stops beating and never tells the database it left (a clean stop would mark it dead at once).
+      Object.assign(crashed.services.database.prisma, { $executeRaw: () => Promise.reject(new Error('crashed')) });
+      await crashed.close();
+      const alive = await db.prisma.$queryRaw<{ alive: boolean }[]>`
+        SELECT heartbeat_at > now() - ${`${DEAD_AFTER_MS} milliseconds`}::interval AS alive FROM billing_instances WHERE instance_id = 'node-a'`;
+      expect(alive).toEqual([{ alive: true }]);
+      // Nothing settled it: no record, no charge, the hold still in Redis.
+      expect(await db.prisma.billingReservation.count({ where: { id: hold.id } })).toBe(0);
+      expect(await redis.hkeys(holds)).toEqual([hold.id]);
+      // DEAD_AFTER_MS without a heartbeat (here: its last one made that old).
+      await db.prisma.$executeRaw`
+        UPDATE billing_instances SET heartbeat_at = now() - ${`${DEAD_AFTER_MS + 1_000} milliseconds`}::interval WHERE instance_id = 'node-a'`;
+
+      // The survivor's next heartbeat reads the crashed incarnation dead...
+      await vi.waitFor(async () => expect((await billing.account(org.id)).reservedMicros).toBe(0n), { timeout: HEARTBEAT_MS + 5_000, interval: 200 });
+      // ...and its next hold on the pool drops the dead one's: served, and only this request held.
+      const served = await chat();
+      expect(served.status).toBe(200);
+      await settled(survivor, org.id);
+      expect(await redis.hlen(holds)).toBe(0);
+      const usage = await db.prisma.usageRecord.aggregate({ where: { organizationId: org.id }, _sum: { billedMicros: true } });
+      expect(usage._sum.billedMicros).toBeGreaterThan(0n);
+      expect(await billing.credit.balance(org.id)).toBe(1_000_000n - usage._sum.billedMicros!);
+      expect((await billing.account(org.id)).balanceMicros).toBe(1_000_000n - usage._sum.billedMicros!);
+    }, 60_000);
   });
 });
 

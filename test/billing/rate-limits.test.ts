@@ -152,6 +152,24 @@ describe('429 QUOTA_EXCEEDED', () => {
     expect((await huge.json()).error.message).toMatch(/exceed .* limit of 600 tokens per minute; lower max_tokens/);
   });
 
+  it('counts tokens per minute per key: the key past its limit is refused, another key of the organization is not', async () => {
+    const org = await createOrg(platform, 'keytpm');
+    const other = await secondKey(org);
+    await quotas().set(org.id, org.keyId, { requestsPerMinute: null, tokensPerMinute: 600 });
+    // ~70 prompt tokens + 150 max_tokens: two fit in 600, a third does not.
+    const body = ask(undefined, { max_tokens: 150 });
+    expect((await chat(org, body)).status).toBe(200);
+    expect((await chat(org, body)).status).toBe(200);
+    const refused = await chat(org, body);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(refused.headers.get('x-ratelimit-limit')).toBe('600');
+    expect(refused.headers.get('x-ratelimit-remaining')).toBe('0');
+    expect((await refused.json()).error).toMatchObject({ name: 'QUOTA_EXCEEDED', message: expect.stringContaining("API key's limit of 600 tokens per minute") });
+    // The organization has no limit: its other key's tokens are its own.
+    for (let i = 0; i < 3; i++) expect((await chat(org, body, {}, other.key)).status).toBe(200);
+  });
+
   it('answers 429 QUOTA_EXCEEDED on every operation that declares 429, and nowhere else', async () => {
     const org = await createOrg(platform, 'everyroute');
     const { plaintext: key } = await platform.services.identity.keys.issue(org.id, { scopes: ['inference', 'chat'], label: 'inference', expiresAt: null });
@@ -211,6 +229,7 @@ describe('429 QUOTA_EXCEEDED', () => {
     expect(text).toMatch(/rate_limit_refusals_total\{scope="organization",unit="requests"\} [1-9]/);
     expect(text).toMatch(/rate_limit_refusals_total\{scope="key",unit="requests"\} [1-9]/);
     expect(text).toMatch(/rate_limit_refusals_total\{scope="organization",unit="tokens"\} [1-9]/);
+    expect(text).toMatch(/rate_limit_refusals_total\{scope="key",unit="tokens"\} [1-9]/);
   });
 });
 

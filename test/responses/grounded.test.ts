@@ -2,13 +2,14 @@
 // indexed through the chunk index with the local embedder, ground a guarded response. The
 // answer reports sources_returned and citations (with a file_citation annotation per
 // source); a stream sets X-Sources-Returned before its first event and announces the
-// annotations; zero sources is an ordinary 200 with sources_returned false.
+// annotations; zero sources is an ordinary 200 with sources_returned false. Each answer's
+// model call is metered at the catalog's price.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { estimateTokens } from '../../server/providers/local/tokens.js';
 import { contractProblems, eventProblems } from '../support/contract.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
-import { readEvents } from './support.js';
+import { catalogCost, pricedDefaultCatalog, readEvents } from './support.js';
 
 const PUBLISHER = `Responses Press ${randomUUID()}`;
 const SABBATH = [
@@ -21,7 +22,7 @@ let platform: TestPlatform;
 let itemId: string;
 
 beforeAll(async () => {
-  platform = await startTestPlatform({ logLevel: 'silent' });
+  platform = await startTestPlatform({ logLevel: 'silent' }, { catalog: pricedDefaultCatalog() });
   const { identity, database, chunkIndex, inference } = platform.services;
   const org = await database.prisma.organization.findUniqueOrThrow({ where: { id: platform.bootstrap!.organizationId } });
   const publisher = await identity.organizations.createPublisher(org.name, PUBLISHER);
@@ -33,8 +34,8 @@ beforeAll(async () => {
 }, 180_000);
 afterAll(() => platform?.close());
 
-const ask = (body: Record<string, unknown>) =>
-  platform.api('/ai/v1/grounded/responses', { method: 'POST', body: JSON.stringify({ model: 'local-chat', rag_publisher: PUBLISHER, ...body }) });
+const ask = (body: Record<string, unknown>, key?: string) =>
+  platform.api('/ai/v1/grounded/responses', { method: 'POST', body: JSON.stringify({ model: 'local-chat', rag_publisher: PUBLISHER, ...body }), ...(key && { key }) });
 
 describe('grounded responses', () => {
   it('answers from the retrieved passages, with sources_returned, citations and annotations', async () => {
@@ -120,5 +121,22 @@ describe('grounded responses', () => {
     } finally {
       embed.mockRestore();
     }
+  });
+
+  it('records the answer’s usage for the organization and key, at the catalog’s price', async () => {
+    const organizationId = platform.bootstrap!.organizationId;
+    const { key, plaintext } = await platform.services.identity.keys.issue(organizationId, { scopes: ['inference'], label: 'metered', expiresAt: null });
+    const res = await ask({ input: 'How can families with small children keep the Sabbath?', certainty_threshold: 0.5 }, plaintext);
+    const body = await res.json();
+    expect(res.status, JSON.stringify(body)).toBe(200);
+    const { prisma } = platform.services.database;
+    const where = { traceId: res.headers.get('x-trace-id')!, model: 'local-chat' };
+    // The meter writes once the response has closed.
+    await expect.poll(() => prisma.usageRecord.count({ where }), { timeout: 5_000 }).toBe(1);
+    const record = await prisma.usageRecord.findFirstOrThrow({ where });
+    const { input_tokens: inputTokens, output_tokens: outputTokens } = body.usage;
+    const cost = catalogCost(platform.services.inference.gateway.catalog, 'local-chat', inputTokens, outputTokens);
+    expect(cost).toBeGreaterThan(0n);
+    expect(record).toMatchObject({ organizationId, apiKeyId: key.id, operation: 'createGroundedResponse', provider: 'local', inputTokens, outputTokens, costMicros: cost, billedMicros: cost });
   });
 });

@@ -11,13 +11,14 @@ import { loadConfig } from '../../server/config.js';
 import { drawPromptPng } from '../../server/providers/local/image.js';
 import { contractProblems } from '../support/contract.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
-import { catalogOf } from './support.js';
+import { catalogCost, catalogOf, pricedDefaultCatalog } from './support.js';
 
 let platform: TestPlatform;
 let otherOrgKey: string;
 
 beforeAll(async () => {
-  platform = await startTestPlatform({ logLevel: 'silent' });
+  // local-chat priced: the metering tests check each call's cost.
+  platform = await startTestPlatform({ logLevel: 'silent' }, { catalog: pricedDefaultCatalog() });
   const { identity } = platform.services;
   const other = await identity.organizations.createOrganization(`other-${randomUUID()}`);
   otherOrgKey = (await identity.keys.issue(other.id, { scopes: ['inference'] })).plaintext;
@@ -382,21 +383,21 @@ describe('retention', () => {
 });
 
 describe('metering', () => {
-  it('a response and a streamed response each record their upstream usage under the trace id', async () => {
+  it('a response and a streamed response each record their upstream usage and its catalog cost under the trace id', async () => {
     const { prisma } = platform.services.database;
     const plain = await create({ model: 'local-chat', input: 'What does hope mean?' });
     const body = await ok(plain);
     const streamed = await create({ model: 'local-chat', input: 'What does hope mean?', stream: true });
     await streamed.text();
-    for (const [res, expected] of [
-      [plain, { inputTokens: body.usage.input_tokens, outputTokens: body.usage.output_tokens }],
-      [streamed, { inputTokens: body.usage.input_tokens, outputTokens: body.usage.output_tokens }],
-    ] as const) {
+    const { input_tokens: inputTokens, output_tokens: outputTokens } = body.usage;
+    const cost = catalogCost(platform.services.inference.gateway.catalog, 'local-chat', inputTokens, outputTokens);
+    expect(cost).toBeGreaterThan(0n);
+    for (const res of [plain, streamed]) {
       const traceId = res.headers.get('x-trace-id')!;
       // The meter writes once the response has closed.
       await expect.poll(() => prisma.usageRecord.findMany({ where: { traceId } }), { timeout: 5_000 }).toHaveLength(1);
       const [record] = await prisma.usageRecord.findMany({ where: { traceId } });
-      expect(record).toMatchObject({ operation: 'createResponse', model: 'local-chat', provider: 'local', ...expected });
+      expect(record).toMatchObject({ organizationId: platform.bootstrap!.organizationId, operation: 'createResponse', model: 'local-chat', provider: 'local', inputTokens, outputTokens, costMicros: cost, billedMicros: cost });
     }
   });
 });

@@ -1,7 +1,7 @@
 // Helpers of the Responses API suites: catalogs around given chat models (with the local
-// embedding model search needs at start), the client suites' catalog, and reading a
-// named-event SSE answer.
-import { buildCatalog, type Catalog } from '../../server/gateway/catalog.js';
+// embedding model search needs at start), the client suites' catalog, a priced built-in
+// catalog, and reading a named-event SSE answer.
+import { buildCatalog, defaultConfig, type Catalog } from '../../server/gateway/catalog.js';
 
 interface ChatSetup {
   providers?: unknown[];
@@ -53,6 +53,19 @@ export function clientCatalog(visionUrl: string): Catalog {
 
 /** A 1x1 PNG as a data URL. */
 export const PIXEL = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC';
+
+/** The built-in catalog with local-chat priced (whole micro-dollars per token), so its usage rows carry a cost to check. */
+export function pricedDefaultCatalog(): Catalog {
+  const config = defaultConfig({}) as { models: { id: string }[] };
+  const pricing = { input_per_1m: 1_000, output_per_1m: 2_000 };
+  return buildCatalog({ ...config, models: config.models.map((m) => (m.id === 'local-chat' ? { ...m, pricing } : m)) }, 'responses test (priced)', {});
+}
+
+/** What the tokens cost at the catalog's price: a price per 1M tokens is micro-dollars per token. */
+export function catalogCost(catalog: Catalog, modelId: string, inputTokens: number, outputTokens: number): bigint {
+  const { pricing } = catalog.models.get(modelId)!;
+  return BigInt(inputTokens) * BigInt(pricing.input_per_1m) + BigInt(outputTokens) * BigInt(pricing.output_per_1m);
+}
 
 export interface NamedEvent {
   event: string;
