@@ -132,8 +132,25 @@ export interface Child extends Ready {
   process: ChildProcess;
 }
 
-export function start(role: Role, env: Record<string, string> = {}): Promise<Child> {
-  const child = fork(import.meta.filename, { env: { ...process.env, BENCH_ROLE: role, ...env }, execArgv: ['--import', 'tsx'] });
+/**
+ * The Node flags and environment of `npm start` (package.json), so the gateway runs with
+ * the memory settings it ships with: `MALLOC_…=…` assignments and `--…` flags before the bundle.
+ */
+export function startScriptSettings(): { flags: string[]; env: Record<string, string> } {
+  const script: string = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts.start;
+  const words = script.split(/\s+/);
+  const node = words.indexOf('node');
+  const env = Object.fromEntries(words.slice(0, node).map((w) => w.split('=', 2) as [string, string]));
+  return { flags: words.slice(node + 1).filter((w) => w.startsWith('--')), env };
+}
+
+/** Starts a role; the gateway gets `nodeFlags` (default: those of `npm start`) and the start script's environment. */
+export function start(role: Role, env: Record<string, string> = {}, nodeFlags?: string[]): Promise<Child> {
+  const settings = role === 'gateway' ? startScriptSettings() : { flags: [], env: {} };
+  const child = fork(import.meta.filename, {
+    env: { ...process.env, ...settings.env, BENCH_ROLE: role, ...env },
+    execArgv: ['--import', 'tsx', ...(role === 'gateway' ? (nodeFlags ?? settings.flags) : [])],
+  });
   return new Promise((resolve, reject) => {
     child.once('message', (ready: Ready) => resolve({ role, process: child, ...ready }));
     child.once('exit', (code) => reject(new Error(`${role} exited with ${code} before listening`)));
