@@ -3856,6 +3856,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4094,6 +4095,7 @@ export interface components {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4313,6 +4315,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4370,6 +4373,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4397,6 +4401,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4601,6 +4606,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 Link: components["headers"]["Link"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4641,6 +4647,7 @@ export interface components {
         DetailBadRequestDelete: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4652,6 +4659,7 @@ export interface components {
         DetailBadRequestPatch: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4663,6 +4671,7 @@ export interface components {
         DetailBadRequestPath: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4674,6 +4683,7 @@ export interface components {
         DetailBadRequestPathPublisher: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4686,6 +4696,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4698,6 +4709,7 @@ export interface components {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4734,6 +4746,7 @@ export interface components {
         DetailForbiddenUnkeyed: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4770,6 +4783,7 @@ export interface components {
         DetailNotFoundUnkeyed: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4963,6 +4977,7 @@ export interface components {
         ManagementBadRequestPath: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -4974,6 +4989,7 @@ export interface components {
         ManagementBadRequestUnkeyed: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5010,6 +5026,7 @@ export interface components {
         ManagementForbiddenUnkeyed: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5095,6 +5112,7 @@ export interface components {
         ManagementUnprocessableUnkeyed: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -5211,6 +5229,7 @@ export interface components {
         ValidationFailedUnkeyed: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
             };
@@ -7707,6 +7726,7 @@ export interface operations {
                     Link: components["headers"]["Link"];
                     Sunset: components["headers"]["Sunset"];
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Should-Retry": components["headers"]["XShouldRetry"];
                     "X-Trace-Id": components["headers"]["XTraceId"];
                     [name: string]: unknown;
                 };

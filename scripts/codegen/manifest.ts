@@ -18,28 +18,39 @@ function filesOf(dir: string): string[] {
     .sort();
 }
 
-export function writeManifest(dir: string): void {
-  const hashes = Object.fromEntries(filesOf(dir).map((file) => [file, sha256(join(dir, file))]));
-  writeFileSync(join(dir, MANIFEST), `${JSON.stringify(hashes, null, 2)}\n`);
+/** SHA-256 of every file under `dir` except the manifest, by path relative to `dir`. */
+export function hashFiles(dir: string): Record<string, string> {
+  return Object.fromEntries(filesOf(dir).map((file) => [file, sha256(join(dir, file))]));
 }
 
-export interface HandEdits {
-  /** Content differs from what the generator wrote. */
-  edited: string[];
-  /** Not written by the generator. */
+export function writeManifest(dir: string): void {
+  writeFileSync(join(dir, MANIFEST), `${JSON.stringify(hashFiles(dir), null, 2)}\n`);
+}
+
+export interface FileChanges {
+  /** In both, with different content. */
+  changed: string[];
+  /** Only in the second. */
   added: string[];
-  /** Written by the generator, since deleted. */
+  /** Only in the first. */
   removed: string[];
 }
 
-/** How `dir` departs from its manifest (all empty when untouched since the last generate). */
-export function handEdits(dir: string): HandEdits {
+export const hasChanges = (changes: FileChanges) => changes.changed.length + changes.added.length + changes.removed.length > 0;
+
+/** How one set of file hashes departs from another (all empty when equal). */
+export function compareHashes(before: Record<string, string>, after: Record<string, string>): FileChanges {
+  const files = (hashes: Record<string, string>) => Object.keys(hashes).sort();
+  return {
+    changed: files(after).filter((file) => before[file] !== undefined && before[file] !== after[file]),
+    added: files(after).filter((file) => before[file] === undefined),
+    removed: files(before).filter((file) => after[file] === undefined),
+  };
+}
+
+/** How `dir` departs from its manifest: files edited, added or deleted since the last generate. */
+export function handEdits(dir: string): FileChanges {
   const manifestFile = join(dir, MANIFEST);
   const recorded: Record<string, string> = existsSync(manifestFile) ? JSON.parse(readFileSync(manifestFile, 'utf8')) : {};
-  const present = filesOf(dir);
-  return {
-    edited: present.filter((file) => recorded[file] !== undefined && recorded[file] !== sha256(join(dir, file))),
-    added: present.filter((file) => recorded[file] === undefined),
-    removed: Object.keys(recorded).filter((file) => !present.includes(file)),
-  };
+  return compareHashes(recorded, hashFiles(dir));
 }

@@ -52,7 +52,8 @@ export class HealthService {
   /** The platform's health, at most `cacheMs` old. */
   report(): Promise<HealthReport> {
     const now = Date.now();
-    if (this.cached && now - this.cached.at < this.cacheMs) return this.cached.report;
+    // A clock set back (NTP, a VM resumed) must not keep a report alive until it catches up.
+    if (this.cached && now >= this.cached.at && now - this.cached.at < this.cacheMs) return this.cached.report;
     const cached = { at: now, report: this.check() };
     this.cached = cached;
     // A report that failed to be made is not served again.

@@ -21,8 +21,8 @@ async function generatedDir() {
 
 describe('handEdits', () => {
   it('finds nothing right after a generate, and nothing in the committed generated/', async () => {
-    expect(handEdits(await generatedDir())).toEqual({ edited: [], added: [], removed: [] });
-    expect(handEdits(GENERATED_DIR)).toEqual({ edited: [], added: [], removed: [] });
+    expect(handEdits(await generatedDir())).toEqual({ changed: [], added: [], removed: [] });
+    expect(handEdits(GENERATED_DIR)).toEqual({ changed: [], added: [], removed: [] });
   });
 
   it('names edited, added and deleted files', async () => {
@@ -30,6 +30,6 @@ describe('handEdits', () => {
     await writeFile(join(dir, 'contract', 'routes.ts'), 'export const routes = [1];\n');
     await writeFile(join(dir, 'extra.ts'), '');
     await rm(join(dir, 'types.ts'));
-    expect(handEdits(dir)).toEqual({ edited: ['contract/routes.ts'], added: ['extra.ts'], removed: ['types.ts'] });
+    expect(handEdits(dir)).toEqual({ changed: ['contract/routes.ts'], added: ['extra.ts'], removed: ['types.ts'] });
   });
 });

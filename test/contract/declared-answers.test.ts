@@ -69,6 +69,10 @@ describe('declared answers', () => {
     ).toEqual([]);
   });
 
+  it('every error answer declares X-Should-Retry: the error handler sends it on each', () => {
+    expect(offenders((route) => responsesOf(route).filter(([status, r]) => Number(status) >= 400 && !r.headers?.['X-Should-Retry']).map(([status]) => status))).toEqual([]);
+  });
+
   it('an operation without a body or a path parameter declares no 400 (nothing in its request can be malformed)', () => {
     expect(offenders((route) => (route.requestMediaType || route.path.includes('{') || !operationOf(route).responses['400'] ? [] : ['400']))).toEqual([]);
   });

@@ -77,6 +77,9 @@ describe('conformanceProblems', () => {
     expect(rules(conformanceProblems('getKey', { method: 'GET' }, { ...answer, headers: { ...answer.headers, 'x-sources-returned': 'true' } }))).toEqual([
       'header x-sources-returned',
     ]);
+    // The error handler sends X-Should-Retry on errors only: on a success it is undeclared.
+    const ok = exampleAnswer('getKey', 200);
+    expect(rules(conformanceProblems('getKey', { method: 'GET' }, { ...ok, headers: { ...ok.headers, 'x-should-retry': 'false' } }))).toEqual(['header x-should-retry']);
     const problems = rules(conformanceProblems('getKey', { method: 'GET' }, { ...answer, body: JSON.stringify({ detail: 'x' }) }));
     expect(problems).toContain('trace-id missing');
     expect(problems.some((p) => p.startsWith('body '))).toBe(true);

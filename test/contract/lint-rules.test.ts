@@ -30,6 +30,19 @@ const operation = (operationId: string, extra: object) => ({
   ...extra,
 });
 
+/** An event schema whose `name` property is required and always `value`. */
+const eventSchema = (name: string, value: string) => ({
+  type: 'object',
+  required: [name],
+  properties: { [name]: { const: value, description: 'What the event is.' } },
+});
+const schemaRef = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+/** A text/event-stream answer whose events are `schema`. */
+const stream = (schema: object) => ({
+  description: 'Events.',
+  content: { 'text/event-stream': { schema, examples: { ok: { value: 'data: {}\n\n' } } } },
+});
+
 const stringArray = (extra: object = {}) => ({ type: 'array', description: 'Names.', items: { type: 'string' }, ...extra });
 
 /** One operation per rule case; its operationId says whether the rule must fire on it. */
@@ -50,7 +63,20 @@ const document = {
           author: { type: 'string', description: "Names of the document's authors, shown with its search hits." },
         },
       },
+      EventA: eventSchema('type', 'a'),
+      EventB: eventSchema('type', 'b'),
+      EventC: eventSchema('type', 'c'),
+      ChunkX: eventSchema('object', 'chunk'),
+      ChunkY: eventSchema('object', 'chunk'),
+      Discriminated: { oneOf: [schemaRef('EventA'), schemaRef('EventB')], discriminator: { propertyName: 'type', mapping: { a: '#/components/schemas/EventA', b: '#/components/schemas/EventB' } } },
+      MissingEntry: {
+        oneOf: [schemaRef('EventA'), schemaRef('EventB'), schemaRef('EventC')],
+        discriminator: { propertyName: 'type', mapping: { a: '#/components/schemas/EventA', b: '#/components/schemas/EventB' } },
+      },
+      NoDiscriminator: { anyOf: [schemaRef('EventA'), schemaRef('EventB')] },
+      Undiscriminable: { anyOf: [schemaRef('ChunkX'), schemaRef('ChunkY')] },
     },
+    responses: { SharedStream: stream(schemaRef('NoDiscriminator')) },
   },
   tags: [{ name: 'things', description: 'Things.' }],
   paths: {
@@ -97,6 +123,17 @@ const document = {
               },
             },
           },
+          '404': errorBody,
+        },
+      }),
+    },
+    '/events': {
+      get: operation('eventStreams', {
+        responses: {
+          '200': stream(schemaRef('Discriminated')),
+          '201': stream(schemaRef('MissingEntry')),
+          '202': { $ref: '#/components/responses/SharedStream' },
+          '203': stream(schemaRef('Undiscriminable')),
           '404': errorBody,
         },
       }),
@@ -155,6 +192,10 @@ describe('project Spectral rules', () => {
       'paths./examples.get.responses.200.content.text/event-stream',
       'paths./examples.get.responses.404.content.application/json',
     ]);
+  });
+
+  it('platform-stream-event-discriminator: a union of events one property tells apart, without its discriminator or a mapping entry', () => {
+    expect(firing('platform-stream-event-discriminator').sort()).toEqual(['components.schemas.MissingEntry.discriminator.mapping', 'components.schemas.NoDiscriminator']);
   });
 
   it('platform-request-array-max-items: every request array, body or parameter, nested or not', () => {
