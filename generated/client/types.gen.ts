@@ -564,7 +564,7 @@ export type ChatCompletionRequest = ChatCompletionRequestCommon & {
      */
     model_family?: ModelFamily;
     /**
-     * Theological tradition to shape the answer for; none when absent.
+     * Theological tradition to shape the answer for; when absent the answer takes a general Christian perspective (the response echoes null).
      */
     tradition?: Tradition;
 };
@@ -1441,7 +1441,7 @@ export type CreateResponseRequest = CreateResponseRequestCommon & {
      */
     model_family?: ModelFamily;
     /**
-     * Theological tradition to shape the answer for; none when absent.
+     * Theological tradition to shape the answer for; when absent the answer takes a general Christian perspective (the response echoes null).
      */
     tradition?: Tradition;
 };

@@ -1455,7 +1455,7 @@ export interface components {
             model?: string;
             /** @description Routing selector: let the platform pick a model of this family. Exactly one of `auto_routing`, `model`, `model_family`. */
             model_family?: components["schemas"]["ModelFamily"];
-            /** @description Theological tradition to shape the answer for; none when absent. */
+            /** @description Theological tradition to shape the answer for; when absent the answer takes a general Christian perspective (the response echoes null). */
             tradition?: components["schemas"]["Tradition"];
         };
         /** @description OpenAI chat-completion fields shared by v1 and v2 (unknown fields are ignored). */
@@ -1842,7 +1842,7 @@ export interface components {
             model?: string;
             /** @description Routing selector: let the platform pick a model of this family. */
             model_family?: components["schemas"]["ModelFamily"];
-            /** @description Theological tradition to shape the answer for; none when absent. */
+            /** @description Theological tradition to shape the answer for; when absent the answer takes a general Christian perspective (the response echoes null). */
             tradition?: components["schemas"]["Tradition"];
         };
         /** @description Responses API fields shared by v1 and v2 (unknown fields are ignored). */
