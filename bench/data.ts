@@ -8,9 +8,13 @@
 //
 // The scale runs use SYNTHETIC vectors (512-d, like the local model): unit vectors drawn around
 // 200 random topic centres, so the space has the clustered structure of real embeddings (uniform
-// random vectors would be a needlessly hard, unrealistic case for HNSW). Passage text is drawn
-// from a small vocabulary per topic, so full text has something to match. Queries are perturbed
-// copies of stored vectors. The database is the embedded PGlite (pgvector 0.8) in memory.
+// random vectors would be a needlessly hard, unrealistic case for HNSW). Passage text is
+// SYNTHETIC too: 30 words from its topic's own 25 (a vocabulary of 5,000 topic words) and 10
+// from 60 common ones, so a query's words match about as much of the corpus as real content
+// words do (an earlier 60-word vocabulary made two query words match a fifth of the corpus,
+// which no real text does). Queries are perturbed copies of stored vectors, their text two
+// words of that passage's topic, one common word and a number (which no passage holds).
+// The database is the embedded PGlite (pgvector 0.8) in memory.
 //
 // The latencies are the retriever's alone: the query's vector is given (no embedding call,
 // which on the embedded default costs more than the search itself) and there is no HTTP.
@@ -50,6 +54,9 @@ function around(centre: number[], spread: number, rand: () => number): number[] 
   return unit(centre.map((x) => x + spread * gaussian(rand)));
 }
 
+const TOPIC_WORDS = 25;
+/** Topic `t`'s word `j`: a token of its own that the English stemmer keeps whole. */
+const topicWord = (t: number, j: number) => `t${t}w${j}`;
 const WORDS = 'grace rest sabbath mercy justice hope lament prayer scripture covenant community hospitality forgiveness wisdom patience faith courage neighbour table bread water light path shepherd harvest season garden city stranger gift promise exile return song silence morning evening labour calling vocation practice memory story witness church household friendship generosity humility gratitude suffering comfort joy'.split(' ');
 
 interface Corpus {
@@ -57,6 +64,8 @@ interface Corpus {
   organizationId: string;
   publisherId: string;
   vectors: number[][];
+  /** The topic of each stored passage, by index. */
+  topics: number[];
   rand: () => number;
 }
 
@@ -78,6 +87,7 @@ async function buildCorpus(size: number): Promise<Corpus> {
     SELECT ${publisher.id}::uuid, 'bench-' || n || '.md', 'COMPLETED', ${perItem} FROM generate_series(1, ${Math.ceil(size / perItem)}) AS n
     RETURNING id`;
   const vectors: number[][] = [];
+  const topics: number[] = [];
   const batch = 1_000;
   for (let start = 0; start < size; start += batch) {
     const rows = Array.from({ length: Math.min(batch, size - start) }, (_, i) => {
@@ -85,8 +95,12 @@ async function buildCorpus(size: number): Promise<Corpus> {
       const topic = Math.floor(rand() * TOPICS);
       const vector = around(centres[topic]!, 0.04, rand);
       vectors.push(vector);
-      const words = Array.from({ length: 40 }, () => WORDS[(topic * 7 + Math.floor(rand() * 12)) % WORDS.length]!);
-      return { item: items[Math.floor(n / perItem)]!.id, ordinal: n % perItem, content: `topic ${topic} ${words.join(' ')}`, vector: vectorLiteral(vector) };
+      topics.push(topic);
+      const words = [
+        ...Array.from({ length: 30 }, () => topicWord(topic, Math.floor(rand() * TOPIC_WORDS))),
+        ...Array.from({ length: 10 }, () => WORDS[Math.floor(rand() * WORDS.length)]!),
+      ];
+      return { item: items[Math.floor(n / perItem)]!.id, ordinal: n % perItem, content: words.join(' '), vector: vectorLiteral(vector) };
     });
     await prisma.$executeRawUnsafe(
       `INSERT INTO chunks (item_id, publisher_id, ordinal, content, token_count, embedding_model, embedding)
@@ -106,7 +120,7 @@ async function buildCorpus(size: number): Promise<Corpus> {
     ),
   ]);
   await prisma.$executeRawUnsafe('ANALYZE chunks');
-  return { database, organizationId: organization.id, publisherId: publisher.id, vectors, rand };
+  return { database, organizationId: organization.id, publisherId: publisher.id, vectors, topics, rand };
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -124,10 +138,15 @@ async function benchSearch(size: number, queryCount: number): Promise<SearchFigu
   const loadSeconds = (performance.now() - loadStarted) / 1000;
   console.error(`  ${size} passages loaded and indexed in ${loadSeconds.toFixed(0)} s`);
   const { database, rand } = corpus;
-  const queries = Array.from({ length: queryCount }, () => around(corpus.vectors[Math.floor(rand() * corpus.vectors.length)]!, 0.02, rand));
   const byText = new Map<string, number[]>();
-  const texts = queries.map((q, i) => {
-    const text = `${WORDS[i % WORDS.length]} ${WORDS[(i * 3) % WORDS.length]} query ${i}`;
+  const queries: number[][] = [];
+  const texts = Array.from({ length: queryCount }, (_, i) => {
+    const near = Math.floor(rand() * corpus.vectors.length);
+    const topic = corpus.topics[near]!;
+    const q = around(corpus.vectors[near]!, 0.02, rand);
+    // Unique per query (the embedder stand-in looks the vector up by text).
+    const text = `${topicWord(topic, Math.floor(rand() * TOPIC_WORDS))} ${topicWord(topic, Math.floor(rand() * TOPIC_WORDS))} ${WORDS[i % WORDS.length]} ${i}`;
+    queries.push(q);
     byText.set(text, q);
     return text;
   });

@@ -203,6 +203,23 @@ function searchIndexSuite(open: () => Promise<Database>) {
       expect(await retriever.retrieve(query('zzzqqq', { mode: 'text' }))).toEqual([]);
     });
 
+    it('words alone: a passage must hold at least half the query words, any of them', async () => {
+      const item = await indexItem(org.publisherId, ['Harvest moon over quiet orchards', 'Orchard ladders and harvest baskets', 'A quiet harbour at dusk', 'Ladders']);
+      const found = async (text: string) =>
+        (await retriever.retrieve(query(text, { mode: 'text', certainty: 0 }))).filter((p) => p.itemId === item.id).map((p) => p.content).sort();
+      // Four words, two needed: each passage holding two of them, whichever two; one alone is not enough.
+      expect(await found('harvest orchard ladder dusk')).toEqual(['Harvest moon over quiet orchards', 'Orchard ladders and harvest baskets']);
+      expect(await found('quiet dusk ladder basket')).toEqual(['A quiet harbour at dusk', 'Orchard ladders and harvest baskets']);
+      // Three words, two needed.
+      expect(await found('moon harbour basket')).toEqual([]);
+      // Two words, one needed.
+      expect(await found('ladder zzzqqq')).toEqual(['Ladders', 'Orchard ladders and harvest baskets']);
+      // More words than are combined in the tsquery itself (12): the coverage count still needs six.
+      const long = await indexItem(org.publisherId, ['Harvest moon over a quiet orchard, a ladder, a basket, the harbour at dusk', 'Harvest moon over quiet orchards']);
+      const passages = await retriever.retrieve(query('harvest moon quiet orchard ladder basket harbour dusk zzza zzzb zzzc zzzd zzze zzzf zzzg zzzh', { mode: 'text', certainty: 0 }));
+      expect(passages.filter((p) => p.itemId === long.id).map((p) => p.content)).toEqual(['Harvest moon over a quiet orchard, a ladder, a basket, the harbour at dusk']);
+    });
+
     it('returns nothing for an organization that has indexed nothing', async () => {
       const o = await db.prisma.organization.create({ data: { name: 'empty-org' } });
       const p = await db.prisma.publisher.create({ data: { name: 'Empty Pub', organizationId: o.id } });
