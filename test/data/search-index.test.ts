@@ -220,6 +220,11 @@ function searchIndexSuite(open: () => Promise<Database>) {
       expect(passages.filter((p) => p.itemId === long.id).map((p) => p.content)).toEqual(['Harvest moon over a quiet orchard, a ladder, a basket, the harbour at dusk']);
     });
 
+    it('keeps the full-text index without a pending list, which only autovacuum would merge', async () => {
+      const [index] = await db.prisma.$queryRawUnsafe<{ reloptions: string[] | null }[]>(`SELECT reloptions FROM pg_class WHERE relname = 'chunks_content_tsv_idx'`);
+      expect(index?.reloptions).toContain('fastupdate=off');
+    });
+
     it('returns nothing for an organization that has indexed nothing', async () => {
       const o = await db.prisma.organization.create({ data: { name: 'empty-org' } });
       const p = await db.prisma.publisher.create({ data: { name: 'Empty Pub', organizationId: o.id } });
