@@ -14,6 +14,7 @@ import { setPriority } from 'node:os';
 import { Session } from 'node:inspector';
 import { pipeline } from 'node:stream/promises';
 import express from 'express';
+import { startScriptSettings } from './start-script.js';
 import { Pool } from 'undici';
 
 export const CHAT_PATH = '/v1/chat/completions';
@@ -130,18 +131,6 @@ async function listen(server: http.Server): Promise<string> {
 export interface Child extends Ready {
   role: Role;
   process: ChildProcess;
-}
-
-/**
- * The Node flags and environment of `npm start` (package.json), so the gateway runs with
- * the memory settings it ships with: `MALLOC_…=…` assignments and `--…` flags before the bundle.
- */
-export function startScriptSettings(): { flags: string[]; env: Record<string, string> } {
-  const script: string = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts.start;
-  const words = script.split(/\s+/);
-  const node = words.indexOf('node');
-  const env = Object.fromEntries(words.slice(0, node).map((w) => w.split('=', 2) as [string, string]));
-  return { flags: words.slice(node + 1).filter((w) => w.startsWith('--')), env };
 }
 
 /** Starts a role; the gateway gets `nodeFlags` (default: those of `npm start`) and the start script's environment. */

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { startScriptSettings } from './start-script.js';
 
 const ROOT = join(import.meta.dirname, '..');
 const { values: args } = parseArgs({
@@ -48,14 +49,13 @@ function metric(text: string, name: string): number {
 }
 
 async function measure(label: string, env: Record<string, string>): Promise<Reading> {
-  const child = spawn(process.execPath, ['dist/server/main.js'], {
+  // As `npm start` runs it (package.json): its Node flags and malloc settings.
+  const start = startScriptSettings();
+  const child = spawn(process.execPath, [...start.flags, 'dist/server/main.js'], {
     cwd: ROOT,
     env: {
       ...process.env,
-      // What `npm start` sets (package.json): fewer glibc arenas, memory returned sooner.
-      MALLOC_ARENA_MAX: '2',
-      MALLOC_TRIM_THRESHOLD_: '131072',
-      MALLOC_MMAP_THRESHOLD_: '131072',
+      ...start.env,
       PORT: '0',
       MGMT_PORT: '0',
       LOG_LEVEL: 'info',
