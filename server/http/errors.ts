@@ -2,7 +2,7 @@
 // status (AI envelope, gateway body, FastAPI detail, ...).
 import { errorCatalog, type ErrorName } from '../../generated/contract/errors.js';
 import type { RouteDefinition } from '../../generated/contract/routes.js';
-import { ApiError } from '../errors.js';
+import { ApiError, type ValidationIssue } from '../errors.js';
 
 export type ErrorSchemaName =
   | 'AIError'
@@ -42,9 +42,25 @@ const OAUTH_ERRORS: Partial<Record<ErrorName, string>> = {
   INTERNAL_ERROR: 'server_error',
 };
 
+/** Deeper input is not echoed back: rendering it would exhaust the stack (a body of 20,000 nested arrays). */
+const MAX_ECHO_DEPTH = 32;
+
+function tooDeep(value: unknown, depth = 0): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (depth >= MAX_ECHO_DEPTH) return true;
+  return Object.values(value).some((child) => tooDeep(child, depth + 1));
+}
+
+/** An issue as the body may echo it: whatever raised it, its input is dropped when too deep to render. */
+function echoable(issue: ValidationIssue): ValidationIssue {
+  if (!tooDeep(issue.input)) return issue;
+  const { input: _dropped, ...rest } = issue;
+  return rest;
+}
+
 export function renderError(error: ApiError, schema: ErrorSchemaName, traceId: string): Record<string, unknown> {
   const entry = errorCatalog[error.errorName];
-  const issues = error.options.issues ?? [];
+  const issues = (error.options.issues ?? []).map(echoable);
   switch (schema) {
     case 'AIError':
     case 'CodingAIError': {

@@ -150,15 +150,6 @@ function parameterIssues(req: Request): ApiError | undefined {
   return issues.length ? new ApiError('VALIDATION_ERROR', 'Request validation failed', { issues }) : undefined;
 }
 
-/** Deeper input is not echoed back: rendering it would exhaust the stack (a body of 20,000 nested arrays). */
-const MAX_ECHO_DEPTH = 32;
-
-function tooDeep(value: unknown, depth = 0): boolean {
-  if (value === null || typeof value !== 'object') return false;
-  if (depth >= MAX_ECHO_DEPTH) return true;
-  return Object.values(value).some((child) => tooDeep(child, depth + 1));
-}
-
 type RequestParts = { body?: unknown; query?: unknown; params?: unknown; headers?: unknown };
 
 function valueAt(parts: RequestParts, loc: string[]): unknown {
@@ -178,8 +169,8 @@ export function toValidationIssues(findings: ValidatorFinding[], request: Reques
       .filter(Boolean)
       .map((segment) => (segment === 'params' ? 'path' : segment));
     const type = issueType(finding);
-    const found = type === 'missing' ? null : valueAt(request, loc);
-    const input = tooDeep(found) ? undefined : found;
+    // Too deep an input is dropped where the body is rendered (http/errors.ts).
+    const input = type === 'missing' ? null : valueAt(request, loc);
     return {
       loc,
       msg: type === 'missing' ? 'Field required' : finding.message.replace(/^must/, 'Must'),

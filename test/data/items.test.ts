@@ -375,6 +375,24 @@ describe('PATCH /engine/v2/items (patchItems)', () => {
     }
   });
 
+  it('answers a deeply nested value (20,000 levels) with a JSON 422, never the framework\'s HTML page', async () => {
+    const nested = '['.repeat(20_000) + ']'.repeat(20_000);
+    for (const field of ['item_tags', 'evergreen', 'item_title']) {
+      const res = await platform.api(`/engine/v2/items?publisher_id=${orgA.publisherId}`, {
+        method: 'PATCH',
+        body: `{"ops":[{"op":"replace","field":"${field}","value":${nested}}]}`,
+      });
+      const text = await res.text();
+      expect(res.headers.get('content-type'), text.slice(0, 200)).toMatch(/json/);
+      const body = JSON.parse(text);
+      expect(res.status).toBe(422);
+      expect(body.trace_id).toMatch(TRACE);
+      // The issue is reported without echoing the value back (rendering it exhausted the stack).
+      expect(body.detail[0]).toEqual({ loc: ['body', 'ops', '0', 'value'], msg: expect.any(String), type: 'value_error' });
+      expect(contractProblems('patchItems', 422, body)).toEqual([]);
+    }
+  });
+
   it('answers 422 for a limit outside 1..10000', async () => {
     for (const limit of [0, 10001]) {
       const answer = await patchItems(orgA.publisherId, { ops: [{ op: 'replace', field: 'evergreen', value: true }], limit });
