@@ -4,7 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
-import { ask, createOrg, indexPassages, INPUT_MICROS, OUTPUT_MICROS, pricedCatalog, settled, type TestOrg } from './support.js';
+import { indexItem } from '../support/content.js';
+import { ask, createOrg, INPUT_MICROS, OUTPUT_MICROS, pricedCatalog, settled, type TestOrg } from './support.js';
 
 let platform: TestPlatform;
 beforeAll(async () => {
@@ -60,7 +61,7 @@ describe('metering', () => {
     const org = await prepaid('search');
     const publisher = await platform.services.identity.organizations.createPublisher(org.name, `${org.name}-pub`);
     const { plaintext: key } = await platform.services.identity.keys.issue(org.id, { scopes: ['data:read'], label: 'search', expiresAt: null });
-    await indexPassages(platform, publisher.id, ['Sabbath rest is received before it is achieved.']);
+    await indexItem(platform, publisher.id, ['Sabbath rest is received before it is achieved.'], { title: 'A passage' });
     const res = await platform.api('/ai/v1/data/search', { method: 'POST', key, body: JSON.stringify({ query: 'rest and sabbath', collection: 'GlooProd', tenant: publisher.name }) });
     expect(res.status).toBe(200);
     await settled(platform, org.id);

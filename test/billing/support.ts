@@ -1,9 +1,7 @@
 // Shared set-up of the billing suites: a platform whose catalog has priced models, and an
 // organization with its own key.
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, vi } from 'vitest';
 import { buildCatalog, type Catalog } from '../../server/gateway/catalog.js';
-import { estimateTokens } from '../../server/providers/local/tokens.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
 import { CuttableRelay } from '../support/redis.js';
 
@@ -165,17 +163,3 @@ export async function localDecisions(platform: TestPlatform, metric: string): Pr
   return Number(new RegExp(`${metric}\\{reason="redis_unavailable"\\} (\\d+)`).exec(text)?.[1] ?? 0);
 }
 
-// ---------------------------------------------------------------- content
-
-/** Indexes passages as one item of the publisher (embedded as ingestion embeds them), so retrieval finds them. */
-export async function indexPassages(platform: TestPlatform, publisherId: string, passages: string[], title = 'A passage'): Promise<void> {
-  const { database, chunkIndex, inference } = platform.services;
-  const item = await database.prisma.item.create({ data: { publisherId, fileName: `${randomUUID()}.md`, title, status: 'EMBEDDING' } });
-  const space = await chunkIndex.embeddingSpace(publisherId);
-  const { result } = await inference.gateway.embed(space.model, passages, space.dimensions, AbortSignal.timeout(120_000));
-  await chunkIndex.replaceItemChunks(
-    item.id,
-    space,
-    passages.map((content, ordinal) => ({ ordinal, content, tokenCount: estimateTokens(content), embedding: result.vectors[ordinal]! })),
-  );
-}

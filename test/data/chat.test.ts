@@ -6,9 +6,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Item, Prisma } from '../../generated/prisma/client.js';
+import { indexItem as indexContent } from '../support/content.js';
 import type { OperationId } from '../../generated/server/operations.js';
 import { clip } from '../../server/data/chat/clip.js';
-import { estimateTokens } from '../../server/providers/local/tokens.js';
 import { contractProblems } from '../support/contract.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
 import { describePostgres, useTestDatabase } from '../support/postgres.js';
@@ -22,18 +22,7 @@ let sabbath: Item;
 let otherOrg: { key: string; publisher: string };
 let inferenceOnlyKey: string;
 
-async function indexItem(publisherId: string, passages: string[], data: Partial<Prisma.ItemUncheckedCreateInput> = {}): Promise<Item> {
-  const { database, chunkIndex, inference } = platform.services;
-  const item = await database.prisma.item.create({ data: { publisherId, fileName: `${randomUUID()}.md`, status: 'EMBEDDING', ...data } });
-  const space = await chunkIndex.embeddingSpace(publisherId);
-  const { result } = await inference.gateway.embed(space.model, passages, space.dimensions, AbortSignal.timeout(120_000));
-  await chunkIndex.replaceItemChunks(
-    item.id,
-    space,
-    passages.map((content, ordinal) => ({ ordinal, content, tokenCount: estimateTokens(content), embedding: result.vectors[ordinal]! })),
-  );
-  return item;
-}
+const indexItem = (publisherId: string, passages: string[], data?: Partial<Prisma.ItemUncheckedCreateInput>) => indexContent(platform, publisherId, passages, data);
 
 
 interface Answer {

@@ -3,14 +3,14 @@
 // completion; the local model answers extractively from them and cites them; a fake
 // OpenAI-compatible upstream receives them in its prompt. The status rules run on PGlite
 // and PostgreSQL; the answers where retrieval works (PGlite, a PostgreSQL with pgvector).
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { Item, Prisma } from '../../generated/prisma/client.js';
+import type { Item } from '../../generated/prisma/client.js';
+import { estimateTokens } from '../../server/providers/local/tokens.js';
+import { indexItem } from '../support/content.js';
 import type { OperationId } from '../../generated/server/operations.js';
 import { startFakeOpenAI } from '../../mocks/upstreams/fake-openai.js';
 import type { FakeUpstream } from '../../mocks/upstreams/faults.js';
 import { buildCatalog, defaultConfig } from '../../server/gateway/catalog.js';
-import { estimateTokens } from '../../server/providers/local/tokens.js';
 import { contractProblems, eventProblems } from '../support/contract.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
 import { describePostgres, useTestDatabase } from '../support/postgres.js';
@@ -31,19 +31,6 @@ let hidden: Item;
 let otherOrgKey: string;
 let chatOnlyKey: string;
 
-/** Indexes passages of a new item through the chunk index, embedded like ingestion embeds them. */
-async function indexItem(p: TestPlatform, publisherId: string, passages: string[], data: Partial<Prisma.ItemUncheckedCreateInput> = {}): Promise<Item> {
-  const { database, chunkIndex, inference } = p.services;
-  const item = await database.prisma.item.create({ data: { publisherId, fileName: `${randomUUID()}.md`, status: 'EMBEDDING', ...data } });
-  const space = await chunkIndex.embeddingSpace(publisherId);
-  const { result } = await inference.gateway.embed(space.model, passages, space.dimensions, AbortSignal.timeout(120_000));
-  await chunkIndex.replaceItemChunks(
-    item.id,
-    space,
-    passages.map((content, ordinal) => ({ ordinal, content, tokenCount: estimateTokens(content), embedding: result.vectors[ordinal]! })),
-  );
-  return item;
-}
 
 async function seedPublisher(p: TestPlatform) {
   const { identity, database } = p.services;

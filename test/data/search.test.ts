@@ -7,6 +7,7 @@
 // PostgreSQL that has it; on one without (CI's here) a valid search is answered 503.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OperationId } from '../../generated/server/operations.js';
+import { indexItem as indexContent } from '../support/content.js';
 import { contractProblems } from '../support/contract.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
 import { describePostgres, useTestDatabase } from '../support/postgres.js';
@@ -223,19 +224,9 @@ function findingPassages(start: () => Promise<TestPlatform>) {
 
   /** Indexes an item's passages through the platform's own seam and embedder (the local model). */
   async function indexItem(publisherName: string, title: string, passages: string[], extra: { type?: string; author?: string[] } = {}) {
-    const { chunkIndex, database, inference } = world.platform.services;
-    const publisher = await database.prisma.publisher.findUniqueOrThrow({ where: { name: publisherName } });
-    const item = await database.prisma.item.create({
-      data: { publisherId: publisher.id, fileName: `${title}.md`, title, status: 'EMBEDDING', publicationDate: 'March 2021', itemSummary: `${title} summary`, ...extra },
-    });
-    const space = await chunkIndex.embeddingSpace(publisher.id);
-    const { result } = await inference.gateway.embed(space.model, passages, space.dimensions, AbortSignal.timeout(60_000));
-    await chunkIndex.replaceItemChunks(
-      item.id,
-      space,
-      passages.map((content, ordinal) => ({ ordinal, content, tokenCount: content.split(' ').length, embedding: result.vectors[ordinal]! })),
-    );
-    return item.id;
+    const publisher = await world.platform.services.database.prisma.publisher.findUniqueOrThrow({ where: { name: publisherName } });
+    const data = { fileName: `${title}.md`, title, publicationDate: 'March 2021', itemSummary: `${title} summary`, ...extra };
+    return (await indexContent(world.platform, publisher.id, passages, data)).id;
   }
 
   beforeAll(async () => {

@@ -6,7 +6,7 @@
 // model call is metered at the catalog's price.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { estimateTokens } from '../../server/providers/local/tokens.js';
+import { indexItem } from '../support/content.js';
 import { contractProblems, eventProblems } from '../support/contract.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
 import { catalogCost, pricedDefaultCatalog, readEvents } from './support.js';
@@ -23,14 +23,10 @@ let itemId: string;
 
 beforeAll(async () => {
   platform = await startTestPlatform({ logLevel: 'silent' }, { catalog: pricedDefaultCatalog() });
-  const { identity, database, chunkIndex, inference } = platform.services;
+  const { identity, database } = platform.services;
   const org = await database.prisma.organization.findUniqueOrThrow({ where: { id: platform.bootstrap!.organizationId } });
   const publisher = await identity.organizations.createPublisher(org.name, PUBLISHER);
-  const item = await database.prisma.item.create({ data: { publisherId: publisher.id, fileName: 'sabbath.md', status: 'EMBEDDING', title: 'Sabbath Rest', itemUrl: 'https://example.org/sabbath' } });
-  const space = await chunkIndex.embeddingSpace(publisher.id);
-  const { result } = await inference.gateway.embed(space.model, SABBATH, space.dimensions, AbortSignal.timeout(120_000));
-  await chunkIndex.replaceItemChunks(item.id, space, SABBATH.map((content, ordinal) => ({ ordinal, content, tokenCount: estimateTokens(content), embedding: result.vectors[ordinal]! })));
-  itemId = item.id;
+  itemId = (await indexItem(platform, publisher.id, SABBATH, { fileName: 'sabbath.md', title: 'Sabbath Rest', itemUrl: 'https://example.org/sabbath' })).id;
 }, 180_000);
 afterAll(() => platform?.close());
 

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeOpenAI } from '../../mocks/upstreams/fake-openai.js';
 import type { FakeUpstream, Fault } from '../../mocks/upstreams/faults.js';
 import { errorCatalog, type ErrorName } from '../../generated/contract/errors.js';
+import { indexItem } from '../support/content.js';
 import { contractProblems, eventProblems } from '../support/contract.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
 import { catalogOf, readEvents, type NamedEvent } from './support.js';
@@ -225,13 +226,10 @@ describe('failures after the commit point (fake upstreams)', () => {
   });
 
   it('a grounded stream that fails still reports its sources in response.failed (the grounded event schema)', async () => {
-    const { identity, database, chunkIndex, inference } = platform.services;
+    const { identity, database } = platform.services;
     const org = await database.prisma.organization.findUniqueOrThrow({ where: { id: platform.bootstrap!.organizationId } });
     const publisher = await identity.organizations.createPublisher(org.name, `Fox Press ${randomUUID()}`);
-    const item = await database.prisma.item.create({ data: { publisherId: publisher.id, fileName: 'fox.md', status: 'EMBEDDING', title: 'The Fox' } });
-    const space = await chunkIndex.embeddingSpace(publisher.id);
-    const { result } = await inference.gateway.embed(space.model, [ANSWER], space.dimensions, AbortSignal.timeout(60_000));
-    await chunkIndex.replaceItemChunks(item.id, space, [{ ordinal: 0, content: ANSWER, tokenCount: 20, embedding: result.vectors[0]! }]);
+    const item = await indexItem(platform, publisher.id, [ANSWER], { title: 'The Fox' });
     primary.faults.push({ type: 'stream_error', error: 'rate_limit', afterChunks: 2 });
     const res = await platform.api('/ai/v1/grounded/responses', {
       method: 'POST',
