@@ -133,12 +133,12 @@ export interface Child extends Ready {
   process: ChildProcess;
 }
 
-/** Starts a role; the gateway gets `nodeFlags` (default: those of `npm start`) and the start script's environment. */
-export function start(role: Role, env: Record<string, string> = {}, nodeFlags?: string[]): Promise<Child> {
+/** Starts a role; the gateway runs with the Node flags and environment of `npm start`. */
+export function start(role: Role, env: Record<string, string> = {}): Promise<Child> {
   const settings = role === 'gateway' ? startScriptSettings() : { flags: [], env: {} };
   const child = fork(import.meta.filename, {
     env: { ...process.env, ...settings.env, BENCH_ROLE: role, ...env },
-    execArgv: ['--import', 'tsx', ...(role === 'gateway' ? (nodeFlags ?? settings.flags) : [])],
+    execArgv: ['--import', 'tsx', ...settings.flags],
   });
   return new Promise((resolve, reject) => {
     child.once('message', (ready: Ready) => resolve({ role, process: child, ...ready }));
