@@ -8,6 +8,7 @@
 //                            each, opened at 200 a second so that all are open at once when the last one starts)
 //   npm run bench:gateway -- --profile                  the gateway at 64 connections under the V8 profiler
 //   npm run bench:gateway -- --streams 300 --profile    the gateway's stream pass under the profiler
+//   npm run bench:gateway -- --profile --profile-out F  also writes the raw profile to F (.cpuprofile: Chrome DevTools opens it)
 //   npm run bench:gateway -- --pin                      the server under test on a core of its own
 //   npm run bench:gateway -- --no-priority              leave every process at the default nice level
 //
@@ -20,6 +21,7 @@
 // so it is off by default. Each round runs every case; figures are the median over rounds
 // (req/s also shows min–max). Ratios and targets are printed, never asserted.
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
@@ -40,6 +42,7 @@ const { values: args } = parseArgs({
     chunks: { type: 'string', default: '600' },
     ramp: { type: 'string', default: '200' },
     profile: { type: 'boolean', default: false },
+    'profile-out': { type: 'string' },
     pin: { type: 'boolean', default: false },
     'no-priority': { type: 'boolean', default: false },
   },
@@ -358,6 +361,7 @@ async function streams(count: number, chunkMs: number, chunks: number, perSecond
   const cpuProfile = args.profile ? await ask<CpuProfile>(gateway, 'profile-stop') : null;
   const peakRss = memoryMiB(gateway.process.pid!, 'VmHWM');
   await Promise.all([...children.values()].map(stop));
+  if (cpuProfile && args['profile-out']) writeFileSync(args['profile-out'], JSON.stringify(cpuProfile));
 
   const added = (gaps: number[], p: number) => percentile(gaps, p) - chunkMs;
   const overDirect = (p: number) => percentile(through.gaps, p) - percentile(direct.gaps, p);
@@ -392,6 +396,7 @@ async function profile(duration: number): Promise<void> {
   const run = await measure(target, 64, duration);
   const cpuProfile = await ask<CpuProfile>(gateway, 'profile-stop');
   await Promise.all([...children.values()].map(stop));
+  if (args['profile-out']) writeFileSync(args['profile-out'], JSON.stringify(cpuProfile));
 
   console.log(`\n${setting(`gateway, full pipeline, 64 connections for ${duration} s under the V8 profiler (sampling every 200 µs)`)}`);
   console.log(`${Math.round(run.rps)} req/s, ${Math.round(run.cpuPerRequest)} CPU µs/req (process, profiler included), ${f(run.transactions, 1)} database transactions/req.\n`);

@@ -95,7 +95,7 @@ function toOperation(doc: Json, path: string, method: HttpMethod, api: ApiName, 
   if (body && Object.keys(body.content ?? {}).length !== 1) {
     throw new Error(`${where}: exactly one request media type expected (the server parses one)`);
   }
-  const responses = Object.entries<Json>(op.responses ?? {}).map(([status, raw]) => toResponse(doc, Number(status), deref(doc, raw)));
+  const responses = Object.entries<Json>(op.responses ?? {}).map(([status, raw]) => toResponse(Number(status), deref(doc, raw)));
   const streamResponse = responses.find((r) => r.status === 200 && r.mediaTypes.includes('text/event-stream'));
   return {
     operationId: op.operationId,
@@ -119,7 +119,7 @@ function toOperation(doc: Json, path: string, method: HttpMethod, api: ApiName, 
   };
 }
 
-function toResponse(doc: Json, status: number, response: Json): ResponseModel {
+function toResponse(status: number, response: Json): ResponseModel {
   const content = response.content ?? {};
   const json = content['application/json'];
   return {

@@ -3,7 +3,8 @@
 // reserves its estimate (estimate.ts: its worst case at the model's price) before the handler, or
 // is refused (402 INSUFFICIENT_CREDIT, 429 SPENDING_LIMIT_EXCEEDED, 402 NO_PLAN /
 // GC_ALLOWANCE_EXHAUSTED on the coding route). Every inference request, prepaid or not,
-// runs in a usage scope the gateway reports into, and is settled when the response closes:
+// gets a usage scope (`res.locals.meter`, the handler's `ctx.meter`) that its gateway calls
+// report into, and is settled when the response closes:
 // answered, failed, cut, or left by its client. Search operations run in one too: their
 // query embeddings are recorded (never gated).
 import type { RequestHandler } from 'express';
@@ -14,7 +15,7 @@ import { traceIdOf } from '../http/trace.js';
 import type { Principal } from '../identity/principal.js';
 import type { BillingService, Reservation } from './billing-service.js';
 import type { Estimator } from './estimate.js';
-import { runInUsageScope, UsageScope } from '../gateway/usage-scope.js';
+import { UsageScope } from '../gateway/usage-scope.js';
 
 const INFERENCE_TAGS = new Set(['completions', 'embeddings', 'responses']);
 
@@ -81,7 +82,8 @@ export function billingStage(billing: BillingService, estimator: Estimator, logg
             .catch((error) => logger.error({ err: error, traceId, reservation: reservation?.id }, 'could not settle the usage of a request')),
         );
       });
-      runInUsageScope(scope, () => next());
+      res.locals.meter = scope;
+      next();
     };
     return handler;
   };

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { components } from '../../generated/types/openapi.js';
 import { ApiError } from '../errors.js';
 import type { ChatMessage, ChatRequest, ChatStreamEvent, ResponseFormat, ToolChoice, ToolDefinition } from '../providers/types.js';
-import { streamUsage, type GatewayService, type Served } from './gateway-service.js';
+import { streamUsage, type CallScope, type ChatCall, type GatewayService, type Served } from './gateway-service.js';
 import type { Guardrails } from './guardrails.js';
 import { planRoute, requestFeatures, type RoutePlan, type RouteSelector } from './routing.js';
 import { withTradition, type Tradition } from './tradition.js';
@@ -16,13 +16,27 @@ export type ChatCompletionBody = Schemas['ChatCompletionRequestCommon'] & RouteS
 type ChatCompletion = Schemas['ChatCompletion'];
 type ChatCompletionChunk = Schemas['ChatCompletionChunk'];
 
-export interface CompletionContext {
+export interface CompletionContext extends CallScope {
   mode: 'guarded' | 'direct';
   /** The operationId serving the request (per-route gateway settings). */
   operation: string;
   traceId: string;
-  signal: AbortSignal;
-  log: Logger;
+  /** Read only when something is logged: a request's logger is made on first use (http/request-log.ts). */
+  readonly log: Logger;
+}
+
+/** The gateway call of a request's completion: its scope, and its logger read only when something logs. */
+export function chatCall(ctx: CompletionContext, plan: RoutePlan, request: Omit<ChatRequest, 'model'>): ChatCall {
+  return {
+    plan,
+    request,
+    operation: ctx.operation,
+    signal: ctx.signal,
+    meter: ctx.meter,
+    get log() {
+      return ctx.log;
+    },
+  };
 }
 
 export type CompletionAnswer = { kind: 'json'; body: ChatCompletion } | { kind: 'stream'; stream: AsyncIterable<ChatCompletionChunk> };
@@ -55,7 +69,7 @@ export class ChatCompletions {
     const facts = (served: Served) => routingFacts(plan, served, guarded ? (body.tradition ?? null) : null);
     const id = `chatcmpl-${ctx.traceId.replace(/^trc_/, '')}`;
     const created = Math.floor(Date.now() / 1000);
-    const call = { plan, request, operation: ctx.operation, signal: ctx.signal, log: ctx.log };
+    const call = chatCall(ctx, plan, request);
 
     if (!body.stream) {
       const { result, served } = await this.gateway.chat(call);

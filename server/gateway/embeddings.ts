@@ -3,12 +3,12 @@
 import type { components } from '../../generated/types/openapi.js';
 import { ApiError } from '../errors.js';
 import { estimateTokens } from '../providers/local/tokens.js';
-import type { GatewayService } from './gateway-service.js';
+import type { CallScope, GatewayService } from './gateway-service.js';
 
 type EmbeddingsRequest = components['schemas']['EmbeddingsRequest'];
 type EmbeddingsResponse = components['schemas']['EmbeddingsResponse'];
 
-export async function createEmbeddings(gateway: GatewayService, body: EmbeddingsRequest, signal: AbortSignal): Promise<EmbeddingsResponse> {
+export async function createEmbeddings(gateway: GatewayService, body: EmbeddingsRequest, scope: CallScope): Promise<EmbeddingsResponse> {
   const model = gateway.catalog.models.get(body.model);
   if (!model || model.type !== 'embedding') {
     throw new ApiError('NOT_EMBEDDING_MODEL', `${body.model} is not an embedding model of the catalog (see GET /ai/v2/models).`, { param: 'model' });
@@ -25,7 +25,7 @@ export async function createEmbeddings(gateway: GatewayService, body: Embeddings
   if (tooLong >= 0) {
     throw new ApiError('CONTEXT_WINDOW_EXCEEDED', `input[${tooLong}] exceeds the ${model.context_window}-token input limit of ${model.id}.`, { param: 'input' });
   }
-  const { result, served } = await gateway.embed(model.id, input, body.dimensions, signal);
+  const { result, served } = await gateway.embed(model.id, input, body.dimensions, scope);
   const base64 = body.encoding_format === 'base64';
   return {
     object: 'list',

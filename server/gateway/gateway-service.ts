@@ -27,7 +27,7 @@ import { kindFacts, toCallerError } from './errors.js';
 import type { DeploymentHealth } from './health.js';
 import type { RoutePlan } from './routing.js';
 import { UpstreamCall, type Attempt } from './upstream-call.js';
-import { trackUsage } from './usage-scope.js';
+import { trackUsage, type UsageMeter } from './usage-scope.js';
 
 /** Who answered (or is answering) a call. */
 export interface Served {
@@ -39,12 +39,22 @@ export interface Served {
 
 export type { Attempt } from './upstream-call.js';
 
-export interface ChatCall {
+/** What every gateway call of a request carries: its abort signal and, when metered, its usage meter. */
+export interface CallScope {
+  /** Aborted when the client goes away: the upstream call is cancelled. */
+  signal: AbortSignal;
+  /**
+   * Where the call's upstream attempts are reported for billing (usage-scope.ts); null for
+   * work nobody is billed for (ingestion, probes). Required, so a call cannot forget it.
+   */
+  meter: UsageMeter | null;
+}
+
+export interface ChatCall extends CallScope {
   plan: RoutePlan;
   /** The operation asking (failover.routes may configure it differently). */
   operation?: string;
   request: Omit<ChatRequest, 'model'>;
-  signal: AbortSignal;
   log: Logger;
 }
 
@@ -200,7 +210,7 @@ export class GatewayService {
   async chat(call: ChatCall): Promise<ChatOutcome> {
     const attempts: Attempt[] = [];
     // Metering hook (usage-scope.ts): the request's attempts are billed once final.
-    const metered = trackUsage(attempts);
+    const metered = trackUsage(call.meter, attempts);
     try {
       const { value, candidate, upstream } = await this.withFailover(call, attempts, (c, signal) =>
         this.provider(c).chat(forCandidate(call.request, c), this.callContext(signal)),
@@ -224,7 +234,7 @@ export class GatewayService {
     const attempts: Attempt[] = [];
     const tried = new Set<string>();
     // Metering hook (usage-scope.ts): final when the stream ends, breaks or is left.
-    const metered = trackUsage(attempts);
+    const metered = trackUsage(call.meter, attempts);
     let current = await this.openStream(call, attempts, undefined, tried).catch((error: unknown) => {
       metered();
       throw error;
@@ -340,7 +350,7 @@ export class GatewayService {
     return (operation !== undefined ? routes[operation]?.resume_streams : undefined) ?? fallback;
   }
 
-  async embed(modelId: string, input: string[], dimensions: number | undefined, signal: AbortSignal): Promise<{ result: Required<EmbedResult>; served: Served }> {
+  async embed(modelId: string, input: string[], dimensions: number | undefined, { signal, meter }: CallScope): Promise<{ result: Required<EmbedResult>; served: Served }> {
     // Spec 7.1: no failover to another embedding provider; the model's first healthy deployment answers.
     const candidate = this.candidates.get(modelId)!.find((c) => this.health.available(c.deployment.id));
     if (!candidate) throw new ApiError('EMBEDDING_PROVIDER_UNAVAILABLE', `The embedding provider of ${modelId} is unavailable.`);
@@ -352,7 +362,7 @@ export class GatewayService {
       const promptTokens = result.promptTokens ?? input.reduce((sum, text) => sum + estimateTokens(text), 0);
       upstream.succeed({ promptTokens, completionTokens: 0 });
       // Metering hook (usage-scope.ts): one upstream call, input tokens only.
-      trackUsage([upstream.attempt])();
+      trackUsage(meter, [upstream.attempt])();
       return { result: { ...result, promptTokens }, served: candidate.served };
     } catch (error) {
       upstream.fail(error, signal.aborted);
@@ -366,7 +376,7 @@ export class GatewayService {
    * Draws an image on the deployment that served the request (its `image_model`). The
    * model already chose to call the tool, so there is no failover to another deployment.
    */
-  async generateImage(served: Served, request: Omit<ImageRequest, 'model'>, signal: AbortSignal): Promise<ImageResult> {
+  async generateImage(served: Served, request: Omit<ImageRequest, 'model'>, { signal, meter }: CallScope): Promise<ImageResult> {
     const provider = this.provider(served);
     if (!provider.generateImage) throw new ApiError('UNSUPPORTED_MODEL', `${served.model.id} cannot generate images on provider ${served.provider}.`, { param: 'tools' });
     const upstream = new UpstreamCall(served.deployment.id, served.model.id, this.health, this.metrics);
@@ -376,7 +386,7 @@ export class GatewayService {
       // Metering hook (usage-scope.ts): one image, at the model's per-image price.
       upstream.attempt.images = 1;
       upstream.succeed({ promptTokens: 0, completionTokens: 0 });
-      trackUsage([upstream.attempt])();
+      trackUsage(meter, [upstream.attempt])();
       return result;
     } catch (error) {
       upstream.fail(error, signal.aborted);

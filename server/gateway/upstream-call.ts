@@ -27,7 +27,7 @@ export class UpstreamCall {
   constructor(
     deploymentId: string,
     modelId: string,
-    private readonly health: DeploymentHealth,
+    health: DeploymentHealth,
     private readonly metrics: Metrics | undefined,
   ) {
     this.attempt = { deploymentId, modelId, outcome: 'ok' };

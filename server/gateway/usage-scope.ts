@@ -1,9 +1,10 @@
-// A request's usage scope: whoever meters a request (billing's admission stage) opens one
-// (AsyncLocalStorage), and the gateway reports into it every upstream call it makes for
-// that request (`trackUsage` in gateway-service.ts). When the response closes, the meter
-// waits for the calls to be final (a stream left by its client settles its attempt with an
-// estimate of what was produced) and bills them.
-import { AsyncLocalStorage } from 'node:async_hooks';
+// A request's usage scope: whoever meters a request (billing's admission stage) opens one and
+// hands it to the handler (`RequestContext.meter`), which passes it with every gateway call of
+// the request (`CallScope.meter` in gateway-service.ts); the gateway reports each upstream call
+// into it. When the response closes, the meter waits for the calls to be final (a stream left
+// by its client settles its attempt with an estimate of what was produced) and bills them.
+// Passed explicitly rather than through AsyncLocalStorage: on Node 20 an active store installs
+// promise hooks that every promise of the process pays for.
 import type { Usage } from '../providers/types.js';
 
 /** One upstream call as the gateway records it (structurally its `Attempt`). */
@@ -16,15 +17,19 @@ export interface MeteredAttempt {
   images?: number;
 }
 
+/** What the gateway reports into: a call's attempts, and a function that says they are final. */
+export interface UsageMeter {
+  track(attempts: readonly MeteredAttempt[]): () => void;
+}
+
 interface TrackedCall {
   attempts: readonly MeteredAttempt[];
   done: Promise<void>;
 }
 
-export class UsageScope {
+export class UsageScope implements UsageMeter {
   private readonly calls: TrackedCall[] = [];
 
-  /** Registers a call's attempts; the returned function says they are final. */
   track(attempts: readonly MeteredAttempt[]): () => void {
     let finish!: () => void;
     const done = new Promise<void>((resolve) => (finish = resolve));
@@ -48,15 +53,9 @@ export class UsageScope {
   }
 }
 
-const storage = new AsyncLocalStorage<UsageScope>();
-
-export function runInUsageScope<T>(scope: UsageScope, fn: () => T): T {
-  return storage.run(scope, fn);
-}
-
 const nothing = () => undefined;
 
-/** The gateway's hook: no-op outside a metered request (tests, probes, ingestion). */
-export function trackUsage(attempts: readonly MeteredAttempt[]): () => void {
-  return storage.getStore()?.track(attempts) ?? nothing;
+/** The gateway's hook: a no-op for a call nobody meters (tests, probes, ingestion). */
+export function trackUsage(meter: UsageMeter | null, attempts: readonly MeteredAttempt[]): () => void {
+  return meter?.track(attempts) ?? nothing;
 }

@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import type { RouteDefinition } from '../../generated/contract/routes.js';
 import type { Handler, OperationId } from '../../generated/server/operations.js';
+import type { UsageMeter } from '../gateway/usage-scope.js';
 import type { Principal } from '../identity/principal.js';
 import type { Services } from '../services.js';
 
@@ -13,6 +14,8 @@ export interface RequestContext {
   log: Logger;
   /** Aborted when the client goes away: stop upstream work and streams. */
   signal: AbortSignal;
+  /** The request's usage meter (billing admission opens it on metered operations): pass it with every gateway call. */
+  meter: UsageMeter | null;
   services: Services;
 }
 

@@ -35,6 +35,7 @@ export function invoke(route: RouteDefinition, handler: UntypedHandler, services
         return req.log;
       },
       signal: controller.signal,
+      meter: res.locals.meter ?? null,
       services,
     };
     const result = await call(requestOf(route, req), ctx);

@@ -1,7 +1,7 @@
 // API key material. A key is `sk_` + a 16-character lookup id + 256 random bits. Only the
 // lookup id (not secret) is used to find the record; the SHA-256 of the whole key is then
 // compared in constant time, so response timing reveals nothing about the secret part.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const KEY_PREFIX = 'sk_';
 const LOOKUP_ID_LENGTH = 16; // 12 bytes, base64url
@@ -29,7 +29,8 @@ export function lookupIdOf(token: string): string | null {
 }
 
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  // One-shot: no Hash object per request.
+  return hash('sha256', secret, 'hex');
 }
 
 export function obfuscate(secret: string): string {

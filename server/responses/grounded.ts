@@ -5,6 +5,7 @@
 // `file_citation` annotation per source.
 import { GROUNDING_DEFAULTS, lastUserText } from '../data/grounding/grounded-completions.js';
 import { groundingMessage } from '../data/grounding/prompt.js';
+import type { CallScope } from '../gateway/gateway-service.js';
 import type { Source, Sources } from '../data/grounding/sources.js';
 import type { Principal } from '../identity/principal.js';
 import type { ChatMessage } from '../providers/types.js';
@@ -18,7 +19,7 @@ export interface Grounding {
   report: { sources_returned: boolean; citations: Source[] };
 }
 
-export async function groundResponse(sources: Sources, principal: Principal, body: GroundedResponseBody, signal: AbortSignal): Promise<Grounding> {
+export async function groundResponse(sources: Sources, principal: Principal, body: GroundedResponseBody, scope: CallScope): Promise<Grounding> {
   const publisher = await sources.publisherNamed(principal, body.rag_publisher);
   const question = lastUserText(toMessages(inputItems(body.input)));
   // Without a user message there is nothing to retrieve for; the response says why (400).
@@ -31,7 +32,7 @@ export async function groundResponse(sources: Sources, principal: Principal, bod
           limit: body.sources_limit ?? GROUNDING_DEFAULTS.sources_limit,
           certainty: body.certainty_threshold ?? GROUNDING_DEFAULTS.certainty,
         },
-        signal,
+        scope,
       )
     : [];
   return {

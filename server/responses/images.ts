@@ -1,7 +1,7 @@
 // The `image_generation` tool: the model asked for an image by calling it with a prompt;
 // the deployment that answered draws it (GatewayService.generateImage) and the caller gets
 // an `image_generation_call` output item with the image in base64.
-import type { GatewayService, Served } from '../gateway/gateway-service.js';
+import type { CallScope, GatewayService, Served } from '../gateway/gateway-service.js';
 import type { ToolCall } from '../providers/types.js';
 import { newId } from './output.js';
 import type { ImageGenerationTool, OutputItem } from './types.js';
@@ -14,7 +14,7 @@ export interface ImageRun {
 }
 
 /** One run per call, started one after the other (each is awaited before the next starts). */
-export async function* drawImages(gateway: GatewayService, served: Served, tool: ImageGenerationTool, calls: ToolCall[], signal: AbortSignal): AsyncGenerator<ImageRun> {
+export async function* drawImages(gateway: GatewayService, served: Served, tool: ImageGenerationTool, calls: ToolCall[], scope: CallScope): AsyncGenerator<ImageRun> {
   for (const call of calls) {
     const id = newId('ig');
     const done = gateway
@@ -26,7 +26,7 @@ export async function* drawImages(gateway: GatewayService, served: Served, tool:
           quality: tool.quality === 'auto' ? undefined : tool.quality,
           outputFormat: tool.output_format,
         },
-        signal,
+        scope,
       )
       .then((image): ImageCall => ({ type: 'image_generation_call', id, status: 'completed', result: image.base64 }));
     // Awaited by the consumer; marked handled so a failure is reported once, where it is awaited.

@@ -3,10 +3,10 @@
 // responses. Input items (and a stored conversation named by previous_response_id) become
 // chat messages; the gateway routes, fails over, resumes and meters as for chat
 // completions; the answer comes back as typed output items, or as named stream events.
-import type { Logger } from 'pino';
 import type { Sources } from '../data/grounding/sources.js';
 import { ApiError } from '../errors.js';
 import type { GatewayService, Served } from '../gateway/gateway-service.js';
+import { chatCall, type CompletionContext } from '../gateway/chat-completions.js';
 import type { Guardrails } from '../gateway/guardrails.js';
 import type { Principal } from '../identity/principal.js';
 import { planRoute, requestFeatures, type RoutePlan } from '../gateway/routing.js';
@@ -22,14 +22,8 @@ import type { ResponseStore } from './store.js';
 import { responseEvents } from './stream.js';
 import type { AIErrorObject, GroundedResponseBody, GroundedResponseObject, GroundedStreamEvent, InputItem, OutputItem, ResponseBody, ResponseObject, StreamEvent } from './types.js';
 
-export interface ResponseContext {
-  mode: 'guarded' | 'direct';
-  /** The operationId serving the request (per-route gateway settings). */
-  operation: string;
+export interface ResponseContext extends CompletionContext {
   organizationId: string;
-  traceId: string;
-  signal: AbortSignal;
-  log: Logger;
   /** The enriched error object of a failure after the stream started (rendered by the HTTP layer). */
   describeError(error: unknown): AIErrorObject;
 }
@@ -57,7 +51,7 @@ export class ResponsesService {
    */
   async createGrounded(principal: Principal, body: GroundedResponseBody, ctx: ResponseContext): Promise<{ answer: GroundedAnswer; sourcesReturned: boolean }> {
     const admitted = await this.admit(body, ctx);
-    const grounding = await groundResponse(this.sources, principal, body, ctx.signal);
+    const grounding = await groundResponse(this.sources, principal, body, ctx);
     // The passages join the request: routed again, as they count toward the context window.
     const routed = this.route(body, ctx, admitted.conversation, grounding);
     // The report joins every terminal response (JSON or event): each is a GroundedResponse.
@@ -118,7 +112,7 @@ export class ResponsesService {
       routing_mechanism: plan.mechanism,
       tradition: guarded ? (body.tradition ?? null) : null,
     });
-    const call = { plan, request, operation: ctx.operation, signal: ctx.signal, log: ctx.log };
+    const call = chatCall(ctx, plan, request);
     const internal = (name: string) => imageTool !== undefined && name === IMAGE_FUNCTION;
     const annotations = grounding?.annotations ?? (() => []);
     // The answer is made (and billed) whether or not it can be stored: a failed write costs
@@ -153,7 +147,7 @@ export class ResponsesService {
       if (content || result.refusal) output.push(messageItem(content, result.refusal, incomplete ? 'incomplete' : 'completed', content ? annotations(content) : []));
       output.push(...calls.filter((c) => !internal(c.function.name)).map((c) => functionCallItem(c, 'completed')));
       if (imageTool && incomplete !== 'content_filter') {
-        for await (const run of drawImages(this.gateway, served, imageTool, calls.filter((c) => internal(c.function.name)), ctx.signal)) output.push(await run.done);
+        for await (const run of drawImages(this.gateway, served, imageTool, calls.filter((c) => internal(c.function.name)), ctx)) output.push(await run.done);
       }
       // Last, as a stream can only tell it (from its final usage): the same order either way.
       if (result.usage.reasoningTokens) output.push(reasoningItem());
@@ -174,7 +168,7 @@ export class ResponsesService {
       upstream,
       moderation: guarded ? this.guardrails.monitor(ctx.signal) : null,
       internal,
-      runInternal: (calls: ToolCall[]) => drawImages(this.gateway, upstream.served, imageTool!, calls, ctx.signal),
+      runInternal: (calls: ToolCall[]) => drawImages(this.gateway, upstream.served, imageTool!, calls, ctx),
       annotations,
       report: grounding?.report,
       describeError: (error) => {

@@ -4,7 +4,7 @@
 // logged once and counted in the metrics) and when it comes back.
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { routesById } from '../../generated/contract/routes.js';
 import { estimateRequest } from '../../server/billing/estimate.js';
 import { RedisWindows } from '../../server/limits/redis-window.js';

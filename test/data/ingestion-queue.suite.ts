@@ -19,7 +19,6 @@ import { PgChunkIndex } from '../../server/data/search/pg-chunk-index.js';
 import { OrganizationService } from '../../server/identity/organizations.js';
 import { createLogger } from '../../server/logging.js';
 import type { Database } from '../../server/storage/database.js';
-import { makePdf } from '../fixtures/documents/make.js';
 
 const SPACE: EmbeddingSpace = { model: 'test-embedding', dimensions: 8 };
 // A lease long enough that a busy machine never lets one lapse by accident (the takeover test ends it by hand).

@@ -9,7 +9,7 @@ import { buildCatalog, type Catalog } from '../../server/gateway/catalog.js';
 import { GatewayService } from '../../server/gateway/gateway-service.js';
 import { DeploymentHealth } from '../../server/gateway/health.js';
 import { planRoute } from '../../server/gateway/routing.js';
-import { runInUsageScope, UsageScope } from '../../server/gateway/usage-scope.js';
+import { UsageScope, type UsageMeter } from '../../server/gateway/usage-scope.js';
 import { ProviderError, type ChatRequest, type ChatStreamEvent, type Provider } from '../../server/providers/types.js';
 
 type Step =
@@ -84,8 +84,8 @@ function gatewayOf(providers: Provider[], extra: Record<string, unknown> = {}) {
 const features = { promptTokens: 10, maxTokens: undefined, hasTools: false, hasImages: false, jsonSchema: false, messageCount: 1, userText: 'hi' };
 const log = pino({ level: 'silent' });
 
-function callOf(catalog: Catalog, signal = new AbortController().signal) {
-  return { plan: planRoute(catalog, { model: 'm' }, features), request: { messages: [{ role: 'user' as const, content: 'hi' }] }, signal, log };
+function callOf(catalog: Catalog, signal = new AbortController().signal, meter: UsageMeter | null = null) {
+  return { plan: planRoute(catalog, { model: 'm' }, features), request: { messages: [{ role: 'user' as const, content: 'hi' }] }, signal, meter, log };
 }
 
 async function collect(stream: AsyncIterable<ChatStreamEvent>): Promise<string> {
@@ -197,7 +197,7 @@ describe('gateway failover before the first byte', () => {
     );
     const health = new DeploymentHealth(catalog);
     const gateway = new GatewayService(catalog, new Map([always('heavy'), always('light')].map((p) => [p.id, p])), health);
-    const call = { plan: planRoute(catalog, { model_family: 'openai' }, features), request: { messages: [{ role: 'user' as const, content: 'hi' }] }, signal: new AbortController().signal, log };
+    const call = { plan: planRoute(catalog, { model_family: 'openai' }, features), request: { messages: [{ role: 'user' as const, content: 'hi' }] }, signal: new AbortController().signal, meter: null, log };
     const served = { heavy: 0, light: 0 };
     for (let i = 0; i < 1_000; i++) served[(await gateway.chat(call)).served.deployment.id as 'heavy' | 'light']++;
     // 3 : 1 by weight; the binomial spread is ±14, the bounds ±5 of it.
@@ -289,7 +289,7 @@ describe('gateway streams', () => {
     );
     const provider = scripted('a', []);
     const gateway = new GatewayService(catalog, new Map([['a', provider]]), new DeploymentHealth(catalog));
-    const error = (await gateway.embed('emb', ['x'], undefined, new AbortController().signal).catch((e) => e)) as ApiError;
+    const error = (await gateway.embed('emb', ['x'], undefined, { signal: new AbortController().signal, meter: null }).catch((e) => e)) as ApiError;
     expect([error.errorName, error.status]).toEqual(['EMBEDDING_PROVIDER_UNAVAILABLE', 503]);
   });
 });
@@ -386,7 +386,7 @@ describe('stream accounting', () => {
     const { gateway, catalog, health } = gatewayOf([provider]);
     const client = new AbortController();
     const scope = new UsageScope();
-    const stream = await runInUsageScope(scope, () => gateway.chatStream(callOf(catalog, client.signal)));
+    const stream = await gateway.chatStream(callOf(catalog, client.signal, scope));
     expect(health.snapshot('a').inFlight).toBe(1);
     client.abort();
     const started = Date.now();

@@ -10,7 +10,7 @@ export async function indexItem(platform: TestPlatform, publisherId: string, pas
   const { database, chunkIndex, inference } = platform.services;
   const item = await database.prisma.item.create({ data: { publisherId, fileName: `${randomUUID()}.md`, status: 'EMBEDDING', ...data } });
   const space = await chunkIndex.embeddingSpace(publisherId);
-  const { result } = await inference.gateway.embed(space.model, passages, space.dimensions, AbortSignal.timeout(120_000));
+  const { result } = await inference.gateway.embed(space.model, passages, space.dimensions, { signal: AbortSignal.timeout(120_000), meter: null });
   await chunkIndex.replaceItemChunks(
     item.id,
     space,

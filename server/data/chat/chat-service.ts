@@ -53,7 +53,7 @@ export class ChatService {
         limit: request.sources_limit ?? GROUNDING_DEFAULTS.sources_limit,
         certainty: GROUNDING_DEFAULTS.certainty,
       },
-      ctx.signal,
+      ctx,
     );
     const messages: ChatMessage[] = [
       groundingMessage(sources, { publisher: publishers.map((p) => p.name).join(', ') || 'your organization', cite: false }),

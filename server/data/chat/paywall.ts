@@ -7,6 +7,7 @@
 import type { components } from '../../../generated/types/openapi.js';
 import type { PrismaClient } from '../../../generated/prisma/client.js';
 import { ApiError } from '../../errors.js';
+import type { CallScope } from '../../gateway/gateway-service.js';
 import type { Principal } from '../../identity/principal.js';
 import { sentencesOf } from '../../providers/local/extractive-answer.js';
 import { contentTerms } from '../../providers/local/terms.js';
@@ -29,7 +30,7 @@ export class Paywall {
     private readonly retriever: Retriever,
   ) {}
 
-  async related(principal: Principal, request: Schemas['PaywallRelatedRequest'], signal?: AbortSignal): Promise<Schemas['PaywallRelatedResult']> {
+  async related(principal: Principal, request: Schemas['PaywallRelatedRequest'], scope: CallScope): Promise<Schemas['PaywallRelatedResult']> {
     const producerId = request.request?.producer_id?.trim();
     if (!producerId) throw new ApiError('INVALID_REQUEST', 'request.producer_id is required.');
     const tenant = request.request_body?.tenant;
@@ -50,15 +51,15 @@ export class Paywall {
 
     const query = [item.title, item.itemSummary ?? sentences[0]].filter(Boolean).join('. ');
     const related = query
-      ? await this.relatedItems(principal.organizationId, publisherIds, query, item.id, signal)
+      ? await this.relatedItems(principal.organizationId, publisherIds, query, item.id, scope)
       : [];
     return { ai_paywall_summary: summary, ai_why_read: whyRead, bullet_points: bullets, related_articles: related };
   }
 
-  private async relatedItems(organizationId: string, publisherIds: string[], query: string, itemId: string, signal?: AbortSignal) {
+  private async relatedItems(organizationId: string, publisherIds: string[], query: string, itemId: string, scope: CallScope) {
     const passages = await this.retriever.retrieve(
       { organizationId, publisherIds, query, limit: RELATED_PASSAGES, certainty: GROUNDING_DEFAULTS.certainty, purpose: 'search' },
-      signal,
+      scope,
     );
     const byItem = new Map<string, { item_id: string; item_title: string | null; publisher: string; snippet_count: number; cumulative_certainty: number }>();
     for (const p of passages) {

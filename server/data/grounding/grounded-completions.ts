@@ -43,7 +43,7 @@ export class GroundedCompletions {
             limit: sources_limit ?? GROUNDING_DEFAULTS.sources_limit,
             certainty: certainty ?? GROUNDING_DEFAULTS.certainty,
           },
-          ctx.signal,
+          ctx,
         )
       : [];
     const cite = include_citations === true;

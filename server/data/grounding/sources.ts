@@ -3,6 +3,7 @@
 import type { components } from '../../../generated/types/openapi.js';
 import type { PrismaClient, Publisher } from '../../../generated/prisma/client.js';
 import { ApiError } from '../../errors.js';
+import type { CallScope } from '../../gateway/gateway-service.js';
 import type { Principal } from '../../identity/principal.js';
 import { publishersNamed } from '../publishers.js';
 import type { Retriever } from '../search/chunk-index.js';
@@ -36,8 +37,8 @@ export class Sources {
     return publishersNamed(this.prisma, principal, names, (name) => new ApiError('FORBIDDEN', `Publisher "${name}" is not in your organization.`));
   }
 
-  async find(query: SourceQuery, signal?: AbortSignal): Promise<Source[]> {
-    const passages = await this.retriever.retrieve({ ...query, purpose: 'chat' }, signal);
+  async find(query: SourceQuery, scope: CallScope): Promise<Source[]> {
+    const passages = await this.retriever.retrieve({ ...query, purpose: 'chat' }, scope);
     if (passages.length === 0) return [];
     const items = await this.prisma.item.findMany({
       where: { id: { in: [...new Set(passages.map((p) => p.itemId))] } },

@@ -31,7 +31,7 @@ export function gatewayEmbedder(gateway: GatewayService): PassageEmbedder {
   };
   return {
     async embed(space, texts, signal) {
-      const { result } = await gateway.embed(modelOf(space.model).id, texts, space.dimensions, signal);
+      const { result } = await gateway.embed(modelOf(space.model).id, texts, space.dimensions, { signal, meter: null });
       return result.vectors;
     },
     maxInputTokens: (space) => modelOf(space.model).context_window,

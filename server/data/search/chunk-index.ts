@@ -2,6 +2,7 @@
 // recommendations, grounded answers, which read them). The `chunks` table is the index;
 // this module owns how it is written and read. Implementations live beside this file.
 import type { Prisma } from '../../../generated/prisma/client.js';
+import type { CallScope } from '../../gateway/gateway-service.js';
 
 /** Which embedding model (and vector size) a collection's vectors come from: fixed when the collection is first filled, never mixed. */
 export interface EmbeddingSpace {
@@ -98,7 +99,8 @@ export interface Retriever {
    * Passages best first. Throws ApiError 503 on a database without pgvector (no semantic
    * search there: see server/storage/capabilities.ts); check `available` to avoid it.
    */
-  retrieve(query: RetrievalQuery, signal?: AbortSignal): Promise<Passage[]>;
+  /** `scope`: the request's signal and usage meter (the query is embedded by a model, and metered). */
+  retrieve(query: RetrievalQuery, scope?: CallScope): Promise<Passage[]>;
   /** Whether this database can retrieve at all (it has pgvector). */
   readonly available: boolean;
 }

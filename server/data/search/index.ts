@@ -1,7 +1,7 @@
 // Composition of the search index, built once at start: collections, the chunk index that
 // ingestion writes and the retriever that search, recommendations and grounding read.
 import { ApiError } from '../../errors.js';
-import type { GatewayService } from '../../gateway/gateway-service.js';
+import type { CallScope, GatewayService } from '../../gateway/gateway-service.js';
 import type { Database } from '../../storage/database.js';
 import type { ChunkIndex, EmbeddingSpace, Retriever } from './chunk-index.js';
 import { Collections } from './collections.js';
@@ -43,11 +43,11 @@ function defaultSpace(gateway: GatewayService, configured: string | undefined): 
 export function createSearchIndex(database: Database, gateway: GatewayService, options: SearchIndexOptions): SearchIndex {
   const collections = new Collections(database.prisma, options.collection, defaultSpace(gateway, options.embeddingModel));
   // Queries are embedded through the gateway like passages, in the collection's recorded space.
-  const embedQuery = async (space: EmbeddingSpace, text: string, signal?: AbortSignal) => {
+  const embedQuery = async (space: EmbeddingSpace, text: string, scope?: CallScope) => {
     if (gateway.catalog.models.get(space.model)?.type !== 'embedding') {
       throw new ApiError('SERVICE_UNAVAILABLE', `The collection's embedding model ${space.model} is not in the model catalog.`);
     }
-    const { result } = await gateway.embed(space.model, [text], space.dimensions, signal ?? AbortSignal.timeout(30_000));
+    const { result } = await gateway.embed(space.model, [text], space.dimensions, scope ?? { signal: AbortSignal.timeout(30_000), meter: null });
     return result.vectors[0]!;
   };
   const retriever = new PgRetriever(database.prisma, database.capabilities, collections, embedQuery);

@@ -12,6 +12,7 @@
 // that is semantically too far.
 import type { Prisma, PrismaClient } from '../../../generated/prisma/client.js';
 import { ApiError } from '../../errors.js';
+import type { CallScope } from '../../gateway/gateway-service.js';
 import type { DatabaseCapabilities } from '../../storage/capabilities.js';
 import type { ChunkIndex, EmbeddingSpace, IndexedChunk, Passage, RetrievalQuery, Retriever, WriteGuard } from './chunk-index.js';
 import type { Collections } from './collections.js';
@@ -37,7 +38,7 @@ const MAX_COMBINED_WORDS = 10;
 const TEXT_POOL = 500;
 
 /** Embeds one query in the given space (the gateway's embedding call in production). */
-export type QueryEmbedder = (space: EmbeddingSpace, text: string, signal?: AbortSignal) => Promise<number[]>;
+export type QueryEmbedder = (space: EmbeddingSpace, text: string, scope?: CallScope) => Promise<number[]>;
 
 const VISIBILITY_COLUMN = { search: 'visible_in_search', chat: 'visible_in_chat' } as const;
 
@@ -196,7 +197,7 @@ export class PgRetriever implements Retriever {
     this.candidates = options.candidates ?? 100;
   }
 
-  async retrieve(query: RetrievalQuery, signal?: AbortSignal): Promise<Passage[]> {
+  async retrieve(query: RetrievalQuery, scope?: CallScope): Promise<Passage[]> {
     if (!this.available) {
       throw new ApiError('SERVICE_UNAVAILABLE', 'Semantic search needs pgvector, which this database lacks.');
     }
@@ -204,8 +205,8 @@ export class PgRetriever implements Retriever {
     const space = await this.collections.recordedSpace(query.organizationId);
     // Nothing was ever indexed for this organization: nothing to find, no query to embed.
     if (!space) return [];
-    const vector = await this.embedQuery(space, query.query, signal);
-    signal?.throwIfAborted();
+    const vector = await this.embedQuery(space, query.query, scope);
+    scope?.signal.throwIfAborted();
     const candidates = Math.max(this.candidates, query.limit);
     const { sql, params } = hybridQuery(space, query, vectorLiteral(vector), candidates);
     const [, , rows] = await this.prisma.$transaction([

@@ -3,6 +3,7 @@
 import type { PrismaClient } from '../../../generated/prisma/client.js';
 import type { components } from '../../../generated/types/openapi.js';
 import { ApiError } from '../../errors.js';
+import type { CallScope } from '../../gateway/gateway-service.js';
 import type { Principal } from '../../identity/principal.js';
 import { publishersNamed } from '../publishers.js';
 import type { Passage, Retriever } from './chunk-index.js';
@@ -40,7 +41,7 @@ export class SearchService {
     private readonly retriever: Retriever,
   ) {}
 
-  async search(principal: Principal, body: SearchRequest, signal?: AbortSignal): Promise<SearchResponse> {
+  async search(principal: Principal, body: SearchRequest, scope?: CallScope): Promise<SearchResponse> {
     if (isBlank(body.query)) throw invalidBody('query must not be empty');
     if (isBlank(body.collection)) throw invalidBody('collection must not be empty');
     const limit = body.limit ?? DEFAULT_LIMIT;
@@ -48,7 +49,7 @@ export class SearchService {
     const { collection, publisherIds } = await this.scope(principal, body.collection, body.tenant);
     const passages = await this.retriever.retrieve(
       { organizationId: principal.organizationId, publisherIds, query: body.query, limit, certainty: body.certainty ?? DEFAULT_CERTAINTY, purpose: 'search' },
-      signal,
+      scope,
     );
     return {
       data: passages.map((p) => ({
@@ -69,20 +70,20 @@ export class SearchService {
     };
   }
 
-  async recommend(principal: Principal, body: RecommendationsRequest, options: { verbose: boolean }, signal?: AbortSignal): Promise<RecommendedItem[]> {
+  async recommend(principal: Principal, body: RecommendationsRequest, options: { verbose: boolean }, scope?: CallScope): Promise<RecommendedItem[]> {
     if (isBlank(body.query)) throw invalidBody('query must not be empty');
     if (isBlank(body.collection)) throw invalidBody('collection must not be empty');
     const { publisherIds } = await this.scope(principal, body.collection, body.tenant);
     const allowed = await this.narrow(principal, publisherIds, body.publishers);
-    return this.rank(principal, allowed, body, options.verbose, signal);
+    return this.rank(principal, allowed, body, options.verbose, scope);
   }
 
   /** Affiliated publishers: all publishers of the caller's organization (see openapi.yaml). */
-  async affiliates(principal: Principal, body: AffiliateItemsRequest, signal?: AbortSignal): Promise<RecommendedItem[]> {
+  async affiliates(principal: Principal, body: AffiliateItemsRequest, scope?: CallScope): Promise<RecommendedItem[]> {
     if (isBlank(body.query)) throw invalidBody('query must not be empty');
     const all = await this.organizationPublishers(principal.organizationId);
     const allowed = await this.narrow(principal, all, body.publishers);
-    return this.rank(principal, allowed, body, false, signal);
+    return this.rank(principal, allowed, body, false, scope);
   }
 
   /** The collection's name and the publishers a request may read, by the tenant rules of part 7. */
@@ -119,7 +120,7 @@ export class SearchService {
     publisherIds: string[],
     body: AffiliateItemsRequest,
     verbose: boolean,
-    signal?: AbortSignal,
+    scope?: CallScope,
   ): Promise<RecommendedItem[]> {
     const passages = await this.retriever.retrieve(
       {
@@ -131,7 +132,7 @@ export class SearchService {
         purpose: 'search',
         ...(body.media_types && { itemTypes: body.media_types }),
       },
-      signal,
+      scope,
     );
     const byItem = new Map<string, Passage[]>();
     for (const p of passages) byItem.set(p.itemId, [...(byItem.get(p.itemId) ?? []), p]);

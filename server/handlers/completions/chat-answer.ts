@@ -1,15 +1,23 @@
-// Shared by every chat-completion operation (canonical paths, aliases, v1, coding routes):
-// run the request through the gateway and return JSON or the event stream.
-import type { ChatCompletionBody } from '../../gateway/chat-completions.js';
+// Shared by every chat-completion operation (canonical paths, aliases, v1, coding routes,
+// grounded answers, the Chat API): the request's context for the gateway, and its answer
+// as JSON or the event stream.
+import type { ChatCompletionBody, CompletionContext } from '../../gateway/chat-completions.js';
 import type { RequestContext } from '../../http/handler.js';
 
-export async function chatAnswer(ctx: RequestContext, body: ChatCompletionBody, mode: 'guarded' | 'direct') {
-  const answer = await ctx.services.inference.completions.create(body, {
+export function completionContext(ctx: RequestContext, mode: CompletionContext['mode']): CompletionContext {
+  return {
     mode,
     operation: ctx.route.operationId,
     traceId: ctx.traceId,
     signal: ctx.signal,
-    log: ctx.log,
-  });
+    meter: ctx.meter,
+    get log() {
+      return ctx.log;
+    },
+  };
+}
+
+export async function chatAnswer(ctx: RequestContext, body: ChatCompletionBody, mode: CompletionContext['mode']) {
+  const answer = await ctx.services.inference.completions.create(body, completionContext(ctx, mode));
   return answer.kind === 'json' ? ({ status: 200, body: answer.body } as const) : ({ status: 200, stream: answer.stream } as const);
 }

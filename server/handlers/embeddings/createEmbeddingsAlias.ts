@@ -3,5 +3,5 @@ import type { AppHandler } from '../../http/handler.js';
 
 export const createEmbeddingsAlias = (async ({ body }, ctx) => ({
   status: 200,
-  body: await embed(ctx.services.inference.gateway, body, ctx.signal),
+  body: await embed(ctx.services.inference.gateway, body, ctx),
 })) satisfies AppHandler<'createEmbeddingsAlias'>;

@@ -12,7 +12,10 @@ export function responseContext(ctx: RequestContext, mode: ResponseContext['mode
     organizationId: callerOf(ctx).organizationId,
     traceId: ctx.traceId,
     signal: ctx.signal,
-    log: ctx.log,
+    meter: ctx.meter,
+    get log() {
+      return ctx.log;
+    },
     describeError: (error) => (renderError(toApiError(error), 'AIError', ctx.traceId) as { error: AIErrorObject }).error,
   };
 }

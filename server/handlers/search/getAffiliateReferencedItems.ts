@@ -1,5 +1,5 @@
 import { callerOf, type AppHandler } from '../../http/handler.js';
 
 export const getAffiliateReferencedItems = (async ({ body }, ctx) => {
-  return { status: 200, body: await ctx.services.search.affiliates(callerOf(ctx), body, ctx.signal) };
+  return { status: 200, body: await ctx.services.search.affiliates(callerOf(ctx), body, ctx) };
 }) satisfies AppHandler<'getAffiliateReferencedItems'>;
