@@ -9,6 +9,7 @@
 //   npm run bench:gateway -- --profile                  the gateway at 64 connections under the V8 profiler
 //   npm run bench:gateway -- --streams 300 --profile    the gateway's stream pass under the profiler
 //   npm run bench:gateway -- --profile --profile-out F  also writes the raw profile to F (.cpuprofile: Chrome DevTools opens it)
+//   npm run bench:gateway -- --profile --profile-case express   profiles the bare Express forwarder instead (to compare)
 //   npm run bench:gateway -- --pin                      the server under test on a core of its own
 //   npm run bench:gateway -- --no-priority              leave every process at the default nice level
 //
@@ -43,6 +44,7 @@ const { values: args } = parseArgs({
     ramp: { type: 'string', default: '200' },
     profile: { type: 'boolean', default: false },
     'profile-out': { type: 'string' },
+    'profile-case': { type: 'string', default: 'gateway' },
     pin: { type: 'boolean', default: false },
     'no-priority': { type: 'boolean', default: false },
   },
@@ -386,19 +388,20 @@ async function streams(count: number, chunkMs: number, chunks: number, perSecond
   if (cpuProfile) console.log(`\nThe gateway pass under the V8 profiler ("per request" = per stream of ${chunks} chunks):\n\n${summarize(cpuProfile, count)}`);
 }
 
-/** The gateway at 64 connections under the V8 profiler: self time by component, file and function. */
+/** A case (the gateway by default) at 64 connections under the V8 profiler: self time by component, file and function. */
 async function profile(duration: number): Promise<void> {
-  const children = await startAll(['gateway']);
-  const gateway = children.get('gateway')!;
-  const target = targets(children).find((t) => t.name === CASES.gateway)!;
+  const which = args['profile-case'] as keyof typeof CASES;
+  if (!(which in CASES)) throw new Error(`--profile-case: one of ${Object.keys(CASES).join(', ')}`);
+  const children = await startAll(['gateway', 'express-forwarder', 'node-forwarder']);
+  const target = targets(children).find((t) => t.name === CASES[which])!;
   await warm(target);
-  await ask(gateway, 'profile-start');
+  await ask(target.child, 'profile-start');
   const run = await measure(target, 64, duration);
-  const cpuProfile = await ask<CpuProfile>(gateway, 'profile-stop');
+  const cpuProfile = await ask<CpuProfile>(target.child, 'profile-stop');
   await Promise.all([...children.values()].map(stop));
   if (args['profile-out']) writeFileSync(args['profile-out'], JSON.stringify(cpuProfile));
 
-  console.log(`\n${setting(`gateway, full pipeline, 64 connections for ${duration} s under the V8 profiler (sampling every 200 µs)`)}`);
+  console.log(`\n${setting(`${CASES[which]}, 64 connections for ${duration} s under the V8 profiler (sampling every 200 µs)`)}`);
   console.log(`${Math.round(run.rps)} req/s, ${Math.round(run.cpuPerRequest)} CPU µs/req (process, profiler included), ${f(run.transactions, 1)} database transactions/req.\n`);
   console.log(summarize(cpuProfile, Math.round(run.rps * duration)));
 }
