@@ -10,6 +10,8 @@
 //   npm run bench:gateway -- --streams 300 --profile    the gateway's stream pass under the profiler
 //   npm run bench:gateway -- --profile --profile-out F  also writes the raw profile to F (.cpuprofile: Chrome DevTools opens it)
 //   npm run bench:gateway -- --profile --profile-case express   profiles the bare Express forwarder instead (to compare)
+//   npm run bench:gateway -- --postgres                 the gateway on PostgreSQL and Redis, as at scale (a fresh
+//                            database on TEST_POSTGRES_URL's server, dropped after; REDIS_URL or redis://127.0.0.1:6379)
 //   npm run bench:gateway -- --pin                      the server under test on a core of its own
 //   npm run bench:gateway -- --no-priority              leave every process at the default nice level
 //
@@ -29,6 +31,7 @@ import autocannon from 'autocannon';
 import { Pool } from 'undici';
 import { summarize, type CpuProfile } from './gateway-profile.js';
 import { ask, CHAT_PATH, cpuMicros, databaseTransactions, memoryMiB, NICE, pin, raisePriority, start, stop, type Child, type Role } from './gateway-servers.js';
+import { createDatabase, type BenchDatabase } from './postgres.js';
 
 const GATEWAY_PATH = '/ai/v2/guarded/chat/completions';
 const MESSAGES = [{ role: 'user', content: 'Tell me about the fox.' }];
@@ -46,6 +49,7 @@ const { values: args } = parseArgs({
     'profile-out': { type: 'string' },
     'profile-case': { type: 'string', default: 'gateway' },
     pin: { type: 'boolean', default: false },
+    postgres: { type: 'boolean', default: false },
     'no-priority': { type: 'boolean', default: false },
   },
 });
@@ -61,7 +65,7 @@ async function startAll(roles: Role[], stream = { chunkMs: 0, chunks: 0 }): Prom
   const children = new Map<Role, Child>();
   const up = await start('upstream', { BENCH_CHUNK_MS: String(stream.chunkMs), BENCH_CHUNKS: String(stream.chunks) });
   children.set('upstream', up);
-  const env = { BENCH_UPSTREAM: up.url };
+  const env = { BENCH_UPSTREAM: up.url, ...(database && { BENCH_DATABASE_URL: database.url, BENCH_REDIS_URL: REDIS_URL }) };
   for (const child of await Promise.all(roles.map((role) => start(role, env)))) children.set(child.role, child);
   if (PINNED) {
     pin(process.pid, LOAD_CPUS);
@@ -77,7 +81,8 @@ function setting(what: string): string {
   const isolation = PINNED
     ? `each server in its own process pinned to CPU ${SERVER_CPU}; the load generator (this process) and the fake upstream on CPU ${LOAD_CPUS}`
     : 'each server in its own process, not pinned';
-  return `${what}; Node ${process.version}, ${CORES} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}; ${isolation}${priority}; database: PGlite in memory.`;
+  const store = database ? 'database: PostgreSQL (another process), with Redis' : 'database: PGlite in memory';
+  return `${what}; Node ${process.version}, ${CORES} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}; ${isolation}${priority}; ${store}.`;
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -406,8 +411,20 @@ async function profile(duration: number): Promise<void> {
   console.log(summarize(cpuProfile, Math.round(run.rps * duration)));
 }
 
+const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+let database: BenchDatabase | undefined;
+
 async function main(): Promise<void> {
   const duration = Number(args.duration);
+  if (args.postgres) database = await createDatabase();
+  try {
+    await run(duration);
+  } finally {
+    await database?.drop();
+  }
+}
+
+async function run(duration: number): Promise<void> {
   if (args.streams) await streams(Number(args.streams), Number(args['chunk-ms']), Number(args.chunks), Number(args.ramp));
   else if (args.profile) await profile(duration);
   else await throughput(duration, Number(args.rounds));
