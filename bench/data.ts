@@ -203,11 +203,8 @@ async function benchSearch(size: number, queryCount: number): Promise<SearchFigu
     vectorLiteral(queries[0]!),
     CANDIDATES,
   );
-  const [, , plan] = await database.prisma.$transaction([
-    database.prisma.$executeRawUnsafe(`SET LOCAL hnsw.ef_search = ${CANDIDATES}`),
-    database.prisma.$executeRawUnsafe(`SET LOCAL hnsw.iterative_scan = relaxed_order`),
-    database.prisma.$queryRawUnsafe<{ 'QUERY PLAN': string }[]>(`EXPLAIN (ANALYZE, COSTS OFF) ${sql}`, ...params),
-  ]);
+  // The statement makes its own HNSW settings, as the retriever runs it.
+  const plan = await database.prisma.$queryRawUnsafe<{ 'QUERY PLAN': string }[]>(`EXPLAIN (ANALYZE, COSTS OFF) ${sql}`, ...params);
   const scan = plan.map((row) => row['QUERY PLAN']).find((line) => line.includes('Index Scan using chunks_embedding_512_hnsw_idx'));
   const scanned = Number(/rows=(\d+)/.exec(scan ?? '')?.[1] ?? NaN);
   if (!(scanned <= 2 * CANDIDATES)) throw new Error(`the HNSW index scan read ${scan ? scanned : 'no'} rows for ${CANDIDATES} candidates`);
