@@ -277,42 +277,43 @@ export function hybridQuery(space: EmbeddingSpace, query: RetrievalQuery, vector
       SELECT id, row_number() OVER (ORDER BY coverage DESC, rank DESC, id) AS r FROM ranked
        WHERE coverage >= ${MIN_TEXT_COVERAGE}
        ORDER BY coverage DESC, rank DESC, id LIMIT $5)`;
-  // The vector list brings its distances; a passage only full text found has its own
-  // computed here (its vector is read once, not again for the final order).
-  const textDistance = (id: string) => `(SELECT ${near} FROM chunks c WHERE c.id = ${id})`;
+  // The vector list brings its distances; a passage only full text found has none yet.
   const fused =
     mode === 'vector'
       ? `SELECT id, 1.0 / (${RRF_K} + r) AS score, distance FROM vec`
       : mode === 'text'
-        ? `SELECT id, 1.0 / (${RRF_K} + r) AS score, ${textDistance('txt.id')} AS distance FROM txt`
+        ? `SELECT id, 1.0 / (${RRF_K} + r) AS score, NULL::float8 AS distance FROM txt`
         : `SELECT COALESCE(vec.id, txt.id) AS id,
                   COALESCE(1.0 / (${RRF_K} + vec.r), 0) + COALESCE(1.0 / (${RRF_K} + txt.r), 0) AS score,
-                  COALESCE(vec.distance, ${textDistance('txt.id')}) AS distance
+                  vec.distance
              FROM vec FULL JOIN txt ON vec.id = txt.id`;
-  // The fused list is ordered first (it holds everything the order needs), then its ids are
-  // looked up by primary key, and their items too, in LATERAL subqueries that OFFSET 0 keeps
-  // from being flattened, only until `limit` pass: the final order is the fused order, so the
-  // nested loop stops there instead of reading every candidate's passage and item (the
-  // candidates of both lists, up to 200, cost ~4 ms at 100k passages). As plain joins the
-  // planner (PGlite has no autovacuum to keep statistics) misjudged the fused list: it computed
-  // the distance of every chunk to match 100 ids, ran the vector list once per item, or scanned
-  // every item per passage (measured at 10k passages: 650 ms, 2.8 s and 24 ms, against ~5 ms).
+  // The fused list is ordered by score, then its ids are looked up by primary key, and their
+  // items too, in LATERAL subqueries that OFFSET 0 keeps from being flattened. The final order
+  // refines the score order (ties by distance, then id), so the planner sorts incrementally,
+  // one score at a time, and the nested loop stops once `limit` rows pass: the other
+  // candidates (both lists give up to 200) are never read again, and the distance a passage
+  // found by full text alone needs (from its TOASTed vector) is computed for those only
+  // (all of them cost ~5 ms at 100k passages). As plain joins the planner (PGlite has no
+  // autovacuum to keep statistics) misjudged the fused list: it computed the distance of every
+  // chunk to match 100 ids, ran the vector list once per item, or scanned every item per
+  // passage (measured at 10k passages: 650 ms, 2.8 s and 24 ms, against ~5 ms).
   const sql = `
     WITH RECURSIVE ${vectorList}, ${textList},
     fused AS MATERIALIZED (${fused})
-    SELECT r.* FROM (SELECT * FROM fused ORDER BY score DESC, distance, id) f
+    SELECT r.* FROM (SELECT * FROM fused ORDER BY score DESC) f
      CROSS JOIN LATERAL (
        SELECT c.id AS chunk_id, c.item_id, c.publisher_id, p.name AS publisher_name, i.title AS item_title,
-              c.ordinal, c.content, f.distance::float8 AS distance, f.score::float8 AS score,
+              c.ordinal, c.content, d.distance, f.score::float8 AS score,
               i.subtitle, i.type, i.author, i.publication_date, i.item_url, i.item_image, i.item_summary
          FROM chunks c
+        CROSS JOIN LATERAL (SELECT COALESCE(f.distance, ${near})::float8 AS distance OFFSET 0) d
         CROSS JOIN LATERAL (SELECT * FROM items i WHERE i.id = c.item_id OFFSET 0) i
          JOIN publishers p ON p.id = c.publisher_id
         WHERE c.id = f.id AND p.organization_id = $6::uuid
           AND i.deleted_at IS NULL AND i.status = '${SEARCHABLE_STATUS}' AND i.${visible}
-          AND 1 - f.distance / 2 >= $7
+          AND 1 - d.distance / 2 >= $7
        OFFSET 0) r
-     ORDER BY f.score DESC, f.distance, f.id
+     ORDER BY f.score DESC, r.distance, r.chunk_id
      LIMIT $8`;
   return { sql, params: [vector, query.query, query.publisherIds, space.model, candidates, query.organizationId, query.certainty, query.limit, query.itemTypes?.map((t) => t.toLowerCase()) ?? null] };
 }
