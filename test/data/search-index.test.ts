@@ -230,6 +230,22 @@ function searchIndexSuite(open: () => Promise<Database>) {
       const p = await db.prisma.publisher.create({ data: { name: 'Empty Pub', organizationId: o.id } });
       expect(await retriever.retrieve(query('anything', { organizationId: o.id, publisherIds: [p.id] }))).toEqual([]);
     });
+
+    it('sets its HNSW scan to the candidate count, for its own statement only', async () => {
+      // Last: 80 passages alike make the graph a poor guide for the other tests' queries.
+      // Distinct ones: HNSW graphs lose near-duplicates (pgvector's duplicates caveat).
+      const birds = 'gannet puffin tern gull shag eider skua fulmar petrel kittiwake'.split(' ');
+      const weather = 'fog gale calm drizzle squall frost haze sleet'.split(' ');
+      await indexItem(org.publisherId, Array.from({ length: 80 }, (_, i) => `Lighthouse log: ${birds[i % 10]} seen in ${weather[Math.floor(i / 10)]}`));
+      // pgvector's default ef_search (40), without iterative scans, would stop the scan at 40.
+      const wide = new PgRetriever(db.prisma, db.capabilities, new Collections(db.prisma, 'GlooProd', SPACE), async (_space, q) => (await embedder.embed([q]))[0]!, { candidates: 60 });
+      const found = await wide.retrieve(query('lighthouse log', { mode: 'vector', limit: 60, certainty: 0 }));
+      expect(found).toHaveLength(60);
+      const [after] = await db.prisma.$queryRawUnsafe<{ ef: string; iterative: string }[]>(
+        `SELECT current_setting('hnsw.ef_search') AS ef, current_setting('hnsw.iterative_scan') AS iterative`,
+      );
+      expect(after).toEqual({ ef: '40', iterative: 'off' });
+    });
   });
 }
 

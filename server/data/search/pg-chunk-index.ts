@@ -209,12 +209,7 @@ export class PgRetriever implements Retriever {
     scope?.signal.throwIfAborted();
     const candidates = Math.max(this.candidates, query.limit);
     const { sql, params } = hybridQuery(space, query, vectorLiteral(vector), candidates);
-    const [, , rows] = await this.prisma.$transaction([
-      // Filtered HNSW scans keep going until enough rows pass the filter (pgvector 0.8).
-      this.prisma.$executeRawUnsafe(`SET LOCAL hnsw.ef_search = ${Math.min(candidates, 1000)}`),
-      this.prisma.$executeRawUnsafe(`SET LOCAL hnsw.iterative_scan = relaxed_order`),
-      this.prisma.$queryRawUnsafe<PassageRow[]>(sql, ...params),
-    ]);
+    const rows = await this.prisma.$queryRawUnsafe<PassageRow[]>(sql, ...params);
     return rows.map(toPassage);
   }
 }
@@ -237,18 +232,26 @@ export function hybridQuery(space: EmbeddingSpace, query: RetrievalQuery, vector
   // instead of stopping at the LIMIT (measured: 10k rows read for 100 candidates).
   const mine = `c.publisher_id = ANY($3::uuid[]) AND c.${visible} AND c.embedding_model = $4
     AND (SELECT it.status = '${SEARCHABLE_STATUS}' AND ($9::text[] IS NULL OR lower(it.type) = ANY($9::text[])) FROM items it WHERE it.id = c.item_id)`;
+  // The HNSW scan's settings are made by the statement itself, local to its transaction (one
+  // round trip, where SET LOCAL needed a transaction of three statements: ~1 ms of a
+  // retrieval). The condition on them is constant, so it gates the scan and is evaluated
+  // before the scan begins, which is when pgvector reads them. Filtered HNSW scans keep going
+  // until enough rows pass the filter (pgvector 0.8); ef_search is the candidate count.
+  const settings = `(SELECT set_config('hnsw.ef_search', least($5::int, 1000)::text, true)
+    || set_config('hnsw.iterative_scan', 'relaxed_order', true)) IS NOT NULL`;
   const vectorList = `
     vec AS (
-      SELECT id, row_number() OVER (ORDER BY distance) AS r FROM (
+      SELECT id, distance, row_number() OVER (ORDER BY distance) AS r FROM (
         SELECT c.id, ${near} AS distance FROM chunks c
-         WHERE ${mine} AND vector_dims(c.embedding) = ${d}
+         WHERE ${settings} AND ${mine} AND vector_dims(c.embedding) = ${d}
          ORDER BY ${near} LIMIT $5) v)`;
   // The query's own stemmed words (quote_literal keeps any tsquery syntax inert). Minimum
   // should match goes into the tsquery itself, so the GIN index finds only passages holding
   // enough of them: every combination of `need` words AND-ed, the combinations OR-ed. Plain OR
   // made the database read and rank every passage holding any one word (a quarter of the
   // bench's corpus). Past MAX_COMBINED_WORDS words the combinations grow too many: plain OR,
-  // and the coverage count below filters.
+  // and the coverage count below filters. The tsquery is built once (MATERIALIZED: inlined
+  // into the scan, it was rebuilt for every passage ranked, 80 ms at 100k).
   const textList = `
     terms AS (
       SELECT ws, COALESCE(cardinality(ws), 0) AS n, ceil(COALESCE(cardinality(ws), 0) * ${MIN_TEXT_COVERAGE})::int AS need
@@ -259,50 +262,59 @@ export function hybridQuery(space: EmbeddingSpace, query: RetrievalQuery, vector
       UNION ALL
       SELECT combos.parts || quote_literal(t.w), t.o FROM combos, terms, unnest(terms.ws) WITH ORDINALITY AS t(w, o)
        WHERE t.o > combos.last AND cardinality(combos.parts) < terms.need),
-    words AS (
+    words AS MATERIALIZED (
       SELECT to_tsquery('simple', COALESCE(CASE WHEN n <= ${MAX_COMBINED_WORDS}
                THEN (SELECT string_agg('(' || array_to_string(parts, ' & ') || ')', ' | ') FROM combos WHERE cardinality(parts) = terms.need)
                ELSE array_to_string(ARRAY(SELECT quote_literal(w) FROM unnest(ws) AS w), ' | ') END, '')) AS q, n FROM terms),
     ranked AS (
-      SELECT c.id, c.content_tsv, ts_rank_cd(c.content_tsv, words.q) AS rank FROM chunks c, words
+      SELECT c.id, ts_rank_cd(c.content_tsv, words.q) AS rank,
+             -- The query words the passage holds: what deleting them removes from its lexemes
+             -- (one call, where unnesting both word lists cost 9 µs a passage at 100k).
+             (length(c.content_tsv) - length(ts_delete(c.content_tsv, terms.ws)))::float8 / words.n AS coverage
+        FROM chunks c, words, terms
        WHERE c.content_tsv @@ words.q AND ${mine}
        ORDER BY rank DESC LIMIT ${TEXT_POOL}),
     txt AS (
-      SELECT id, row_number() OVER (ORDER BY coverage DESC, rank DESC, id) AS r FROM (
-        SELECT ranked.id, ranked.rank,
-               (SELECT count(*) FROM unnest(terms.ws) AS w WHERE w = ANY(tsvector_to_array(ranked.content_tsv)))::float8 / words.n AS coverage
-          FROM ranked, words, terms) t
+      SELECT id, row_number() OVER (ORDER BY coverage DESC, rank DESC, id) AS r FROM ranked
        WHERE coverage >= ${MIN_TEXT_COVERAGE}
-       ORDER BY coverage DESC, rank DESC LIMIT $5)`;
+       ORDER BY coverage DESC, rank DESC, id LIMIT $5)`;
+  // The vector list brings its distances; a passage only full text found has none yet.
   const fused =
     mode === 'vector'
-      ? `SELECT id, 1.0 / (${RRF_K} + r) AS score FROM vec`
+      ? `SELECT id, 1.0 / (${RRF_K} + r) AS score, distance FROM vec`
       : mode === 'text'
-        ? `SELECT id, 1.0 / (${RRF_K} + r) AS score FROM txt`
+        ? `SELECT id, 1.0 / (${RRF_K} + r) AS score, NULL::float8 AS distance FROM txt`
         : `SELECT COALESCE(vec.id, txt.id) AS id,
-                  COALESCE(1.0 / (${RRF_K} + vec.r), 0) + COALESCE(1.0 / (${RRF_K} + txt.r), 0) AS score
+                  COALESCE(1.0 / (${RRF_K} + vec.r), 0) + COALESCE(1.0 / (${RRF_K} + txt.r), 0) AS score,
+                  vec.distance
              FROM vec FULL JOIN txt ON vec.id = txt.id`;
-  // Each fused id is looked up by primary key, and its item too, in LATERAL subqueries that
-  // OFFSET 0 keeps from being flattened. As plain joins the planner (PGlite has no autovacuum
-  // to keep statistics) misjudged the fused list: it computed the distance of every chunk to
-  // match 100 ids, ran the vector list once per item, or scanned every item per passage
-  // (measured at 10k passages: 650 ms, 2.8 s and 24 ms, against ~5 ms now).
+  // The fused list is ordered by score, then its ids are looked up by primary key, and their
+  // items too, in LATERAL subqueries that OFFSET 0 keeps from being flattened. The final order
+  // refines the score order (ties by distance, then id), so the planner sorts incrementally,
+  // one score at a time, and the nested loop stops once `limit` rows pass: the other
+  // candidates (both lists give up to 200) are never read again, and the distance a passage
+  // found by full text alone needs (from its TOASTed vector) is computed for those only
+  // (all of them cost ~5 ms at 100k passages). As plain joins the planner (PGlite has no
+  // autovacuum to keep statistics) misjudged the fused list: it computed the distance of every
+  // chunk to match 100 ids, ran the vector list once per item, or scanned every item per
+  // passage (measured at 10k passages: 650 ms, 2.8 s and 24 ms, against ~5 ms).
   const sql = `
     WITH RECURSIVE ${vectorList}, ${textList},
     fused AS MATERIALIZED (${fused})
-    SELECT r.* FROM fused f
+    SELECT r.* FROM (SELECT * FROM fused ORDER BY score DESC) f
      CROSS JOIN LATERAL (
        SELECT c.id AS chunk_id, c.item_id, c.publisher_id, p.name AS publisher_name, i.title AS item_title,
-              c.ordinal, c.content, (${near})::float8 AS distance, f.score::float8 AS score,
+              c.ordinal, c.content, d.distance, f.score::float8 AS score,
               i.subtitle, i.type, i.author, i.publication_date, i.item_url, i.item_image, i.item_summary
          FROM chunks c
+        CROSS JOIN LATERAL (SELECT COALESCE(f.distance, ${near})::float8 AS distance OFFSET 0) d
         CROSS JOIN LATERAL (SELECT * FROM items i WHERE i.id = c.item_id OFFSET 0) i
          JOIN publishers p ON p.id = c.publisher_id
         WHERE c.id = f.id AND p.organization_id = $6::uuid
           AND i.deleted_at IS NULL AND i.status = '${SEARCHABLE_STATUS}' AND i.${visible}
-          AND 1 - (${near}) / 2 >= $7
+          AND 1 - d.distance / 2 >= $7
        OFFSET 0) r
-     ORDER BY r.score DESC, r.distance, r.chunk_id
+     ORDER BY f.score DESC, r.distance, r.chunk_id
      LIMIT $8`;
   return { sql, params: [vector, query.query, query.publisherIds, space.model, candidates, query.organizationId, query.certainty, query.limit, query.itemTypes?.map((t) => t.toLowerCase()) ?? null] };
 }
