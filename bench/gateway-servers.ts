@@ -82,8 +82,7 @@ async function serve(role: Role): Promise<void> {
       'bench',
       {},
     );
-    // Production settings: no response validation, no logs; the database is PGlite in memory unless --postgres.
-    // At scale (--postgres): PostgreSQL and Redis, as many instances would share them.
+    // Production settings: no response validation, no logs; PGlite in memory, or (--postgres) PostgreSQL and Redis as at scale.
     const store = { databaseUrl: process.env.BENCH_DATABASE_URL, redisUrl: process.env.BENCH_REDIS_URL };
     const platform = await startTestPlatform({ logLevel: 'silent', validateResponses: false, ...store }, { catalog });
     ready = { url: platform.apiUrl, key: platform.adminKey };

@@ -31,7 +31,7 @@ import autocannon from 'autocannon';
 import { Pool } from 'undici';
 import { summarize, type CpuProfile } from './gateway-profile.js';
 import { ask, CHAT_PATH, cpuMicros, databaseTransactions, memoryMiB, NICE, pin, raisePriority, start, stop, type Child, type Role } from './gateway-servers.js';
-import { createDatabase, type BenchDatabase } from './postgres.js';
+import { createTestDatabase, type TestDatabase } from '../test/support/postgres-server.js';
 
 const GATEWAY_PATH = '/ai/v2/guarded/chat/completions';
 const MESSAGES = [{ role: 'user', content: 'Tell me about the fox.' }];
@@ -165,14 +165,24 @@ const CASES = {
   idempotent: 'gateway + Idempotency-Key',
 } as const;
 
-/** The cases whose servers are running (the gateway's two always). */
+/** The server each case measures, besides the fake upstream every case runs. */
+const ROLE_OF_CASE: Record<Exclude<keyof typeof CASES, 'upstream'>, Role> = {
+  node: 'node-forwarder',
+  express: 'express-forwarder',
+  gateway: 'gateway',
+  idempotent: 'gateway',
+};
+
+/** The cases whose servers are running (the gateway's two whenever it runs). */
 function targets(children: Map<Role, Child>): Target[] {
   const upstreamBody = JSON.stringify({ model: 'fake-model', messages: MESSAGES });
   const direct = (name: string, role: Role): Target[] => {
     const child = children.get(role);
     return child ? [{ name, child, options: { url: child.url + CHAT_PATH, method: 'POST', headers: JSON_HEADERS, body: upstreamBody } }] : [];
   };
-  const gateway = children.get('gateway')!;
+  const bare = [...direct(CASES.upstream, 'upstream'), ...direct(CASES.node, 'node-forwarder'), ...direct(CASES.express, 'express-forwarder')];
+  const gateway = children.get('gateway');
+  if (!gateway) return bare;
   const gatewayOptions = {
     url: gateway.url + GATEWAY_PATH,
     method: 'POST' as const,
@@ -180,9 +190,7 @@ function targets(children: Map<Role, Child>): Target[] {
     body: JSON.stringify({ model: 'bench-model', messages: MESSAGES }),
   };
   return [
-    ...direct(CASES.upstream, 'upstream'),
-    ...direct(CASES.node, 'node-forwarder'),
-    ...direct(CASES.express, 'express-forwarder'),
+    ...bare,
     { name: CASES.gateway, child: gateway, options: gatewayOptions },
     {
       name: CASES.idempotent,
@@ -397,7 +405,7 @@ async function streams(count: number, chunkMs: number, chunks: number, perSecond
 async function profile(duration: number): Promise<void> {
   const which = args['profile-case'] as keyof typeof CASES;
   if (!(which in CASES)) throw new Error(`--profile-case: one of ${Object.keys(CASES).join(', ')}`);
-  const children = await startAll(['gateway', 'express-forwarder', 'node-forwarder']);
+  const children = await startAll(which === 'upstream' ? [] : [ROLE_OF_CASE[which]]);
   const target = targets(children).find((t) => t.name === CASES[which])!;
   await warm(target);
   await ask(target.child, 'profile-start');
@@ -412,11 +420,11 @@ async function profile(duration: number): Promise<void> {
 }
 
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
-let database: BenchDatabase | undefined;
+let database: TestDatabase | undefined;
 
 async function main(): Promise<void> {
   const duration = Number(args.duration);
-  if (args.postgres) database = await createDatabase();
+  if (args.postgres) database = await createTestDatabase('bench_gateway');
   try {
     await run(duration);
   } finally {

@@ -2,12 +2,11 @@
 // uniquely named database (dropped afterwards), so suites can run in parallel
 // against one server. When the server is unreachable the suite is skipped
 // locally with a message saying why, but FAILS under CI: CI must run it.
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
+import { createTestDatabase, TEST_POSTGRES_URL, withAdminClient, type TestDatabase } from './postgres-server.js';
 import { describeWithService } from './services.js';
 
-export const TEST_POSTGRES_URL = process.env.TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/test';
+export { createTestDatabase, TEST_POSTGRES_URL, type TestDatabase };
 
 function displayUrl(url: string): string {
   try {
@@ -16,16 +15,6 @@ function displayUrl(url: string): string {
     return parsed.toString();
   } catch {
     return url;
-  }
-}
-
-async function withAdminClient<T>(run: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: TEST_POSTGRES_URL, connectionTimeoutMillis: 3000 });
-  await client.connect();
-  try {
-    return await run(client);
-  } finally {
-    await client.end();
   }
 }
 
@@ -53,27 +42,6 @@ export function describePostgres(name: string, fn: () => void): void {
     name,
     fn,
   );
-}
-
-export interface TestDatabase {
-  name: string;
-  url: string;
-  drop(): Promise<void>;
-}
-
-/** Creates an empty database with a unique name on the test server. */
-export async function createTestDatabase(label = 'test'): Promise<TestDatabase> {
-  const safeLabel = label.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 30);
-  const name = `t_${safeLabel}_${process.pid}_${randomBytes(4).toString('hex')}`;
-  await withAdminClient((client) => client.query(`CREATE DATABASE "${name}"`));
-  const url = new URL(TEST_POSTGRES_URL);
-  url.pathname = `/${name}`;
-  return {
-    name,
-    url: url.toString(),
-    // FORCE ends sessions a failed test may have leaked (PostgreSQL 13+).
-    drop: () => withAdminClient((client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => {}),
-  };
 }
 
 /**

@@ -41,7 +41,7 @@ export class SearchService {
     private readonly retriever: Retriever,
   ) {}
 
-  async search(principal: Principal, body: SearchRequest, scope?: CallScope): Promise<SearchResponse> {
+  async search(principal: Principal, body: SearchRequest, call: CallScope): Promise<SearchResponse> {
     if (isBlank(body.query)) throw invalidBody('query must not be empty');
     if (isBlank(body.collection)) throw invalidBody('collection must not be empty');
     const limit = body.limit ?? DEFAULT_LIMIT;
@@ -49,7 +49,7 @@ export class SearchService {
     const { collection, publisherIds } = await this.scope(principal, body.collection, body.tenant);
     const passages = await this.retriever.retrieve(
       { organizationId: principal.organizationId, publisherIds, query: body.query, limit, certainty: body.certainty ?? DEFAULT_CERTAINTY, purpose: 'search' },
-      scope,
+      call,
     );
     return {
       data: passages.map((p) => ({
@@ -70,20 +70,20 @@ export class SearchService {
     };
   }
 
-  async recommend(principal: Principal, body: RecommendationsRequest, options: { verbose: boolean }, scope?: CallScope): Promise<RecommendedItem[]> {
+  async recommend(principal: Principal, body: RecommendationsRequest, options: { verbose: boolean }, call: CallScope): Promise<RecommendedItem[]> {
     if (isBlank(body.query)) throw invalidBody('query must not be empty');
     if (isBlank(body.collection)) throw invalidBody('collection must not be empty');
     const { publisherIds } = await this.scope(principal, body.collection, body.tenant);
     const allowed = await this.narrow(principal, publisherIds, body.publishers);
-    return this.rank(principal, allowed, body, options.verbose, scope);
+    return this.rank(principal, allowed, body, options.verbose, call);
   }
 
   /** Affiliated publishers: all publishers of the caller's organization (see openapi.yaml). */
-  async affiliates(principal: Principal, body: AffiliateItemsRequest, scope?: CallScope): Promise<RecommendedItem[]> {
+  async affiliates(principal: Principal, body: AffiliateItemsRequest, call: CallScope): Promise<RecommendedItem[]> {
     if (isBlank(body.query)) throw invalidBody('query must not be empty');
     const all = await this.organizationPublishers(principal.organizationId);
     const allowed = await this.narrow(principal, all, body.publishers);
-    return this.rank(principal, allowed, body, false, scope);
+    return this.rank(principal, allowed, body, false, call);
   }
 
   /** The collection's name and the publishers a request may read, by the tenant rules of part 7. */
@@ -120,7 +120,7 @@ export class SearchService {
     publisherIds: string[],
     body: AffiliateItemsRequest,
     verbose: boolean,
-    scope?: CallScope,
+    call: CallScope,
   ): Promise<RecommendedItem[]> {
     const passages = await this.retriever.retrieve(
       {
@@ -132,7 +132,7 @@ export class SearchService {
         purpose: 'search',
         ...(body.media_types && { itemTypes: body.media_types }),
       },
-      scope,
+      call,
     );
     const byItem = new Map<string, Passage[]>();
     for (const p of passages) byItem.set(p.itemId, [...(byItem.get(p.itemId) ?? []), p]);

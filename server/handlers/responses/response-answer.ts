@@ -2,22 +2,16 @@
 // request's context for the Responses service, and its answer as JSON or the event stream.
 import { callerOf, type RequestContext } from '../../http/handler.js';
 import { renderError, toApiError } from '../../http/errors.js';
+import { completionContext } from '../completions/chat-answer.js';
 import type { ResponseContext } from '../../responses/responses-service.js';
 import type { AIErrorObject, ResponseBody } from '../../responses/types.js';
 
 export function responseContext(ctx: RequestContext, mode: ResponseContext['mode']): ResponseContext {
-  return {
-    mode,
-    operation: ctx.route.operationId,
+  // Assigned onto the completion context, whose lazy logger getter stays as it is.
+  return Object.assign(completionContext(ctx, mode), {
     organizationId: callerOf(ctx).organizationId,
-    traceId: ctx.traceId,
-    signal: ctx.signal,
-    meter: ctx.meter,
-    get log() {
-      return ctx.log;
-    },
-    describeError: (error) => (renderError(toApiError(error), 'AIError', ctx.traceId) as { error: AIErrorObject }).error,
-  };
+    describeError: (error: unknown) => (renderError(toApiError(error), 'AIError', ctx.traceId) as { error: AIErrorObject }).error,
+  });
 }
 
 export async function responseAnswer(ctx: RequestContext, body: ResponseBody, mode: ResponseContext['mode']) {

@@ -10,9 +10,9 @@ import type { ChatMessage } from '../types.js';
 const CJK = '[\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Hangul}]';
 const LETTERS = `(?:(?!${CJK})[\\p{L}\\p{M}])+`;
 const DIGITS = '\\p{N}+';
-const RUN_SOURCE = `${CJK}|${LETTERS}|${DIGITS}|[^\\s\\p{L}\\p{M}\\p{N}]`;
-/** The runs again, letters and digits captured: one pass tells each run's kind (the estimator's hot loop). */
-const RUN = new RegExp(`${CJK}|(${LETTERS})|(${DIGITS})|[^\\s\\p{L}\\p{M}\\p{N}]`, 'gu');
+/** Letters and digits captured: one pass tells each run's kind (the estimator's hot loop). */
+const RUN_SOURCE = `${CJK}|(${LETTERS})|(${DIGITS})|[^\\s\\p{L}\\p{M}\\p{N}]`;
+const RUN = new RegExp(RUN_SOURCE, 'gu');
 /** The same runs in ASCII text, where Unicode classes cost several times more for the same answer. */
 const ASCII_RUN = /([A-Za-z]+)|([0-9]+)|[^\sA-Za-z0-9]/g;
 const ASCII = /^[\x00-\x7f]*$/;
