@@ -21,6 +21,7 @@ import {
   type ToolCall,
   type Usage,
 } from '../providers/types.js';
+import { LinkedAbortController } from '../providers/linked-abort.js';
 import { estimateMessageTokens, estimateTokens } from '../providers/local/tokens.js';
 import type { Catalog, DeploymentConfig, ModelConfig } from './catalog.js';
 import { kindFacts, toCallerError } from './errors.js';
@@ -255,6 +256,7 @@ export class GatewayService {
         await current.close();
         current.upstream.fail(new Error('stream left by its consumer'), true, estimate());
       }
+      current.unlink();
       metered();
     };
     // A client may leave before the first pull (right after the headers): the generator
@@ -311,14 +313,15 @@ export class GatewayService {
       call,
       attempts,
       async (c, signal) => {
-        const controller = new AbortController();
+        const controller = new LinkedAbortController(signal);
         const request = forCandidate(call.request, c);
         if (prefix) request.assistantPrefix = { text: prefix, mode: c.deployment.prefix };
-        const iterator = this.provider(c).chatStream(request, this.callContext(AbortSignal.any([signal, controller.signal])))[Symbol.asyncIterator]();
+        const iterator = this.provider(c).chatStream(request, this.callContext(controller.signal))[Symbol.asyncIterator]();
         try {
           return { iterator, controller, buffered: await firstEvents(iterator, prefix) };
         } catch (error) {
           controller.abort();
+          controller.unlink();
           await iterator.return?.().catch(() => undefined);
           throw error;
         }
@@ -339,8 +342,10 @@ export class GatewayService {
       },
       close: async () => {
         controller.abort();
+        controller.unlink();
         await iterator.return?.().catch(() => undefined);
       },
+      unlink: () => controller.unlink(),
     };
   }
 
@@ -436,7 +441,10 @@ interface OpenStream {
   upstream: UpstreamCall;
   /** The stream's events; the first is already buffered (the commit point has passed). */
   next(): Promise<ChatStreamEvent | undefined>;
+  /** Cancels the upstream call. */
   close(): Promise<void>;
+  /** Stops following the request's signal (the stream is over). */
+  unlink(): void;
 }
 
 /**

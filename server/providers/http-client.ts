@@ -1,8 +1,9 @@
 // HTTP transport shared by the upstream adapters: one keep-alive undici Pool per provider
 // origin, per-call deadlines driven by CallContext, and the single place where transport
 // failures and upstream HTTP error answers become ProviderErrors.
-import { Pool } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 import type { IncomingHttpHeaders } from 'undici/types/header.js';
+import { LinkedAbortController } from './linked-abort.js';
 import { ProviderError, type CallContext, type ProviderErrorKind } from './types.js';
 
 type TimeoutKind = NonNullable<ProviderError['details']['timeout']>;
@@ -13,12 +14,13 @@ type TimeoutKind = NonNullable<ProviderError['details']['timeout']>;
  */
 export class CallGuard {
   readonly signal: AbortSignal;
-  private readonly own = new AbortController();
+  private readonly own: LinkedAbortController;
   private timer: NodeJS.Timeout | undefined;
   private fired: TimeoutKind | undefined;
 
   constructor(readonly ctx: CallContext) {
-    this.signal = AbortSignal.any([ctx.signal, this.own.signal]);
+    this.own = new LinkedAbortController(ctx.signal);
+    this.signal = this.own.signal;
   }
 
   arm(kind: TimeoutKind, ms: number): void {
@@ -37,6 +39,12 @@ export class CallGuard {
   cancel(): void {
     this.disarm();
     this.own.abort();
+  }
+
+  /** The call is over, however it ended: no deadline, and the caller's signal no longer followed. */
+  end(): void {
+    this.disarm();
+    this.own.unlink();
   }
 
   /**
@@ -110,14 +118,18 @@ export function createHttpClient(baseUrl: string): HttpClient {
     async json<T>(call: JsonCall, ctx: CallContext, deadline: { ms: number; kind: TimeoutKind }): Promise<T> {
       const guard = new CallGuard(ctx);
       guard.arm(deadline.kind, deadline.ms);
-      const res = await send(call, guard);
+      let res: Dispatcher.ResponseData;
       let text: string;
       try {
-        text = await res.body.text();
-      } catch (err) {
-        throw guard.classify(err, 'body');
+        res = await send(call, guard);
+        try {
+          text = await res.body.text();
+        } catch (err) {
+          throw guard.classify(err, 'body');
+        }
+      } finally {
+        guard.end();
       }
-      guard.disarm();
       try {
         return JSON.parse(text) as T;
       } catch (err) {
@@ -128,7 +140,11 @@ export function createHttpClient(baseUrl: string): HttpClient {
     async stream(call: JsonCall, ctx: CallContext): Promise<UpstreamStream> {
       const guard = new CallGuard(ctx);
       guard.arm('connect', ctx.timeouts.connectMs);
-      const res = await send(call, guard);
+      // Ended by readSse once the body is read or left, or here if no answer came.
+      const res = await send(call, guard).catch((err: unknown) => {
+        guard.end();
+        throw err;
+      });
       guard.disarm();
       return { body: res.body, guard };
     },

@@ -65,6 +65,7 @@ export function readSse({ body, guard }: UpstreamStream, isTerminal: (event: Sse
         if (sawTerminal) await drain(chunks, guard, idleMs);
         else guard.cancel();
       }
+      guard.end();
     }
   }
 

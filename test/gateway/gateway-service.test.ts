@@ -1,6 +1,7 @@
 // The gateway's failover, Retry-After, circuit and stream-resume rules, against scripted
 // in-process providers (the HTTP adapters and their faults are tested in test/providers,
 // and end to end over HTTP in test/gateway/faults.test.ts and stream-faults.test.ts).
+import { getEventListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -224,11 +225,14 @@ describe('gateway streams', () => {
     const a = scripted('a', [{ stream: [delta('The quick'), delta(' brown'), new ProviderError('connection_dropped', 'cut')] }]);
     const b = scripted('b', [{ stream: [delta(' fox jumps'), delta(' over.'), finish] }]);
     const { gateway, catalog } = gatewayOf([a, b]);
-    const stream = await gateway.chatStream(callOf(catalog));
+    const signal = new AbortController().signal;
+    const stream = await gateway.chatStream(callOf(catalog, signal));
     expect(await collect(stream)).toBe('The quick brown fox jumps over.');
     expect(b.requests[0].assistantPrefix).toEqual({ text: 'The quick brown', mode: 'native' });
     expect(stream.served.deployment.id).toBe('b');
     expect(stream.attempts.map((x) => x.outcome)).toEqual(['connection_dropped', 'ok']);
+    // Both attempts stopped following the request's signal once over.
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0);
   });
 
   it('skips a fallback that starts the answer over instead of continuing the prefix', async () => {

@@ -1,6 +1,6 @@
 // The OpenAI-compatible adapter against the fake upstream, over real HTTP.
 import http from 'node:http';
-import { once } from 'node:events';
+import { getEventListeners, once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fakeVector, startFakeOpenAI } from '../../mocks/upstreams/fake-openai.js';
@@ -204,6 +204,24 @@ describe('faults', () => {
     await expect(events.next()).rejects.toBe(reason);
     await up.requests[0].closed;
     expect(up.requests[0].completed).toBe(false);
+  });
+
+  it('a caller signal that outlives its calls keeps no listener, however each call ended', async () => {
+    // A worker's signal spans many calls: each call's link to it must go when the call ends.
+    const worker = new AbortController().signal;
+    await provider.chat(hello, ctx(worker));
+    up.faults.push({ type: 'server_error' });
+    await failure(provider.chat(hello, ctx(worker)));
+    up.faults.push({ type: 'hang' });
+    await failure(provider.chat(hello, ctx(worker)));
+    await collect(provider.chatStream(hello, ctx(worker)));
+    up.faults.push({ type: 'cut', afterChunks: 2 });
+    await failure(collect(provider.chatStream(hello, ctx(worker))));
+    up.faults.push({ type: 'reset' });
+    await failure(collect(provider.chatStream(hello, ctx(worker))));
+    for await (const _event of provider.chatStream(hello, ctx(worker))) break;
+    await provider.embed({ model: 'text-embedding-test', input: ['a'] }, ctx(worker));
+    expect(getEventListeners(worker, 'abort')).toHaveLength(0);
   });
 
   it('connection refused is unavailable', async () => {
