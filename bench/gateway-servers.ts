@@ -7,10 +7,11 @@
 // answers 'db-stats' (database transactions so far), 'profile-start' / 'profile-stop' (V8
 // CPU profile of what happened in between) and 'exit'.
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { setPriority } from 'node:os';
+import { setPriority, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Session } from 'node:inspector';
 import { pipeline } from 'node:stream/promises';
 import express from 'express';
@@ -82,11 +83,18 @@ async function serve(role: Role): Promise<void> {
       'bench',
       {},
     );
-    // Production settings: no response validation, no logs; PGlite in memory, or (--postgres) PostgreSQL and Redis as at scale.
-    const store = { databaseUrl: process.env.BENCH_DATABASE_URL, redisUrl: process.env.BENCH_REDIS_URL };
+    // Production settings: no response validation, no logs; PGlite in a data directory on disk
+    // as `npm start` runs it (in memory the whole database would count in the RSS), or
+    // (--postgres) PostgreSQL and Redis as at scale.
+    const databaseUrl = process.env.BENCH_DATABASE_URL;
+    const dataDir = databaseUrl ? undefined : mkdtempSync(join(tmpdir(), 'bench-gateway-'));
+    const store = { databaseUrl, redisUrl: process.env.BENCH_REDIS_URL, ...(dataDir && { dataDir }) };
     const platform = await startTestPlatform({ logLevel: 'silent', validateResponses: false, ...store }, { catalog });
     ready = { url: platform.apiUrl, key: platform.adminKey };
-    close = () => platform.close();
+    close = async () => {
+      await platform.close();
+      if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    };
     // Every statement outside an explicit transaction is one; the query itself counts one too.
     databaseTransactions = async () => {
       const [row] = await platform.services.database.prisma.$queryRawUnsafe<{ n: number }[]>(

@@ -81,7 +81,7 @@ function setting(what: string): string {
   const isolation = PINNED
     ? `each server in its own process pinned to CPU ${SERVER_CPU}; the load generator (this process) and the fake upstream on CPU ${LOAD_CPUS}`
     : 'each server in its own process, not pinned';
-  const store = database ? 'database: PostgreSQL (another process), with Redis' : 'database: PGlite in memory';
+  const store = database ? 'database: PostgreSQL (another process), with Redis' : 'database: PGlite on disk (a temporary data directory)';
   return `${what}; Node ${process.version}, ${CORES} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}; ${isolation}${priority}; ${store}.`;
 }
 
