@@ -184,11 +184,10 @@ async function benchSearch(size: number, queryCount: number): Promise<SearchFigu
     return text;
   });
   // The generator's vectors (~400 MB of JavaScript arrays at 100k) are the harness's, not the
-  // server's: released and collected before timing, so their garbage collection (a major GC
-  // that otherwise lands on some timed query: p99 23.5 ms against 17.8 on a reused corpus) is
-  // not timed as search. Run with --expose-gc (npm run bench:data does).
+  // server's: released here and collected before timing, so their garbage collection (a major
+  // GC that otherwise lands on some timed query: p99 23.5 ms against 17.8 on a reused corpus)
+  // is not timed as search. Run with --expose-gc (npm run bench:data does).
   corpus.vectors.length = 0;
-  collectGarbage();
   const collections = new Collections(database.prisma, 'GlooProd', { model: 'synthetic', dimensions: DIMENSIONS });
   const retriever = new PgRetriever(database.prisma, database.capabilities, collections, async (_space, text) => byText.get(text)!);
   const retrieve = (text: string, mode: RankingMode) =>
@@ -207,10 +206,9 @@ async function benchSearch(size: number, queryCount: number): Promise<SearchFigu
     times.sort((a, b) => a - b);
     latency[mode] = { p50: percentile(times, 50), p99: percentile(times, 99) };
   }
-  // Recall in a pass of its own: an exact search reads every vector, which would leave the
-  // next timed query a cold cache that no server between two searches has.
-  // Each exact search reads every vector (~0.5 s at 100k): recall is measured on the first
-  // RECALL_QUERIES queries, latency on all of them (a p99 of 200 samples is their second worst).
+  // Recall in a pass of its own: an exact search reads every vector (~0.5 s at 100k), which
+  // would leave the next timed query a cold cache that no server between two searches has.
+  // It runs on the first RECALL_QUERIES queries, latency on all (a p99 of 200 is their second worst).
   let recall = 0;
   for (const [i, text] of texts.slice(0, RECALL_QUERIES).entries()) {
     const passages = await retrieve(text, 'vector');

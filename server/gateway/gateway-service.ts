@@ -321,7 +321,6 @@ export class GatewayService {
           return { iterator, controller, buffered: await firstEvents(iterator, prefix) };
         } catch (error) {
           controller.abort();
-          controller.unlink();
           await iterator.return?.().catch(() => undefined);
           throw error;
         }
@@ -342,7 +341,6 @@ export class GatewayService {
       },
       close: async () => {
         controller.abort();
-        controller.unlink();
         await iterator.return?.().catch(() => undefined);
       },
       unlink: () => controller.unlink(),
@@ -441,9 +439,9 @@ interface OpenStream {
   upstream: UpstreamCall;
   /** The stream's events; the first is already buffered (the commit point has passed). */
   next(): Promise<ChatStreamEvent | undefined>;
-  /** Cancels the upstream call. */
+  /** Cancels the upstream call (and stops following the request's signal). */
   close(): Promise<void>;
-  /** Stops following the request's signal (the stream is over). */
+  /** Stops following the request's signal: the stream is over. */
   unlink(): void;
 }
 

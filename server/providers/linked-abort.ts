@@ -15,6 +15,12 @@ export class LinkedAbortController extends AbortController {
     else parent.addEventListener('abort', this.follow, { once: true });
   }
 
+  /** Aborted, it has nothing left to follow. */
+  override abort(reason?: unknown): void {
+    this.unlink();
+    super.abort(reason);
+  }
+
   /** Stops following the parent: one that outlives this call (a worker's signal) would otherwise keep a listener per call. */
   unlink(): void {
     this.parent.removeEventListener('abort', this.follow);
