@@ -10,6 +10,8 @@
 //   npm run bench:gateway -- --streams 300 --profile    the gateway's stream pass under the profiler
 //   npm run bench:gateway -- --profile --profile-out F  also writes the raw profile to F (.cpuprofile: Chrome DevTools opens it)
 //   npm run bench:gateway -- --profile --profile-case express   profiles the bare Express forwarder instead (to compare)
+//   npm run bench:gateway -- --alloc [--profile-case express]  bytes allocated per request (garbage included) by
+//                            allocation site, from V8's sampling heap profiler (what the GC time is spent on)
 //   npm run bench:gateway -- --postgres                 the gateway on PostgreSQL and Redis, as at scale (a fresh
 //                            database on TEST_POSTGRES_URL's server, dropped after; REDIS_URL or redis://127.0.0.1:6379)
 //   npm run bench:gateway -- --pin                      the server under test on a core of its own
@@ -29,7 +31,7 @@ import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
-import { summarize, type CpuProfile } from './gateway-profile.js';
+import { summarize, summarizeAllocations, type AllocationProfile, type CpuProfile } from './gateway-profile.js';
 import { ask, CHAT_PATH, cpuMicros, databaseTransactions, memoryMiB, NICE, pin, raisePriority, start, stop, type Child, type Role } from './gateway-servers.js';
 import { createTestDatabase, type TestDatabase } from '../test/support/postgres-server.js';
 
@@ -46,6 +48,7 @@ const { values: args } = parseArgs({
     chunks: { type: 'string', default: '600' },
     ramp: { type: 'string', default: '200' },
     profile: { type: 'boolean', default: false },
+    alloc: { type: 'boolean', default: false },
     'profile-out': { type: 'string' },
     'profile-case': { type: 'string', default: 'gateway' },
     pin: { type: 'boolean', default: false },
@@ -401,22 +404,28 @@ async function streams(count: number, chunkMs: number, chunks: number, perSecond
   if (cpuProfile) console.log(`\nThe gateway pass under the V8 profiler ("per request" = per stream of ${chunks} chunks):\n\n${summarize(cpuProfile, count)}`);
 }
 
-/** A case (the gateway by default) at 64 connections under the V8 profiler: self time by component, file and function. */
+/**
+ * A case (the gateway by default) at 64 connections under the V8 profiler: self time (or,
+ * with --alloc, bytes allocated) by component, file and function.
+ */
 async function profile(duration: number): Promise<void> {
   const which = args['profile-case'] as keyof typeof CASES;
   if (!(which in CASES)) throw new Error(`--profile-case: one of ${Object.keys(CASES).join(', ')}`);
+  const kind = args.alloc ? 'alloc' : 'profile';
   const children = await startAll(which === 'upstream' ? [] : [ROLE_OF_CASE[which]]);
   const target = targets(children).find((t) => t.name === CASES[which])!;
   await warm(target);
-  await ask(target.child, 'profile-start');
+  await ask(target.child, `${kind}-start`);
   const run = await measure(target, 64, duration);
-  const cpuProfile = await ask<CpuProfile>(target.child, 'profile-stop');
+  const result = await ask<CpuProfile | AllocationProfile>(target.child, `${kind}-stop`);
   await Promise.all([...children.values()].map(stop));
-  if (args['profile-out']) writeFileSync(args['profile-out'], JSON.stringify(cpuProfile));
+  if (args['profile-out']) writeFileSync(args['profile-out'], JSON.stringify(result));
 
-  console.log(`\n${setting(`${CASES[which]}, 64 connections for ${duration} s under the V8 profiler (sampling every 200 µs)`)}`);
+  const profiler = args.alloc ? "V8's sampling heap profiler (a sample every 4 KiB on average)" : 'the V8 profiler (sampling every 200 µs)';
+  console.log(`\n${setting(`${CASES[which]}, 64 connections for ${duration} s under ${profiler}`)}`);
   console.log(`${Math.round(run.rps)} req/s, ${Math.round(run.cpuPerRequest)} CPU µs/req (process, profiler included), ${f(run.transactions, 1)} database transactions/req.\n`);
-  console.log(summarize(cpuProfile, Math.round(run.rps * duration)));
+  const requests = Math.round(run.rps * duration);
+  console.log(args.alloc ? summarizeAllocations(result as AllocationProfile, requests) : summarize(result as CpuProfile, requests));
 }
 
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
@@ -434,7 +443,7 @@ async function main(): Promise<void> {
 
 async function run(duration: number): Promise<void> {
   if (args.streams) await streams(Number(args.streams), Number(args['chunk-ms']), Number(args.chunks), Number(args.ramp));
-  else if (args.profile) await profile(duration);
+  else if (args.profile || args.alloc) await profile(duration);
   else await throughput(duration, Number(args.rounds));
 }
 

@@ -427,7 +427,7 @@ export class BillingService {
     // Rows settled in this process are counted even if still buffered (other instances' buffers: ≤ USAGE_FLUSH_MS late).
     await this.unmeteredUsage.flush();
     const rows = await this.prisma.$queryRaw<{ grp: string | null; calls: number; input: bigint; output: bigint; cost: bigint; billed: bigint }[]>`
-      SELECT ${USAGE_COLUMN[groupBy]} AS grp, count(*)::int AS calls,
+      SELECT ${USAGE_COLUMN[groupBy]} AS grp, COALESCE(sum(calls), 0)::int AS calls,
              COALESCE(sum(input_tokens), 0)::bigint AS input, COALESCE(sum(output_tokens), 0)::bigint AS output,
              COALESCE(sum(cost_micros), 0)::bigint AS cost, COALESCE(sum(billed_micros), 0)::bigint AS billed
       FROM usage_records

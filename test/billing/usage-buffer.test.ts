@@ -1,7 +1,8 @@
-// Usage rows of unmetered requests are written behind, in batches: nothing is written per
-// request, a full batch or the timer writes one statement, and every in-process read (the
-// usage report, shutdown) flushes first, so nothing settled is missing from what it sees.
-// The batch statement itself round-trips every column on PGlite and on PostgreSQL.
+// Usage rows of unmetered requests are written behind, in batches, and rolled up: nothing is
+// written per request, the requests of one group settled in the same second are one row, a
+// full batch or the timer writes one statement, and every in-process read (the usage report,
+// shutdown) flushes first, so nothing settled is missing from what it sees. The batch
+// statement itself round-trips every column on PGlite and on PostgreSQL.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,21 +17,26 @@ import { ask, createOrg, pricedCatalog } from './support.js';
 
 type Row = Prisma.UsageRecordCreateManyInput;
 
-/** Records each statement's rows by trace id (the 13th column array of the insert). */
+/** The columns of the insert, in its order, as named in each statement's rows. */
+const COLUMNS = ['organizationId', 'apiKeyId', 'operation', 'model', 'provider', 'inputTokens', 'outputTokens', 'images', 'costMicros', 'billedMicros', 'product', 'reservationId', 'traceId', 'createdAt', 'calls'] as const;
+
+/** Records each statement's rows, read back from its column arrays. */
 function fakeDatabase(fail = false) {
-  const writes: Row[][] = [];
+  const writes: Record<string, unknown>[][] = [];
   const errors: unknown[] = [];
   const prisma = {
     $executeRaw: async (_sql: TemplateStringsArray, ...columns: unknown[][]) => {
       if (fail) throw new Error('database down');
-      writes.push(columns[12]!.map((traceId) => ({ traceId }) as Row));
-      return columns[12]!.length;
+      writes.push(columns[0]!.map((_, i) => Object.fromEntries(COLUMNS.map((name, c) => [name, columns[c]![i]]))));
+      return columns[0]!.length;
     },
   } as unknown as Pick<PrismaClient, '$executeRaw'>;
   return { prisma, writes, logger: { error: (...args: unknown[]) => void errors.push(args) }, errors };
 }
 
-const row = (n: number): Row => ({ organizationId: 'org', operation: 'op', traceId: `trc_${n}`, createdAt: new Date() });
+const AT = new Date('2026-11-26T10:00:00.000Z').getTime();
+/** A request of its own group (operation `op<n>`) unless `operation` says otherwise. */
+const row = (n: number, more: Partial<Row> = {}): Row => ({ organizationId: 'org', operation: `op${n}`, traceId: `trc_${n}`, createdAt: new Date(AT), ...more });
 // Never fires during a test: only a full batch or an explicit flush writes.
 const NEVER = 3_600_000;
 
@@ -45,6 +51,30 @@ describe('UsageBuffer', () => {
     expect(db.writes.map((w) => w.map((r) => r.traceId))).toEqual([['trc_1', 'trc_2', 'trc_3']]);
     await buffer.flush();
     expect(db.writes).toHaveLength(1);
+  });
+
+  it('rolls up the requests of one group settled in the same second into one row', async () => {
+    const db = fakeDatabase();
+    const buffer = new UsageBuffer(db.prisma, db.logger, NEVER);
+    const same = { operation: 'chat', model: 'm', provider: 'p', apiKeyId: 'key' };
+    buffer.add([row(1, { ...same, inputTokens: 3, outputTokens: 4, images: 1, costMicros: 10n, billedMicros: 7n, createdAt: new Date(AT + 900) })]);
+    buffer.add([row(2, { ...same, inputTokens: 5, outputTokens: 6, costMicros: 20, billedMicros: 0n, createdAt: new Date(AT + 100) })]);
+    // Apart: the next second, another key, another model.
+    buffer.add([row(3, { ...same, inputTokens: 1, createdAt: new Date(AT + 1_000) })]);
+    buffer.add([row(4, { ...same, apiKeyId: 'other key', createdAt: new Date(AT + 200) })]);
+    buffer.add([row(5, { ...same, model: 'other', createdAt: new Date(AT + 300) })]);
+    await buffer.flush();
+    const [written] = db.writes;
+    expect(written).toHaveLength(4);
+    expect(written[0]).toEqual({
+      organizationId: 'org', apiKeyId: 'key', operation: 'chat', model: 'm', provider: 'p', inputTokens: 8, outputTokens: 10, images: 1,
+      costMicros: '30', billedMicros: '7', product: null, reservationId: null, traceId: null, createdAt: new Date(AT + 100).toISOString(), calls: 2,
+    });
+    expect(written.slice(1).map((r) => [r.traceId, r.calls, r.createdAt])).toEqual([
+      ['trc_3', 1, new Date(AT + 1_000).toISOString()],
+      ['trc_4', 1, new Date(AT + 200).toISOString()],
+      ['trc_5', 1, new Date(AT + 300).toISOString()],
+    ]);
   });
 
   it('writes a full batch at once', async () => {
@@ -83,13 +113,13 @@ async function roundTrip(db: Database): Promise<void> {
   const full: Row = {
     organizationId: org.id, apiKeyId: null, operation: 'createResponse', model: 'gpt-5', provider: 'openai', inputTokens: 7,
     outputTokens: 9, images: 1, costMicros: 12_345_678_901n, billedMicros: 42n, product: 'code-assist',
-    reservationId: '0b7f6a1e-6a8d-4b7e-9a53-8f2a1d3c4e5f', traceId: 'trc_full', createdAt,
+    reservationId: '0b7f6a1e-6a8d-4b7e-9a53-8f2a1d3c4e5f', traceId: null, createdAt, calls: 3,
   };
   const bare: Row = { organizationId: org.id, operation: 'createEmbeddings', traceId: 'trc_bare', createdAt };
   expect(await insertUsageRows(db.prisma, [full, bare])).toBe(2);
-  const read = await db.prisma.usageRecord.findMany({ where: { organizationId: org.id }, orderBy: { traceId: 'asc' } });
+  const read = await db.prisma.usageRecord.findMany({ where: { organizationId: org.id }, orderBy: { calls: 'asc' } });
   expect(read.map(({ id: _id, ...rest }) => rest)).toEqual([
-    { ...bare, apiKeyId: null, model: null, provider: null, inputTokens: 0, outputTokens: 0, images: 0, costMicros: 0n, billedMicros: 0n, product: null, reservationId: null },
+    { ...bare, apiKeyId: null, model: null, provider: null, inputTokens: 0, outputTokens: 0, images: 0, costMicros: 0n, billedMicros: 0n, product: null, reservationId: null, calls: 1 },
     full,
   ]);
 }
@@ -158,7 +188,8 @@ describe('shutdown', () => {
 
     const second = await startTestPlatform({ dataDir, logLevel: 'silent' }, { catalog: pricedCatalog() }, { adminKey });
     try {
-      expect(await second.services.database.prisma.usageRecord.count({ where: { organizationId: org.id } })).toBe(3);
+      const written = await second.services.database.prisma.usageRecord.aggregate({ where: { organizationId: org.id }, _sum: { calls: true } });
+      expect(written._sum.calls).toBe(3);
     } finally {
       await second.close();
     }

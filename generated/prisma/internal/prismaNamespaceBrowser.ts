@@ -308,6 +308,7 @@ export const UsageRecordScalarFieldEnum = {
   product: 'product',
   reservationId: 'reservationId',
   traceId: 'traceId',
+  calls: 'calls',
   createdAt: 'createdAt'
 } as const
 

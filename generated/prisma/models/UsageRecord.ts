@@ -32,6 +32,7 @@ export type UsageRecordAvgAggregateOutputType = {
   images: number | null
   costMicros: number | null
   billedMicros: number | null
+  calls: number | null
 }
 
 export type UsageRecordSumAggregateOutputType = {
@@ -40,6 +41,7 @@ export type UsageRecordSumAggregateOutputType = {
   images: number | null
   costMicros: bigint | null
   billedMicros: bigint | null
+  calls: number | null
 }
 
 export type UsageRecordMinAggregateOutputType = {
@@ -57,6 +59,7 @@ export type UsageRecordMinAggregateOutputType = {
   product: string | null
   reservationId: string | null
   traceId: string | null
+  calls: number | null
   createdAt: Date | null
 }
 
@@ -75,6 +78,7 @@ export type UsageRecordMaxAggregateOutputType = {
   product: string | null
   reservationId: string | null
   traceId: string | null
+  calls: number | null
   createdAt: Date | null
 }
 
@@ -93,6 +97,7 @@ export type UsageRecordCountAggregateOutputType = {
   product: number
   reservationId: number
   traceId: number
+  calls: number
   createdAt: number
   _all: number
 }
@@ -104,6 +109,7 @@ export type UsageRecordAvgAggregateInputType = {
   images?: true
   costMicros?: true
   billedMicros?: true
+  calls?: true
 }
 
 export type UsageRecordSumAggregateInputType = {
@@ -112,6 +118,7 @@ export type UsageRecordSumAggregateInputType = {
   images?: true
   costMicros?: true
   billedMicros?: true
+  calls?: true
 }
 
 export type UsageRecordMinAggregateInputType = {
@@ -129,6 +136,7 @@ export type UsageRecordMinAggregateInputType = {
   product?: true
   reservationId?: true
   traceId?: true
+  calls?: true
   createdAt?: true
 }
 
@@ -147,6 +155,7 @@ export type UsageRecordMaxAggregateInputType = {
   product?: true
   reservationId?: true
   traceId?: true
+  calls?: true
   createdAt?: true
 }
 
@@ -165,6 +174,7 @@ export type UsageRecordCountAggregateInputType = {
   product?: true
   reservationId?: true
   traceId?: true
+  calls?: true
   createdAt?: true
   _all?: true
 }
@@ -269,7 +279,8 @@ export type UsageRecordGroupByOutputType = {
   billedMicros: bigint
   product: string | null
   reservationId: string | null
-  traceId: string
+  traceId: string | null
+  calls: number
   createdAt: Date
   _count: UsageRecordCountAggregateOutputType | null
   _avg: UsageRecordAvgAggregateOutputType | null
@@ -310,7 +321,8 @@ export type UsageRecordWhereInput = {
   billedMicros?: Prisma.BigIntFilter<"UsageRecord"> | bigint | number
   product?: Prisma.StringNullableFilter<"UsageRecord"> | string | null
   reservationId?: Prisma.UuidNullableFilter<"UsageRecord"> | string | null
-  traceId?: Prisma.StringFilter<"UsageRecord"> | string
+  traceId?: Prisma.StringNullableFilter<"UsageRecord"> | string | null
+  calls?: Prisma.IntFilter<"UsageRecord"> | number
   createdAt?: Prisma.DateTimeFilter<"UsageRecord"> | Date | string
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
   apiKey?: Prisma.XOR<Prisma.ApiKeyNullableScalarRelationFilter, Prisma.ApiKeyWhereInput> | null
@@ -330,7 +342,8 @@ export type UsageRecordOrderByWithRelationInput = {
   billedMicros?: Prisma.SortOrder
   product?: Prisma.SortOrderInput | Prisma.SortOrder
   reservationId?: Prisma.SortOrderInput | Prisma.SortOrder
-  traceId?: Prisma.SortOrder
+  traceId?: Prisma.SortOrderInput | Prisma.SortOrder
+  calls?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   organization?: Prisma.OrganizationOrderByWithRelationInput
   apiKey?: Prisma.ApiKeyOrderByWithRelationInput
@@ -353,7 +366,8 @@ export type UsageRecordWhereUniqueInput = Prisma.AtLeast<{
   billedMicros?: Prisma.BigIntFilter<"UsageRecord"> | bigint | number
   product?: Prisma.StringNullableFilter<"UsageRecord"> | string | null
   reservationId?: Prisma.UuidNullableFilter<"UsageRecord"> | string | null
-  traceId?: Prisma.StringFilter<"UsageRecord"> | string
+  traceId?: Prisma.StringNullableFilter<"UsageRecord"> | string | null
+  calls?: Prisma.IntFilter<"UsageRecord"> | number
   createdAt?: Prisma.DateTimeFilter<"UsageRecord"> | Date | string
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
   apiKey?: Prisma.XOR<Prisma.ApiKeyNullableScalarRelationFilter, Prisma.ApiKeyWhereInput> | null
@@ -373,7 +387,8 @@ export type UsageRecordOrderByWithAggregationInput = {
   billedMicros?: Prisma.SortOrder
   product?: Prisma.SortOrderInput | Prisma.SortOrder
   reservationId?: Prisma.SortOrderInput | Prisma.SortOrder
-  traceId?: Prisma.SortOrder
+  traceId?: Prisma.SortOrderInput | Prisma.SortOrder
+  calls?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   _count?: Prisma.UsageRecordCountOrderByAggregateInput
   _avg?: Prisma.UsageRecordAvgOrderByAggregateInput
@@ -399,7 +414,8 @@ export type UsageRecordScalarWhereWithAggregatesInput = {
   billedMicros?: Prisma.BigIntWithAggregatesFilter<"UsageRecord"> | bigint | number
   product?: Prisma.StringNullableWithAggregatesFilter<"UsageRecord"> | string | null
   reservationId?: Prisma.UuidNullableWithAggregatesFilter<"UsageRecord"> | string | null
-  traceId?: Prisma.StringWithAggregatesFilter<"UsageRecord"> | string
+  traceId?: Prisma.StringNullableWithAggregatesFilter<"UsageRecord"> | string | null
+  calls?: Prisma.IntWithAggregatesFilter<"UsageRecord"> | number
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"UsageRecord"> | Date | string
 }
 
@@ -415,7 +431,8 @@ export type UsageRecordCreateInput = {
   billedMicros?: bigint | number
   product?: string | null
   reservationId?: string | null
-  traceId: string
+  traceId?: string | null
+  calls?: number
   createdAt?: Date | string
   organization: Prisma.OrganizationCreateNestedOneWithoutUsageRecordsInput
   apiKey?: Prisma.ApiKeyCreateNestedOneWithoutUsageRecordsInput
@@ -435,7 +452,8 @@ export type UsageRecordUncheckedCreateInput = {
   billedMicros?: bigint | number
   product?: string | null
   reservationId?: string | null
-  traceId: string
+  traceId?: string | null
+  calls?: number
   createdAt?: Date | string
 }
 
@@ -451,7 +469,8 @@ export type UsageRecordUpdateInput = {
   billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   reservationId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
-  traceId?: Prisma.StringFieldUpdateOperationsInput | string
+  traceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  calls?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutUsageRecordsNestedInput
   apiKey?: Prisma.ApiKeyUpdateOneWithoutUsageRecordsNestedInput
@@ -471,7 +490,8 @@ export type UsageRecordUncheckedUpdateInput = {
   billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   reservationId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
-  traceId?: Prisma.StringFieldUpdateOperationsInput | string
+  traceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  calls?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -489,7 +509,8 @@ export type UsageRecordCreateManyInput = {
   billedMicros?: bigint | number
   product?: string | null
   reservationId?: string | null
-  traceId: string
+  traceId?: string | null
+  calls?: number
   createdAt?: Date | string
 }
 
@@ -505,7 +526,8 @@ export type UsageRecordUpdateManyMutationInput = {
   billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   reservationId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
-  traceId?: Prisma.StringFieldUpdateOperationsInput | string
+  traceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  calls?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -523,7 +545,8 @@ export type UsageRecordUncheckedUpdateManyInput = {
   billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   reservationId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
-  traceId?: Prisma.StringFieldUpdateOperationsInput | string
+  traceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  calls?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -552,6 +575,7 @@ export type UsageRecordCountOrderByAggregateInput = {
   product?: Prisma.SortOrder
   reservationId?: Prisma.SortOrder
   traceId?: Prisma.SortOrder
+  calls?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
@@ -561,6 +585,7 @@ export type UsageRecordAvgOrderByAggregateInput = {
   images?: Prisma.SortOrder
   costMicros?: Prisma.SortOrder
   billedMicros?: Prisma.SortOrder
+  calls?: Prisma.SortOrder
 }
 
 export type UsageRecordMaxOrderByAggregateInput = {
@@ -578,6 +603,7 @@ export type UsageRecordMaxOrderByAggregateInput = {
   product?: Prisma.SortOrder
   reservationId?: Prisma.SortOrder
   traceId?: Prisma.SortOrder
+  calls?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
@@ -596,6 +622,7 @@ export type UsageRecordMinOrderByAggregateInput = {
   product?: Prisma.SortOrder
   reservationId?: Prisma.SortOrder
   traceId?: Prisma.SortOrder
+  calls?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
@@ -605,6 +632,7 @@ export type UsageRecordSumOrderByAggregateInput = {
   images?: Prisma.SortOrder
   costMicros?: Prisma.SortOrder
   billedMicros?: Prisma.SortOrder
+  calls?: Prisma.SortOrder
 }
 
 export type UsageRecordCreateNestedManyWithoutOrganizationInput = {
@@ -703,7 +731,8 @@ export type UsageRecordCreateWithoutOrganizationInput = {
   billedMicros?: bigint | number
   product?: string | null
   reservationId?: string | null
-  traceId: string
+  traceId?: string | null
+  calls?: number
   createdAt?: Date | string
   apiKey?: Prisma.ApiKeyCreateNestedOneWithoutUsageRecordsInput
 }
@@ -721,7 +750,8 @@ export type UsageRecordUncheckedCreateWithoutOrganizationInput = {
   billedMicros?: bigint | number
   product?: string | null
   reservationId?: string | null
-  traceId: string
+  traceId?: string | null
+  calls?: number
   createdAt?: Date | string
 }
 
@@ -768,7 +798,8 @@ export type UsageRecordScalarWhereInput = {
   billedMicros?: Prisma.BigIntFilter<"UsageRecord"> | bigint | number
   product?: Prisma.StringNullableFilter<"UsageRecord"> | string | null
   reservationId?: Prisma.UuidNullableFilter<"UsageRecord"> | string | null
-  traceId?: Prisma.StringFilter<"UsageRecord"> | string
+  traceId?: Prisma.StringNullableFilter<"UsageRecord"> | string | null
+  calls?: Prisma.IntFilter<"UsageRecord"> | number
   createdAt?: Prisma.DateTimeFilter<"UsageRecord"> | Date | string
 }
 
@@ -784,7 +815,8 @@ export type UsageRecordCreateWithoutApiKeyInput = {
   billedMicros?: bigint | number
   product?: string | null
   reservationId?: string | null
-  traceId: string
+  traceId?: string | null
+  calls?: number
   createdAt?: Date | string
   organization: Prisma.OrganizationCreateNestedOneWithoutUsageRecordsInput
 }
@@ -802,7 +834,8 @@ export type UsageRecordUncheckedCreateWithoutApiKeyInput = {
   billedMicros?: bigint | number
   product?: string | null
   reservationId?: string | null
-  traceId: string
+  traceId?: string | null
+  calls?: number
   createdAt?: Date | string
 }
 
@@ -845,7 +878,8 @@ export type UsageRecordCreateManyOrganizationInput = {
   billedMicros?: bigint | number
   product?: string | null
   reservationId?: string | null
-  traceId: string
+  traceId?: string | null
+  calls?: number
   createdAt?: Date | string
 }
 
@@ -861,7 +895,8 @@ export type UsageRecordUpdateWithoutOrganizationInput = {
   billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   reservationId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
-  traceId?: Prisma.StringFieldUpdateOperationsInput | string
+  traceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  calls?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKey?: Prisma.ApiKeyUpdateOneWithoutUsageRecordsNestedInput
 }
@@ -879,7 +914,8 @@ export type UsageRecordUncheckedUpdateWithoutOrganizationInput = {
   billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   reservationId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
-  traceId?: Prisma.StringFieldUpdateOperationsInput | string
+  traceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  calls?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -896,7 +932,8 @@ export type UsageRecordUncheckedUpdateManyWithoutOrganizationInput = {
   billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   reservationId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
-  traceId?: Prisma.StringFieldUpdateOperationsInput | string
+  traceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  calls?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -913,7 +950,8 @@ export type UsageRecordCreateManyApiKeyInput = {
   billedMicros?: bigint | number
   product?: string | null
   reservationId?: string | null
-  traceId: string
+  traceId?: string | null
+  calls?: number
   createdAt?: Date | string
 }
 
@@ -929,7 +967,8 @@ export type UsageRecordUpdateWithoutApiKeyInput = {
   billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   reservationId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
-  traceId?: Prisma.StringFieldUpdateOperationsInput | string
+  traceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  calls?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutUsageRecordsNestedInput
 }
@@ -947,7 +986,8 @@ export type UsageRecordUncheckedUpdateWithoutApiKeyInput = {
   billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   reservationId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
-  traceId?: Prisma.StringFieldUpdateOperationsInput | string
+  traceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  calls?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -964,7 +1004,8 @@ export type UsageRecordUncheckedUpdateManyWithoutApiKeyInput = {
   billedMicros?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   product?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   reservationId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
-  traceId?: Prisma.StringFieldUpdateOperationsInput | string
+  traceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  calls?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -985,6 +1026,7 @@ export type UsageRecordSelect<ExtArgs extends runtime.Types.Extensions.InternalA
   product?: boolean
   reservationId?: boolean
   traceId?: boolean
+  calls?: boolean
   createdAt?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
   apiKey?: boolean | Prisma.UsageRecord$apiKeyArgs<ExtArgs>
@@ -1005,6 +1047,7 @@ export type UsageRecordSelectCreateManyAndReturn<ExtArgs extends runtime.Types.E
   product?: boolean
   reservationId?: boolean
   traceId?: boolean
+  calls?: boolean
   createdAt?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
   apiKey?: boolean | Prisma.UsageRecord$apiKeyArgs<ExtArgs>
@@ -1025,6 +1068,7 @@ export type UsageRecordSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.E
   product?: boolean
   reservationId?: boolean
   traceId?: boolean
+  calls?: boolean
   createdAt?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
   apiKey?: boolean | Prisma.UsageRecord$apiKeyArgs<ExtArgs>
@@ -1045,10 +1089,11 @@ export type UsageRecordSelectScalar = {
   product?: boolean
   reservationId?: boolean
   traceId?: boolean
+  calls?: boolean
   createdAt?: boolean
 }
 
-export type UsageRecordOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "apiKeyId" | "operation" | "model" | "provider" | "inputTokens" | "outputTokens" | "images" | "costMicros" | "billedMicros" | "product" | "reservationId" | "traceId" | "createdAt", ExtArgs["result"]["usageRecord"]>
+export type UsageRecordOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "apiKeyId" | "operation" | "model" | "provider" | "inputTokens" | "outputTokens" | "images" | "costMicros" | "billedMicros" | "product" | "reservationId" | "traceId" | "calls" | "createdAt", ExtArgs["result"]["usageRecord"]>
 export type UsageRecordInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
   apiKey?: boolean | Prisma.UsageRecord$apiKeyArgs<ExtArgs>
@@ -1099,7 +1144,16 @@ export type $UsageRecordPayload<ExtArgs extends runtime.Types.Extensions.Interna
      */
     product: string | null
     reservationId: string | null
-    traceId: string
+    /**
+     * the request's trace; null on a row that counts several requests
+     */
+    traceId: string | null
+    /**
+     * requests (upstream attempts) the row counts: the unmetered ones of one organization,
+     * key, operation, model, provider and product settled in the same second are one row
+     * (billing/usage-buffer.ts); a charged request is always a row of its own
+     */
+    calls: number
     createdAt: Date
   }, ExtArgs["result"]["usageRecord"]>
   composites: {}
@@ -1540,6 +1594,7 @@ export interface UsageRecordFieldRefs {
   readonly product: Prisma.FieldRef<"UsageRecord", 'String'>
   readonly reservationId: Prisma.FieldRef<"UsageRecord", 'String'>
   readonly traceId: Prisma.FieldRef<"UsageRecord", 'String'>
+  readonly calls: Prisma.FieldRef<"UsageRecord", 'Int'>
   readonly createdAt: Prisma.FieldRef<"UsageRecord", 'DateTime'>
 }
     
