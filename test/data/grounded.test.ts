@@ -14,6 +14,7 @@ import { buildCatalog, defaultConfig } from '../../server/gateway/catalog.js';
 import { contractProblems, eventProblems } from '../support/contract.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
 import { describePostgres, useTestDatabase } from '../support/postgres.js';
+import { meter } from '../support/usage.js';
 import { NEEDS_PGVECTOR, pgvector } from './pgvector.js';
 
 const PUBLISHER = 'Grounding Press';
@@ -247,27 +248,15 @@ function groundedSuite(start: () => Promise<TestPlatform>, retrieves: boolean) {
     });
 
     it('echoes tradition and is metered like every completion', async () => {
+      const where = { organizationId: platform.bootstrap!.organizationId, operation: 'createGroundedChatCompletion', provider: 'local' };
+      // Both model calls of the request: the query's embedding (retrieval) and the answer.
+      const chat = await meter(platform, { ...where, model: 'local-chat' });
+      const embedding = await meter(platform, { ...where, model: 'local-embedding' });
       const answer = await ask(question('How many hours of sun do tomatoes need?', { tradition: 'catholic' }));
       expectOk('createGroundedChatCompletion', answer);
       expect(answer.body.tradition).toBe('catholic');
-      const traceId = answer.headers.get('x-trace-id')!;
-      const prisma = platform.services.database.prisma;
-      // Settlement runs in the background once the response has closed.
-      const records = await vi.waitFor(
-        async () => {
-          await platform.services.billing.drain();
-          const found = await prisma.usageRecord.findMany({ where: { traceId }, orderBy: { model: 'asc' } });
-          expect(found.length).toBeGreaterThanOrEqual(2);
-          return found;
-        },
-        { timeout: 10_000, interval: 20 },
-      );
-      // Both model calls of the request: the query's embedding (retrieval) and the answer.
-      expect(records.map((r) => [r.operation, r.model, r.provider])).toEqual([
-        ['createGroundedChatCompletion', 'local-chat', 'local'],
-        ['createGroundedChatCompletion', 'local-embedding', 'local'],
-      ]);
-      expect(records[0]!.inputTokens).toBe(answer.body.usage.prompt_tokens);
+      expect((await chat.added(1)).inputTokens).toBe(answer.body.usage.prompt_tokens);
+      expect((await embedding.added(1)).inputTokens).toBeGreaterThan(0);
       // The passages were part of the prompt.
       expect(answer.body.usage.prompt_tokens).toBeGreaterThan(estimateTokens(GARDEN[0]!));
     });
@@ -296,8 +285,8 @@ function groundedSuite(start: () => Promise<TestPlatform>, retrieves: boolean) {
     });
 
     it('a request the completion refuses is refused before retrieval: nothing embedded, nothing metered', async () => {
-      const { inference, billing, database } = platform.services;
-      const embed = vi.spyOn(inference.gateway, 'embed');
+      const embed = vi.spyOn(platform.services.inference.gateway, 'embed');
+      const metered = await meter(platform, { organizationId: platform.bootstrap!.organizationId });
       try {
         const refused = [
           [await ask({ ...question('Sabbath?'), model: 'local-chat' }), 400, 'ROUTING_SELECTOR_INVALID'],
@@ -307,9 +296,7 @@ function groundedSuite(start: () => Promise<TestPlatform>, retrieves: boolean) {
         ] as const;
         for (const [answer, status, name] of refused) expectAIError(answer, status, name);
         expect(embed).not.toHaveBeenCalled();
-        await billing.drain();
-        const traces = refused.map(([answer]) => answer.headers.get('x-trace-id')!);
-        expect(await database.prisma.usageRecord.count({ where: { traceId: { in: traces } } })).toBe(0);
+        await metered.added(0);
         // An accepted one goes on to retrieval (without pgvector: 503, nothing embedded either).
         const accepted = await ask(question('How many hours of sun do tomatoes need?'));
         if (retrieves) {

@@ -11,7 +11,8 @@ import { loadConfig } from '../../server/config.js';
 import { drawPromptPng } from '../../server/providers/local/image.js';
 import { contractProblems } from '../support/contract.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
-import { catalogCost, catalogOf, pricedDefaultCatalog } from './support.js';
+import { meter, type UsageAdded } from '../support/usage.js';
+import { catalogCost, catalogOf, pricedDefaultCatalog, readEvents } from './support.js';
 
 let platform: TestPlatform;
 let otherOrgKey: string;
@@ -383,21 +384,18 @@ describe('retention', () => {
 });
 
 describe('metering', () => {
-  it('a response and a streamed response each record their upstream usage and its catalog cost under the trace id', async () => {
-    const { prisma } = platform.services.database;
-    const plain = await create({ model: 'local-chat', input: 'What does hope mean?' });
-    const body = await ok(plain);
-    const streamed = await create({ model: 'local-chat', input: 'What does hope mean?', stream: true });
-    await streamed.text();
-    const { input_tokens: inputTokens, output_tokens: outputTokens } = body.usage;
-    const cost = catalogCost(platform.services.inference.gateway.catalog, 'local-chat', inputTokens, outputTokens);
-    expect(cost).toBeGreaterThan(0n);
-    for (const res of [plain, streamed]) {
-      const traceId = res.headers.get('x-trace-id')!;
-      // The meter writes once the response has closed.
-      await expect.poll(() => prisma.usageRecord.findMany({ where: { traceId } }), { timeout: 5_000 }).toHaveLength(1);
-      const [record] = await prisma.usageRecord.findMany({ where: { traceId } });
-      expect(record).toMatchObject({ organizationId: platform.bootstrap!.organizationId, operation: 'createResponse', model: 'local-chat', provider: 'local', inputTokens, outputTokens, costMicros: cost, billedMicros: cost });
-    }
+  it('a response and a streamed response each record their upstream usage and its catalog cost', async () => {
+    const where = { organizationId: platform.bootstrap!.organizationId, operation: 'createResponse', model: 'local-chat', provider: 'local' };
+    const expectMetered = async (added: UsageAdded, { input_tokens: inputTokens, output_tokens: outputTokens }: { input_tokens: number; output_tokens: number }) => {
+      const cost = catalogCost(platform.services.inference.gateway.catalog, 'local-chat', inputTokens, outputTokens);
+      expect(cost).toBeGreaterThan(0n);
+      expect(added).toEqual({ calls: 1, inputTokens, outputTokens, costMicros: cost, billedMicros: cost });
+    };
+    const plain = await meter(platform, where);
+    const { usage } = await ok(await create({ model: 'local-chat', input: 'What does hope mean?' }));
+    await expectMetered(await plain.added(1), usage);
+    const streamed = await meter(platform, where);
+    const events = await readEvents(await create({ model: 'local-chat', input: 'What is patience?', stream: true }));
+    await expectMetered(await streamed.added(1), events.find((e) => e.event === 'response.completed')!.data.response.usage);
   });
 });
