@@ -6,7 +6,9 @@
 // Child side: `serve(role)` starts one server and reports `{ url, key? }` over IPC; it then
 // answers 'db-stats' (database transactions so far), 'profile-start' / 'profile-stop' (V8
 // CPU profile of what happened in between), 'alloc-start' / 'alloc-stop' (V8's sampling heap
-// profile of what was allocated in between, garbage included) and 'exit'.
+// profile of what was allocated in between, garbage included; 'alloc-old-start' leaves out what
+// the young generation's scavenges collected), 'memory' (process.memoryUsage())
+// and 'exit'.
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -110,8 +112,10 @@ async function serve(role: Role): Promise<void> {
   profiler.connect();
   const post = (method: string, params?: object) =>
     new Promise<any>((resolve, reject) => profiler.post(method, params, (err, result) => (err ? reject(err) : resolve(result))));
-  process.on('message', async (message: 'exit' | 'db-stats' | 'profile-start' | 'profile-stop' | 'alloc-start' | 'alloc-stop') => {
-    if (message === 'db-stats') {
+  process.on('message', async (message: 'exit' | 'db-stats' | 'memory' | 'profile-start' | 'profile-stop' | 'alloc-start' | 'alloc-old-start' | 'alloc-stop') => {
+    if (message === 'memory') {
+      process.send!(process.memoryUsage());
+    } else if (message === 'db-stats') {
       process.send!({ transactions: await databaseTransactions() });
     } else if (message === 'profile-start') {
       await post('Profiler.enable');
@@ -120,9 +124,11 @@ async function serve(role: Role): Promise<void> {
       process.send!('profiling');
     } else if (message === 'profile-stop') {
       process.send!((await post('Profiler.stop')).profile);
-    } else if (message === 'alloc-start') {
-      // Objects that die young are what a request's garbage is: keep their samples.
-      await post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+    } else if (message === 'alloc-start' || message === 'alloc-old-start') {
+      // Objects that die young are what a request's garbage is: keep their samples, unless
+      // what is asked is what reached the old generation (what grows the heap between full GCs).
+      const young = message === 'alloc-start';
+      await post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: young });
       process.send!('profiling');
     } else if (message === 'alloc-stop') {
       process.send!((await post('HeapProfiler.stopSampling')).profile);

@@ -8,6 +8,7 @@
 //                            each, opened at 200 a second so that all are open at once when the last one starts)
 //   npm run bench:gateway -- --profile                  the gateway at 64 connections under the V8 profiler
 //   npm run bench:gateway -- --streams 300 --profile    the gateway's stream pass under the profiler
+//   npm run bench:gateway -- --streams 300 --alloc      what the stream pass allocated that reached the old generation
 //   npm run bench:gateway -- --profile --profile-out F  also writes the raw profile to F (.cpuprofile: Chrome DevTools opens it)
 //   npm run bench:gateway -- --profile --profile-case express   profiles the bare Express forwarder instead (to compare)
 //   npm run bench:gateway -- --alloc [--profile-case express]  bytes allocated per request (garbage included) by
@@ -374,9 +375,17 @@ async function streams(count: number, chunkMs: number, chunks: number, perSecond
   const direct = await holdStreams(up.url, CHAT_PATH, JSON_HEADERS, body('fake-model'), count, perSecond);
   const cpu = cpuMicros(gateway.process.pid!);
   if (args.profile) await ask(gateway, 'profile-start');
-  const through = await holdStreams(gateway.url, GATEWAY_PATH, gatewayHeaders, body('bench-model'), count, perSecond);
+  if (args.alloc) await ask(gateway, 'alloc-old-start');
+  // Where the memory is when it is highest: V8's heap, or outside it (buffers, sockets, WebAssembly, malloc).
+  let fullest: NodeJS.MemoryUsage | undefined;
+  const sampler = setInterval(async () => {
+    const usage = await ask<NodeJS.MemoryUsage>(gateway, 'memory');
+    if (!fullest || usage.rss > fullest.rss) fullest = usage;
+  }, 1_000);
+  const through = await holdStreams(gateway.url, GATEWAY_PATH, gatewayHeaders, body('bench-model'), count, perSecond).finally(() => clearInterval(sampler));
   const cpuSeconds = (cpuMicros(gateway.process.pid!) - cpu) / 1e6;
   const cpuProfile = args.profile ? await ask<CpuProfile>(gateway, 'profile-stop') : null;
+  const oldAllocations = args.alloc ? await ask<AllocationProfile>(gateway, 'alloc-stop') : null;
   const peakRss = memoryMiB(gateway.process.pid!, 'VmHWM');
   await Promise.all([...children.values()].map(stop));
   if (cpuProfile && args['profile-out']) writeFileSync(args['profile-out'], JSON.stringify(cpuProfile));
@@ -397,11 +406,18 @@ async function streams(count: number, chunkMs: number, chunks: number, perSecond
     for (const [reason, n] of r.failures) console.log(`  failed (${name}), ${n}x: ${reason}`);
   }
   console.log(`\nGateway: RSS ${Math.round(idleRss)} MiB before, peak ${Math.round(peakRss)} MiB; CPU ${f(cpuSeconds, 1)} s during the gateway pass`);
+  if (fullest) {
+    const mib = (bytes: number) => Math.round(bytes / 2 ** 20);
+    console.log(`At the fullest sample (one a second): RSS ${mib(fullest.rss)} MiB, V8 heap ${mib(fullest.heapUsed)} used of ${mib(fullest.heapTotal)}, external ${mib(fullest.external)} (array buffers ${mib(fullest.arrayBuffers)})`);
+  }
   console.log(`(${f((cpuSeconds * 1e6) / Math.max(1, through.gaps.length + count), 0)} µs per relayed chunk).`);
   console.log('Gap: client-observed time between text chunks of one stream, minus the interval; the first row is what the fake and this client add alone.\n\nTargets (issue 8):');
   console.log(`  ${verdict(peakRss < 1024 && through.failed === 0)}  gateway peak RSS < 1 GB with every stream served: ${Math.round(peakRss)} MiB, ${through.failed} failed`);
   console.log(`  ${verdict(overDirect(99) <= 5)}  added inter-chunk delay p99 <= 5 ms (gateway minus fake alone): ${f(overDirect(99))} ms`);
   if (cpuProfile) console.log(`\nThe gateway pass under the V8 profiler ("per request" = per stream of ${chunks} chunks):\n\n${summarize(cpuProfile, count)}`);
+  if (oldAllocations) {
+    console.log(`\nWhat the gateway pass allocated that outlived the young generation (V8's sampling heap profiler; "per request" = per stream):\n\n${summarizeAllocations(oldAllocations, count)}`);
+  }
 }
 
 /**

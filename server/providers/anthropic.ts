@@ -2,13 +2,12 @@
 // `POST /v1/messages` and the answer (plain or streamed) back.
 import { createHttpClient, streamError, type JsonCall } from './http-client.js';
 import { cannotContinue, prefixRefused, TrimmedPrefix } from './prefix.js';
-import { readSse, type SseStream } from './sse-reader.js';
+import { openOnFirstPull, readSse, type SseTranslator } from './sse-reader.js';
 import {
   ProviderError,
   type ChatMessage,
   type ChatRequest,
   type ChatResult,
-  type ChatStreamEvent,
   type ContentPart,
   type FinishReason,
   type Provider,
@@ -74,12 +73,14 @@ export function createAnthropicProvider(options: AnthropicOptions): Provider {
       return chatResult(answer, prefill);
     },
 
-    async *chatStream(request, ctx) {
-      const prefill = prefillOf(request);
-      const upstream = await http.stream(messagesCall(request, prefill, true), ctx).catch((err: unknown) => {
-        throw prefixRefused(err, request);
+    chatStream(request, ctx) {
+      return openOnFirstPull(async () => {
+        const prefill = prefillOf(request);
+        const upstream = await http.stream(messagesCall(request, prefill, true), ctx).catch((err: unknown) => {
+          throw prefixRefused(err, request);
+        });
+        return readSse(upstream, messagesTranslator(prefill), 'upstream stream closed before message_stop');
       });
-      yield* streamEvents(readSse(upstream, (event) => event.event === 'message_stop'), prefill);
     },
 
     async embed() {
@@ -240,62 +241,62 @@ interface WireStreamEvent {
   error?: unknown;
 }
 
-async function* streamEvents(sse: SseStream, prefill: TrimmedPrefix | undefined): AsyncGenerator<ChatStreamEvent> {
+/** One stream's Messages events as chat events; `message_stop` ends it with the stop reason and usage. */
+function messagesTranslator(prefill: TrimmedPrefix | undefined): SseTranslator {
   // Content block index → OpenAI tool-call index (tool_use blocks counted from 0).
   const toolIndex = new Map<number, number>();
   let promptUsage = 0;
   let completionTokens = 0;
   let stopReason: string | null | undefined;
   let sawOutput = false;
-  for await (const { data } of sse) {
+  return ({ data }, progress) => {
     const event = parseEvent(data);
     switch (event.type) {
       case 'message_start':
         promptUsage = promptTokens(event.message?.usage);
         completionTokens = event.message?.usage?.output_tokens ?? 0;
-        break;
-      case 'content_block_start':
+        return undefined;
+      case 'content_block_start': {
         // A text block opens at once, before its first token: only a tool call is output.
-        if (event.content_block?.type === 'tool_use') {
-          sse.progress();
-          const index = toolIndex.size;
-          toolIndex.set(event.index ?? 0, index);
-          sawOutput = true;
-          const { id, name } = event.content_block;
-          yield { type: 'delta', toolCalls: [{ index, id, type: 'function', function: { name, arguments: '' } }] };
-        }
-        break;
+        if (event.content_block?.type !== 'tool_use') return undefined;
+        progress();
+        const index = toolIndex.size;
+        toolIndex.set(event.index ?? 0, index);
+        sawOutput = true;
+        const { id, name } = event.content_block;
+        return { type: 'delta', toolCalls: [{ index, id, type: 'function', function: { name, arguments: '' } }] };
+      }
       case 'content_block_delta': {
-        sse.progress();
+        progress();
         const delta = event.delta;
         if (delta?.type === 'text_delta' && delta.text) {
           const text = prefill ? prefill.take(delta.text) : delta.text;
-          if (!text) break;
+          if (!text) return undefined;
           sawOutput = true;
-          yield { type: 'delta', content: text };
-        } else if (delta?.type === 'input_json_delta' && delta.partial_json) {
+          return { type: 'delta', content: text };
+        }
+        if (delta?.type === 'input_json_delta' && delta.partial_json) {
           const index = toolIndex.get(event.index ?? 0);
           if (index === undefined) throw new ProviderError('malformed_stream', 'tool input delta outside a tool_use block');
-          yield { type: 'delta', toolCalls: [{ index, function: { arguments: delta.partial_json } }] };
+          return { type: 'delta', toolCalls: [{ index, function: { arguments: delta.partial_json } }] };
         }
-        break;
+        return undefined;
       }
       case 'message_delta':
-        sse.progress();
+        progress();
         stopReason = event.delta?.stop_reason ?? stopReason;
         completionTokens = event.usage?.output_tokens ?? completionTokens;
-        break;
+        return undefined;
       case 'message_stop':
         if (!sawOutput && !stopReason) throw new ProviderError('empty_stream', 'upstream stream ended without any output');
-        yield { type: 'finish', finishReason: finishReason(stopReason), usage: { promptTokens: promptUsage, completionTokens } };
-        return;
+        return { type: 'finish', finishReason: finishReason(stopReason), usage: { promptTokens: promptUsage, completionTokens } };
       case 'error':
         throw streamError(event.error);
-      // message_start comes before any token; ping, content_block_stop and unknown future
-      // events carry nothing we need (and meet no deadline).
+      default:
+        // ping, content_block_stop and unknown future events carry nothing we need (and meet no deadline).
+        return undefined;
     }
-  }
-  throw new ProviderError('connection_dropped', 'upstream stream closed before message_stop');
+  };
 }
 
 function parseEvent(data: string): WireStreamEvent {

@@ -1,6 +1,7 @@
 // HTTP transport shared by the upstream adapters: one keep-alive undici Pool per provider
 // origin, per-call deadlines driven by CallContext, and the single place where transport
 // failures and upstream HTTP error answers become ProviderErrors.
+import type { Readable } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import type { IncomingHttpHeaders } from 'undici/types/header.js';
 import { LinkedAbortController } from './linked-abort.js';
@@ -68,8 +69,8 @@ export class CallGuard {
 }
 
 export interface UpstreamStream {
-  /** Raw body chunks; read it through readSse() with the same guard. */
-  body: AsyncIterable<Uint8Array>;
+  /** The raw body; read it through readSse() with the same guard. */
+  body: Readable;
   guard: CallGuard;
 }
 

@@ -3,13 +3,12 @@
 // auth header and whether `usage` is reported, so one adapter serves them all.
 import { createHttpClient, streamError, type JsonCall } from './http-client.js';
 import { cannotContinue, prefixRefused } from './prefix.js';
-import { readSse, type SseStream } from './sse-reader.js';
+import { openOnFirstPull, readSse, type SseTranslator } from './sse-reader.js';
 import {
   ProviderError,
   type CallContext,
   type ChatRequest,
   type ChatResult,
-  type ChatStreamEvent,
   type EmbedRequest,
   type EmbedResult,
   type FinishReason,
@@ -85,11 +84,13 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
       return chatResult(answer);
     },
 
-    async *chatStream(request, ctx) {
-      const upstream = await http.stream(chatCall(request, true), ctx).catch((err: unknown) => {
-        throw prefixRefused(err, request);
+    chatStream(request, ctx) {
+      return openOnFirstPull(async () => {
+        const upstream = await http.stream(chatCall(request, true), ctx).catch((err: unknown) => {
+          throw prefixRefused(err, request);
+        });
+        return readSse(upstream, chatTranslator(), 'upstream stream closed before [DONE]');
       });
-      yield* streamEvents(readSse(upstream, (event) => event.data === '[DONE]'));
     },
 
     async embed(request: EmbedRequest, ctx: CallContext): Promise<EmbedResult> {
@@ -179,41 +180,40 @@ function usage(wire: WireUsage | null | undefined): Usage | undefined {
   return { promptTokens: wire.prompt_tokens ?? 0, completionTokens: wire.completion_tokens ?? 0, ...(reasoning ? { reasoningTokens: reasoning } : {}) };
 }
 
-async function* streamEvents(sse: SseStream): AsyncGenerator<ChatStreamEvent> {
+/** One stream's chunks as chat events; `[DONE]` ends it with the finish reason and usage. */
+function chatTranslator(): SseTranslator {
   let finish: string | undefined;
   let finalUsage: Usage | undefined;
   let sawOutput = false;
-  for await (const { data } of sse) {
+  return ({ data }, progress) => {
     if (data === '[DONE]') {
       if (!sawOutput && finish === undefined) throw new ProviderError('empty_stream', 'upstream stream ended without any output');
       // The usage chunk follows the finish_reason chunk, so `finish` waits for [DONE].
-      yield { type: 'finish', finishReason: finishReason(finish), ...(finalUsage ? { usage: finalUsage } : {}) };
-      return;
+      return { type: 'finish', finishReason: finishReason(finish), ...(finalUsage ? { usage: finalUsage } : {}) };
     }
     const chunk = parseChunk(data);
     if (chunk.usage) {
       finalUsage = usage(chunk.usage);
-      sse.progress();
+      progress();
     }
     const choice = chunk.choices?.[0];
-    if (!choice) continue;
+    if (!choice) return undefined;
     if (choice.finish_reason) {
       finish = choice.finish_reason;
-      sse.progress();
+      progress();
     }
     const { content, refusal, tool_calls } = choice.delta ?? {};
     // A role-only opening chunk (vLLM sends one at once) is not a token.
-    if (!content && !refusal && !tool_calls?.length) continue;
+    if (!content && !refusal && !tool_calls?.length) return undefined;
     sawOutput = true;
-    sse.progress();
-    yield {
+    progress();
+    return {
       type: 'delta',
       ...(content ? { content } : {}),
       ...(refusal ? { refusal } : {}),
       ...(tool_calls?.length ? { toolCalls: tool_calls } : {}),
     };
-  }
-  throw new ProviderError('connection_dropped', 'upstream stream closed before [DONE]');
+  };
 }
 
 function parseChunk(data: string): WireChunk {
