@@ -7,8 +7,7 @@
 // answers 'db-stats' (database transactions so far), 'profile-start' / 'profile-stop' (V8
 // CPU profile of what happened in between), 'alloc-start' / 'alloc-stop' (V8's sampling heap
 // profile of what was allocated in between, garbage included; 'alloc-old-start' leaves out what
-// the young generation's scavenges collected), 'memory' (process.memoryUsage())
-// and 'exit'.
+// the young generation's scavenges collected), 'memory' (process.memoryUsage()) and 'exit'.
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';

@@ -377,12 +377,17 @@ async function streams(count: number, chunkMs: number, chunks: number, perSecond
   if (args.profile) await ask(gateway, 'profile-start');
   if (args.alloc) await ask(gateway, 'alloc-old-start');
   // Where the memory is when it is highest: V8's heap, or outside it (buffers, sockets, WebAssembly, malloc).
+  // Samples run one after another and are awaited before the next question: a reply is taken by whichever question waits.
   let fullest: NodeJS.MemoryUsage | undefined;
-  const sampler = setInterval(async () => {
-    const usage = await ask<NodeJS.MemoryUsage>(gateway, 'memory');
-    if (!fullest || usage.rss > fullest.rss) fullest = usage;
+  let sampling = Promise.resolve();
+  const sampler = setInterval(() => {
+    sampling = sampling.then(async () => {
+      const usage = await ask<NodeJS.MemoryUsage>(gateway, 'memory');
+      if (!fullest || usage.rss > fullest.rss) fullest = usage;
+    });
   }, 1_000);
   const through = await holdStreams(gateway.url, GATEWAY_PATH, gatewayHeaders, body('bench-model'), count, perSecond).finally(() => clearInterval(sampler));
+  await sampling;
   const cpuSeconds = (cpuMicros(gateway.process.pid!) - cpu) / 1e6;
   const cpuProfile = args.profile ? await ask<CpuProfile>(gateway, 'profile-stop') : null;
   const oldAllocations = args.alloc ? await ask<AllocationProfile>(gateway, 'alloc-stop') : null;

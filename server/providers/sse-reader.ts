@@ -55,7 +55,7 @@ class SseReader implements AsyncIterableIterator<ChatStreamEvent> {
     this.limitMs = this.guard.ctx.timeouts.idleMs;
     this.waitedMs = 0;
   };
-  private readonly signal = () => {
+  private readonly onBodyActivity = () => {
     const wake = this.wake;
     this.wake = undefined;
     wake?.();
@@ -69,13 +69,13 @@ class SseReader implements AsyncIterableIterator<ChatStreamEvent> {
     this.body = body;
     this.guard = guard;
     this.limitMs = guard.ctx.timeouts.firstTokenMs;
-    body.on('readable', this.signal);
+    body.on('readable', this.onBodyActivity);
     // End, error or premature close (the call aborted by a deadline or the caller).
     finished(body, { writable: false }, (error) => {
       this.bodyEnded = true;
       this.bodyError = error;
-      this.signal();
-      if (this.state === 'finished') this.close(error !== undefined);
+      this.onBodyActivity();
+      if (this.state === 'finished') this.close();
     });
   }
 
@@ -106,14 +106,14 @@ class SseReader implements AsyncIterableIterator<ChatStreamEvent> {
       }
       return DONE;
     } catch (error) {
-      this.close(true);
+      this.close();
       throw error;
     }
   }
 
   /** The consumer stopped: an unfinished call is cancelled (its socket destroyed); a finished one goes on draining. */
   async return(): Promise<IteratorResult<ChatStreamEvent>> {
-    if (this.state === 'reading') this.close(true);
+    if (this.state === 'reading') this.close();
     return DONE;
   }
 
@@ -128,20 +128,20 @@ class SseReader implements AsyncIterableIterator<ChatStreamEvent> {
   /** The answer is whole: what follows in the body is read and dropped within `idleMs`. */
   private finish(): void {
     this.state = 'finished';
-    if (this.bodyEnded) return this.close(this.bodyError !== undefined);
-    this.body.off('readable', this.signal);
+    if (this.bodyEnded) return this.close();
+    this.body.off('readable', this.onBodyActivity);
     this.guard.arm('idle', this.guard.ctx.timeouts.idleMs);
     this.body.resume();
   }
 
-  /** Ends the call once; `cancel` destroys the upstream connection unless the body was read to its end. */
-  private close(cancel: boolean): void {
+  /** Ends the call once: a body that has not ended (read to its end, or failed) is cancelled, its socket destroyed. */
+  private close(): void {
     if (this.state === 'closed') return;
     this.state = 'closed';
-    this.body.off('readable', this.signal);
-    if (cancel && !(this.bodyEnded && !this.bodyError)) this.guard.cancel();
+    this.body.off('readable', this.onBodyActivity);
+    if (!this.bodyEnded) this.guard.cancel();
     this.guard.end();
-    this.signal();
+    this.onBodyActivity();
   }
 }
 
