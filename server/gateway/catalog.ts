@@ -145,6 +145,14 @@ export type ProviderConfig = z.infer<typeof providerSchema> & { apiKey?: string 
 export type DeploymentConfig = z.infer<typeof deploymentSchema> & { prefix: PrefixMode };
 export type ModelConfig = z.infer<typeof modelSchema>;
 
+/** Who answered (or is answering) a call. */
+export interface Served {
+  model: ModelConfig;
+  deployment: DeploymentConfig;
+  /** The provider id of the catalog (`openai`, `anthropic`, `local`, …). */
+  provider: string;
+}
+
 export interface Catalog {
   providers: ReadonlyMap<string, ProviderConfig>;
   deployments: ReadonlyMap<string, DeploymentConfig & { kind: ProviderKind }>;

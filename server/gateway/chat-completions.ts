@@ -6,8 +6,8 @@ import type { Logger } from 'pino';
 import type { components } from '../../generated/types/openapi.js';
 import { ApiError } from '../errors.js';
 import type { ChatMessage, ChatRequest, ChatStreamEvent, ResponseFormat, ToolChoice, ToolDefinition } from '../providers/types.js';
-import { streamUsage, type CallScope, type ChatCall, type GatewayService, type Served } from './gateway-service.js';
-import type { Guardrails } from './guardrails.js';
+import { streamUsage, type CallScope, type ChatCall, type GatewayService, type GatewayStream, type Served } from './gateway-service.js';
+import type { Guardrails, StreamModeration } from './guardrails.js';
 import { planRoute, requestFeatures, type RoutePlan, type RouteSelector } from './routing.js';
 import { withTradition, type Tradition } from './tradition.js';
 
@@ -104,57 +104,8 @@ export class ChatCompletions {
     }
 
     const upstream = await this.gateway.chatStream(call);
-    const includeUsage = body.stream_options?.include_usage === true;
-    const moderation = guarded ? this.guardrails.monitor(ctx.signal) : null;
-    async function* chunks(): AsyncGenerator<ChatCompletionChunk> {
-      const chunk = (choice: ChatCompletionChunk['choices'][number] | null, extra: Partial<ChatCompletionChunk> = {}): ChatCompletionChunk => ({
-        id,
-        object: 'chat.completion.chunk',
-        created,
-        model: upstream.served.model.id,
-        choices: choice ? [choice] : [],
-        ...extra,
-      });
-      yield chunk({ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }, facts(upstream.served));
-      let finish: Extract<ChatStreamEvent, { type: 'finish' }> | undefined;
-      for await (const event of upstream) {
-        if (event.type === 'finish') {
-          finish = event;
-          break;
-        }
-        let content = event.content;
-        if (content !== undefined && moderation) {
-          const released = await moderation.push(content);
-          // The blocked text is not sent; leaving the loop cancels the upstream call.
-          if (released === null) {
-            finish = { type: 'finish', finishReason: 'content_filter' };
-            break;
-          }
-          content = released;
-          if (content === '' && !event.toolCalls && event.refusal === undefined) continue;
-        }
-        yield chunk({
-          index: 0,
-          delta: {
-            ...(content !== undefined ? { content } : {}),
-            ...(event.refusal !== undefined ? { refusal: event.refusal } : {}),
-            ...(event.toolCalls ? { tool_calls: event.toolCalls } : {}),
-          },
-          finish_reason: null,
-        });
-      }
-      if (finish && finish.finishReason !== 'content_filter' && moderation) {
-        const rest = await moderation.flush();
-        if (rest === null) finish = { type: 'finish', finishReason: 'content_filter' };
-        else if (rest) yield chunk({ index: 0, delta: { content: rest }, finish_reason: null });
-      }
-      if (!finish) return;
-      // A resumed stream was finished by another deployment than the one the first chunk named.
-      const answered = facts(upstream.served);
-      yield chunk({ index: 0, delta: {}, finish_reason: finish.finishReason }, answered);
-      if (includeUsage) yield chunk(null, { usage: usageOf(streamUsage(upstream.attempts)), ...answered });
-    }
-    return { kind: 'stream', stream: chunks() };
+    const shape = { id, created, facts, includeUsage: body.stream_options?.include_usage === true };
+    return { kind: 'stream', stream: new ChunkStream(upstream, guarded ? this.guardrails.monitor(ctx.signal) : null, shape) };
   }
 
   /** The messages, the provider request and its route: what `create` refuses before any check or call. */
@@ -174,6 +125,111 @@ export class ChatCompletions {
     const routed = this.route(body, ctx);
     if (ctx.mode === 'guarded') await this.guardrails.checkInput(routed.messages, ctx.signal);
     return routed;
+  }
+}
+
+type Choice = ChatCompletionChunk['choices'][number];
+type Finish = Extract<ChatStreamEvent, { type: 'finish' }>;
+const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
+
+/**
+ * A gateway stream as `chat.completion.chunk`s: the role chunk, a chunk per delta (held back
+ * or cut by output moderation on guarded routes), the finish chunk with the routing facts
+ * of the deployment that finished, and the usage chunk when asked for. A hand-written
+ * iterator: a read is the gateway read plus one `then` (an async generator's pending reads
+ * outlive V8's young generation on slow streams).
+ */
+class ChunkStream implements AsyncIterableIterator<ChatCompletionChunk> {
+  private readonly upstream: AsyncIterator<ChatStreamEvent>;
+  // Chunks to send before reading on: the role chunk, then what the end adds.
+  private readonly queue: ChatCompletionChunk[];
+  private ended = false;
+
+  constructor(
+    private readonly stream: GatewayStream,
+    private readonly moderation: StreamModeration | null,
+    private readonly shape: { id: string; created: number; facts: (served: Served) => ReturnType<typeof routingFacts>; includeUsage: boolean },
+  ) {
+    this.upstream = stream[Symbol.asyncIterator]();
+    this.queue = [this.chunk({ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }, shape.facts(stream.served))];
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<ChatCompletionChunk>> {
+    const ready = this.queue.shift();
+    if (ready) return Promise.resolve({ done: false, value: ready });
+    if (this.ended) return Promise.resolve(DONE);
+    return this.upstream.next().then(this.onEvent);
+  }
+
+  /** The consumer stopped: the gateway stream is left (its upstream call cancelled). */
+  async return(): Promise<IteratorResult<ChatCompletionChunk>> {
+    this.ended = true;
+    this.queue.length = 0;
+    await this.upstream.return?.();
+    return DONE;
+  }
+
+  private readonly onEvent = (read: IteratorResult<ChatStreamEvent>): IteratorResult<ChatCompletionChunk> | Promise<IteratorResult<ChatCompletionChunk>> => {
+    // A gateway stream ends without a finish only when the client left: nothing more to send.
+    if (read.done) return this.end();
+    const event = read.value;
+    if (event.type === 'finish') return this.finish(event);
+    if (event.content !== undefined && this.moderation) return this.moderate(event.content, event);
+    return { done: false, value: this.delta(event.content, event) };
+  };
+
+  private async moderate(content: string, event: Extract<ChatStreamEvent, { type: 'delta' }>): Promise<IteratorResult<ChatCompletionChunk>> {
+    const released = await this.moderation!.push(content);
+    if (released === null) {
+      // The blocked text is not sent; leaving the gateway stream cancels the upstream call.
+      await this.upstream.return?.();
+      return this.close('content_filter');
+    }
+    if (released === '' && !event.toolCalls && event.refusal === undefined) return this.next();
+    return { done: false, value: this.delta(released, event) };
+  }
+
+  private finish(finish: Finish): IteratorResult<ChatCompletionChunk> | Promise<IteratorResult<ChatCompletionChunk>> {
+    if (finish.finishReason === 'content_filter' || !this.moderation) return this.close(finish.finishReason);
+    return this.moderation.flush().then((rest) => {
+      if (rest === null) return this.close('content_filter');
+      if (rest) this.queue.push(this.chunk({ index: 0, delta: { content: rest }, finish_reason: null }));
+      return this.close(finish.finishReason);
+    });
+  }
+
+  /** Queues the finish chunk (a resumed stream names the deployment that finished it) and the usage chunk. */
+  private close(reason: Finish['finishReason']): IteratorResult<ChatCompletionChunk> {
+    const answered = this.shape.facts(this.stream.served);
+    this.queue.push(this.chunk({ index: 0, delta: {}, finish_reason: reason }, answered));
+    if (this.shape.includeUsage) this.queue.push(this.chunk(null, { usage: usageOf(streamUsage(this.stream.attempts)), ...answered }));
+    this.ended = true;
+    return { done: false, value: this.queue.shift()! };
+  }
+
+  private end(): IteratorResult<ChatCompletionChunk> {
+    this.ended = true;
+    return DONE;
+  }
+
+  private delta(content: string | undefined, event: Extract<ChatStreamEvent, { type: 'delta' }>): ChatCompletionChunk {
+    return this.chunk({
+      index: 0,
+      delta: {
+        ...(content !== undefined ? { content } : {}),
+        ...(event.refusal !== undefined ? { refusal: event.refusal } : {}),
+        ...(event.toolCalls ? { tool_calls: event.toolCalls } : {}),
+      },
+      finish_reason: null,
+    });
+  }
+
+  private chunk(choice: Choice | null, extra: Partial<ChatCompletionChunk> = {}): ChatCompletionChunk {
+    return { id: this.shape.id, object: 'chat.completion.chunk', created: this.shape.created, model: this.stream.served.model.id, choices: choice ? [choice] : [], ...extra };
   }
 }
 

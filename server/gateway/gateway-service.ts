@@ -10,7 +10,6 @@ import {
   ProviderError,
   type CallContext,
   type CallTimeouts,
-  type ChatMessage,
   type ChatRequest,
   type ChatResult,
   type ChatStreamEvent,
@@ -18,26 +17,19 @@ import {
   type ImageRequest,
   type ImageResult,
   type Provider,
-  type ToolCall,
   type Usage,
 } from '../providers/types.js';
 import { LinkedAbortController } from '../providers/linked-abort.js';
-import { estimateMessageTokens, estimateTokens } from '../providers/local/tokens.js';
-import type { Catalog, DeploymentConfig, ModelConfig } from './catalog.js';
+import { estimateTokens } from '../providers/local/tokens.js';
+import type { Catalog, DeploymentConfig, ModelConfig, Served } from './catalog.js';
 import { kindFacts, toCallerError } from './errors.js';
 import type { DeploymentHealth } from './health.js';
 import type { RoutePlan } from './routing.js';
-import { UpstreamCall, type Attempt } from './upstream-call.js';
+import { CommittedStream, type OpenStream } from './committed-stream.js';
+import { estimateUsage, UpstreamCall, type Attempt } from './upstream-call.js';
 import { trackUsage, type UsageMeter } from './usage-scope.js';
 
-/** Who answered (or is answering) a call. */
-export interface Served {
-  model: ModelConfig;
-  deployment: DeploymentConfig;
-  /** The provider id of the catalog (`openai`, `anthropic`, `local`, …). */
-  provider: string;
-}
-
+export type { Served } from './catalog.js';
 export type { Attempt } from './upstream-call.js';
 
 /** What every gateway call of a request carries: its abort signal and, when metered, its usage meter. */
@@ -229,82 +221,26 @@ export class GatewayService {
    * Opens a stream and waits for its first event: until then every failure fails over and
    * the caller can still answer with an HTTP error. After it, a break is resumed on another
    * deployment with the partial answer as an assistant prefix (when configured), or ends
-   * the stream with the error.
+   * the stream with the error (committed-stream.ts).
    */
   async chatStream(call: ChatCall): Promise<GatewayStream> {
     const attempts: Attempt[] = [];
     const tried = new Set<string>();
     // Metering hook (usage-scope.ts): final when the stream ends, breaks or is left.
     const metered = trackUsage(call.meter, attempts);
-    let current = await this.openStream(call, attempts, undefined, tried).catch((error: unknown) => {
+    const first = await this.openStream(call, attempts, undefined, tried).catch((error: unknown) => {
       metered();
       throw error;
     });
-    const gateway = this;
-    let text = '';
-    // A refusal is never resumed (another upstream would go on as text, not as a refusal).
-    let refusal = '';
-    // Text of earlier attempts: a resumed attempt is billed for its own part only.
-    let before = '';
-    // What an attempt produced, when the upstream never reported it (it broke, or was left).
-    const estimate = (): Usage => estimateUsage(call.request.messages, before, text.slice(before.length) + refusal);
-    // Ends the call for a consumer that stopped early (output moderation, the client left):
-    // cancels the upstream call and settles the attempt with what it produced.
-    const release = async (): Promise<void> => {
-      call.signal.removeEventListener('abort', onAbort);
-      if (!current.upstream.settled) {
-        await current.close();
-        current.upstream.fail(new Error('stream left by its consumer'), true, estimate());
-      }
-      current.unlink();
-      metered();
-    };
-    // A client may leave before the first pull (right after the headers): the generator
-    // below then never starts, so its finally would never run.
-    const onAbort = () => void release();
-    call.signal.addEventListener('abort', onAbort, { once: true });
-    async function* events(): AsyncGenerator<ChatStreamEvent> {
-      let toolCallsSent = false;
-      try {
-        while (true) {
-          try {
-            for (let event = await current.next(); event; event = await current.next()) {
-              if (event.type === 'finish') {
-                current.upstream.succeed(event.usage ?? estimate());
-                yield event;
-                return;
-              }
-              if (event.content) text += event.content;
-              if (event.refusal) refusal += event.refusal;
-              if (event.toolCalls?.length) toolCallsSent = true;
-              yield event;
-            }
-            throw new ProviderError('connection_dropped', 'The upstream stream ended without finishing.');
-          } catch (error) {
-            await current.close();
-            current.upstream.fail(error, call.signal.aborted, estimate());
-            if (call.signal.aborted) return;
-            const facts = kindFacts(error);
-            call.log.warn({ deployment: current.candidate.deployment.id, kind: facts.kind, err: error, sentChars: text.length }, 'upstream stream broke after it started');
-            if (!facts.failover || !gateway.resumes(call.operation) || toolCallsSent || refusal) throw toCallerError(error);
-            before = text;
-            current = await gateway.openStream(call, attempts, text, tried).catch(() => {
-              throw toCallerError(error);
-            });
-          }
-        }
-      } finally {
-        await release();
-      }
-    }
-    if (call.signal.aborted) await release();
-    return {
-      get served() {
-        return current.candidate.served;
+    return new CommittedStream(first, attempts, {
+      messages: call.request.messages,
+      signal: call.signal,
+      get log() {
+        return call.log;
       },
-      attempts,
-      [Symbol.asyncIterator]: events,
-    };
+      resume: this.resumes(call.operation) ? (prefix) => this.openStream(call, attempts, prefix, tried) : undefined,
+      metered,
+    });
   }
 
   /** Tries deployments until one yields a first event that continues `prefix` (when resuming). */
@@ -332,13 +268,9 @@ export class GatewayService {
     tried.add(candidate.deployment.id);
     const { iterator, controller, buffered } = value;
     return {
-      candidate,
+      served: candidate.served,
       upstream,
-      next: async () => {
-        if (buffered.length > 0) return buffered.shift();
-        const r = await iterator.next();
-        return r.done ? undefined : r.value;
-      },
+      next: () => (buffered.length > 0 ? Promise.resolve({ done: false, value: buffered.shift()! }) : iterator.next()),
       close: async () => {
         controller.abort();
         await iterator.return?.().catch(() => undefined);
@@ -421,28 +353,6 @@ export function streamUsage(attempts: readonly Attempt[]): Usage {
 function forCandidate(request: Omit<ChatRequest, 'model'>, c: Candidate): ChatRequest {
   const { reasoningEffort, ...rest } = request;
   return { ...rest, model: c.deployment.model, ...(reasoningEffort && c.model.capabilities.reasoning ? { reasoningEffort } : {}) };
-}
-
-/**
- * What a call used when the upstream did not say: the prompt (with any earlier attempts'
- * text, which a resumed attempt reads as its prefix) and the output.
- */
-function estimateUsage(messages: ChatMessage[], before: string, output: string, toolCalls?: ToolCall[]): Usage {
-  let completionTokens = estimateTokens(output);
-  for (const call of toolCalls ?? []) completionTokens += estimateTokens(call.function.name) + estimateTokens(call.function.arguments);
-  return { promptTokens: estimateMessageTokens(messages) + estimateTokens(before), completionTokens };
-}
-
-interface OpenStream {
-  candidate: Candidate;
-  /** The attempt's bookkeeping; settled once. */
-  upstream: UpstreamCall;
-  /** The stream's events; the first is already buffered (the commit point has passed). */
-  next(): Promise<ChatStreamEvent | undefined>;
-  /** Cancels the upstream call (and stops following the request's signal). */
-  close(): Promise<void>;
-  /** Stops following the request's signal: the stream is over. */
-  unlink(): void;
 }
 
 /**

@@ -90,6 +90,12 @@ const LOCAL_WINDOW = 600;
 /** A remote check runs on each finished sentence, or on this much text without one. */
 const REMOTE_CHUNK = 400;
 
+/** The output moderation of one streamed answer (Guardrails.monitor). */
+export interface StreamModeration {
+  push(chunk: string): Promise<string | null>;
+  flush(): Promise<string | null>;
+}
+
 export class Guardrails {
   constructor(
     private readonly input: GuardrailCheck[],
@@ -121,7 +127,7 @@ export class Guardrails {
    * sentence at a time once they clear it, so flagged words never reach the client.
    * `flush` checks and releases what is still held when the answer ends.
    */
-  monitor(signal: AbortSignal): { push(chunk: string): Promise<string | null>; flush(): Promise<string | null> } {
+  monitor(signal: AbortSignal): StreamModeration {
     const local = this.output.filter((c) => c.cost === 'local');
     const remote = this.output.filter((c) => c.cost === 'remote');
     let text = '';
@@ -134,8 +140,9 @@ export class Guardrails {
     };
     return {
       push: async (chunk) => {
-        text += chunk;
-        for (const check of local) if ((await check.check(text.slice(-LOCAL_WINDOW), signal)).blocked) return null;
+        // Only the window is kept: a long answer costs neither memory nor a copy of all its text per chunk.
+        text = (text + chunk).slice(-LOCAL_WINDOW);
+        for (const check of local) if ((await check.check(text, signal)).blocked) return null;
         if (remote.length === 0) return chunk;
         held += chunk;
         return /[.!?]\s*$|\n/.test(held) || held.length >= REMOTE_CHUNK ? release() : '';

@@ -2,7 +2,8 @@
 // the deployment's health (in flight, circuit), the metrics (calls, latency, tokens) and
 // the request's Attempt record that billing reads.
 import type { Metrics } from '../observability/metrics.js';
-import { ProviderError, type Usage } from '../providers/types.js';
+import { estimateMessageTokens, estimateTokens } from '../providers/local/tokens.js';
+import { ProviderError, type ChatMessage, type ToolCall, type Usage } from '../providers/types.js';
 import { kindFacts } from './errors.js';
 import type { DeploymentHealth, HealthOutcome } from './health.js';
 
@@ -67,4 +68,14 @@ export class UpstreamCall {
       retryAfterMs: error instanceof ProviderError ? error.details.retryAfterMs : undefined,
     });
   }
+}
+
+/**
+ * What a call used when the upstream did not say: the prompt (with any earlier attempts'
+ * text, which a resumed attempt reads as its prefix) and the output.
+ */
+export function estimateUsage(messages: ChatMessage[], before: string, output: string, toolCalls?: ToolCall[]): Usage {
+  let completionTokens = estimateTokens(output);
+  for (const call of toolCalls ?? []) completionTokens += estimateTokens(call.function.name) + estimateTokens(call.function.arguments);
+  return { promptTokens: estimateMessageTokens(messages) + estimateTokens(before), completionTokens };
 }

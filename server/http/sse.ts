@@ -9,7 +9,8 @@ export interface SseOptions {
   signal: AbortSignal;
   /**
    * The in-stream event that reports a failure after the 200 has been sent (spec 6);
-   * `sequence` counts the events before it and `last` is the last one sent.
+   * `sequence` counts the events before it and `last` is the last one sent that named a
+   * new model (or the first).
    */
   errorEvent: (error: unknown, sequence: number, last: object | undefined) => object;
 }
@@ -23,10 +24,14 @@ export async function writeSse(res: Response, events: AsyncIterable<object>, opt
   res.flushHeaders();
 
   let sent = 0;
-  let last: object | undefined;
+  // What the error event continues (a chat chunk's id, created and model): the first event,
+  // and again whenever the model changes (a resumed stream). Not every event: the last one
+  // would be kept alive across each wait for the next, and on a slow stream outlive the
+  // young generation.
+  let last: { model?: unknown } | undefined;
   const send = (event: object) => {
     sent++;
-    last = event;
+    if (last === undefined || (event as { model?: unknown }).model !== last.model) last = event;
     const type = (event as { type?: unknown }).type;
     const name = options.framing === 'named' && typeof type === 'string' ? `event: ${type}\n` : '';
     return res.write(`${name}data: ${JSON.stringify(event)}\n\n`);

@@ -26,10 +26,13 @@ export class CallGuard {
 
   arm(kind: TimeoutKind, ms: number): void {
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.fired = kind;
-      this.own.abort();
-    }, ms);
+    this.timer = setTimeout(() => this.expire(kind), ms);
+  }
+
+  /** The deadline `kind` has passed: the call is aborted and its error reported as that timeout. */
+  expire(kind: TimeoutKind): void {
+    this.fired = kind;
+    this.own.abort();
   }
 
   disarm(): void {

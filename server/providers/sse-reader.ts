@@ -45,20 +45,53 @@ class SseReader implements AsyncIterableIterator<ChatStreamEvent> {
   private state: 'reading' | 'finished' | 'closed' = 'reading';
   private bodyEnded = false;
   private bodyError: unknown;
-  private wake: (() => void) | undefined;
-  // The deadline in force, and how long the upstream has been waited for since it began.
+  // The read waiting for the body, if any: settled from onBodyActivity.
+  private resolve: ((result: IteratorResult<ChatStreamEvent>) => void) | undefined;
+  private reject: ((error: unknown) => void) | undefined;
+  // The deadline in force, how long the upstream has been waited for since it began, and
+  // since when the current wait has lasted (-1: not waiting).
   private deadline: 'first_token' | 'idle' = 'first_token';
   private limitMs: number;
   private waitedMs = 0;
+  private waitingSince = -1;
+  // One timer checks the deadline lazily: it is set when a wait begins and none is pending,
+  // and re-set for what is left when it fires early. A steady stream thus costs a timer per
+  // deadline, not one per chunk.
+  private timer: NodeJS.Timeout | undefined;
+  private timerDue = 0;
   private readonly progress = () => {
     this.deadline = 'idle';
     this.limitMs = this.guard.ctx.timeouts.idleMs;
     this.waitedMs = 0;
   };
   private readonly onBodyActivity = () => {
-    const wake = this.wake;
-    this.wake = undefined;
-    wake?.();
+    const resolve = this.resolve;
+    const reject = this.reject;
+    if (!resolve || !reject) return;
+    // Taken while pulling: a failure closes the call, and close() must not settle this read too.
+    this.resolve = this.reject = undefined;
+    let result: IteratorResult<ChatStreamEvent> | undefined;
+    try {
+      result = this.pull();
+    } catch (error) {
+      this.endWait();
+      return reject(error);
+    }
+    if (result === undefined) {
+      this.resolve = resolve;
+      this.reject = reject;
+      return;
+    }
+    this.endWait();
+    resolve(result);
+  };
+  private readonly checkDeadline = () => {
+    this.timer = undefined;
+    if (this.waitingSince < 0) return;
+    const now = performance.now();
+    const left = this.limitMs - this.waitedMs - (now - this.waitingSince);
+    if (left > 0) this.setTimer(now, left);
+    else this.guard.expire(this.deadline);
   };
 
   constructor(
@@ -83,7 +116,31 @@ class SseReader implements AsyncIterableIterator<ChatStreamEvent> {
     return this;
   }
 
-  async next(): Promise<IteratorResult<ChatStreamEvent>> {
+  /** Not async: an event already read costs no promise chain, and a wait costs one promise. Reads must not overlap. */
+  next(): Promise<IteratorResult<ChatStreamEvent>> {
+    if (this.resolve) return Promise.reject(new Error('SseReader: a read is already waiting'));
+    let result: IteratorResult<ChatStreamEvent> | undefined;
+    try {
+      result = this.pull();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (result !== undefined) return Promise.resolve(result);
+    return new Promise((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+      this.beginWait();
+    });
+  }
+
+  /** The consumer stopped: an unfinished call is cancelled (its socket destroyed); a finished one goes on draining. */
+  return(): Promise<IteratorResult<ChatStreamEvent>> {
+    if (this.state === 'reading') this.close();
+    return Promise.resolve(DONE);
+  }
+
+  /** The next event, the end, or undefined when the body has nothing yet; a failure closes the call. */
+  private pull(): IteratorResult<ChatStreamEvent> | undefined {
     try {
       while (this.state === 'reading') {
         const event = this.events.shift();
@@ -101,7 +158,7 @@ class SseReader implements AsyncIterableIterator<ChatStreamEvent> {
           this.parser.feed(this.decoder.decode());
           if (this.events.length === 0) throw new ProviderError('connection_dropped', this.unfinished);
         } else {
-          await this.waitForBody();
+          return undefined;
         }
       }
       return DONE;
@@ -111,23 +168,29 @@ class SseReader implements AsyncIterableIterator<ChatStreamEvent> {
     }
   }
 
-  /** The consumer stopped: an unfinished call is cancelled (its socket destroyed); a finished one goes on draining. */
-  async return(): Promise<IteratorResult<ChatStreamEvent>> {
-    if (this.state === 'reading') this.close();
-    return DONE;
+  private beginWait(): void {
+    const now = performance.now();
+    this.waitingSince = now;
+    const left = this.limitMs - this.waitedMs;
+    // A pending timer due later than this wait's deadline (the deadline changed) is replaced.
+    if (this.timer === undefined || this.timerDue > now + left) this.setTimer(now, left);
   }
 
-  private async waitForBody(): Promise<void> {
-    this.guard.arm(this.deadline, this.limitMs - this.waitedMs);
-    const started = performance.now();
-    await new Promise<void>((resolve) => (this.wake = resolve));
-    this.guard.disarm();
-    this.waitedMs += performance.now() - started;
+  private endWait(): void {
+    this.waitedMs += performance.now() - this.waitingSince;
+    this.waitingSince = -1;
+  }
+
+  private setTimer(now: number, ms: number): void {
+    clearTimeout(this.timer);
+    this.timerDue = now + ms;
+    this.timer = setTimeout(this.checkDeadline, ms);
   }
 
   /** The answer is whole: what follows in the body is read and dropped within `idleMs`. */
   private finish(): void {
     this.state = 'finished';
+    clearTimeout(this.timer);
     if (this.bodyEnded) return this.close();
     this.body.off('readable', this.onBodyActivity);
     this.guard.arm('idle', this.guard.ctx.timeouts.idleMs);
@@ -138,9 +201,11 @@ class SseReader implements AsyncIterableIterator<ChatStreamEvent> {
   private close(): void {
     if (this.state === 'closed') return;
     this.state = 'closed';
+    clearTimeout(this.timer);
     this.body.off('readable', this.onBodyActivity);
     if (!this.bodyEnded) this.guard.cancel();
     this.guard.end();
+    // A waiting read ends now.
     this.onBodyActivity();
   }
 }

@@ -22,7 +22,7 @@ async function serve(operationId: 'createGuardedChatCompletion' | 'createRespons
     await writeSse(res, events(), {
       framing: route.sse!,
       signal: controller.signal,
-      errorEvent: (error, sequence) => streamErrorEvent(route, error, 'trc_0123456789abcdef0123456789abcdef', sequence),
+      errorEvent: (error, sequence, last) => streamErrorEvent(route, error, 'trc_0123456789abcdef0123456789abcdef', sequence, last),
     });
   });
   const server = app.listen(0, '127.0.0.1');
@@ -31,11 +31,11 @@ async function serve(operationId: 'createGuardedChatCompletion' | 'createRespons
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/stream`;
 }
 
-const chunk = (content: string, finish: string | null = null) => ({
+const chunk = (content: string, finish: string | null = null, model = 'gloo-openai-gpt-5-mini') => ({
   id: 'chatcmpl-1',
   object: 'chat.completion.chunk',
   created: 1,
-  model: 'gloo-openai-gpt-5-mini',
+  model,
   choices: [{ index: 0, delta: { content }, finish_reason: finish }],
 });
 
@@ -76,6 +76,18 @@ describe('writeSse', () => {
       trace_id: 'trc_0123456789abcdef0123456789abcdef',
     });
     expect(eventProblems('createGuardedChatCompletion', error)).toEqual([]);
+  });
+
+  it('the error chunk continues the stream: its id and created, and the model that answered last (a resumed stream)', async () => {
+    const url = await serve('createGuardedChatCompletion', async function* () {
+      yield chunk('The ');
+      yield chunk('quick ');
+      yield chunk('brown ', null, 'gloo-anthropic-claude-haiku');
+      yield chunk('fox ', null, 'gloo-anthropic-claude-haiku');
+      throw new ApiError('PROVIDER_TIMEOUT', 'The provider did not answer in time');
+    });
+    const error = JSON.parse(blocks(await (await fetch(url)).text()).at(-1)!.slice('data: '.length));
+    expect(error).toMatchObject({ id: 'chatcmpl-1', created: 1, model: 'gloo-anthropic-claude-haiku', choices: [{ finish_reason: 'error' }] });
   });
 
   it('reports a Responses failure as a named error event matching the contract', async () => {
