@@ -99,17 +99,16 @@ export function createHttpClient(baseUrl: string): HttpClient {
   // Deadlines are ours (CallGuard), so undici's own header/body timeouts are off.
   const pool = new Pool(url.origin, { keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
 
-  async function send(call: JsonCall, guard: CallGuard) {
+  const requestOptions = (call: JsonCall): Dispatcher.DispatchOptions => {
     const headers: Record<string, string> = { accept: 'application/json, text/event-stream', ...call.headers };
     if (call.body !== undefined) headers['content-type'] = 'application/json';
+    return { method: call.method, path: basePath + call.path, headers, body: call.body === undefined ? undefined : JSON.stringify(call.body) };
+  };
+
+  /** A streaming call's answer: resolves with the body once 2xx headers arrive. */
+  async function send(call: JsonCall, guard: CallGuard) {
     try {
-      const res = await pool.request({
-        method: call.method,
-        path: basePath + call.path,
-        headers,
-        body: call.body === undefined ? undefined : JSON.stringify(call.body),
-        signal: guard.signal,
-      });
+      const res = await pool.request({ ...requestOptions(call), signal: guard.signal });
       if (res.statusCode >= 200 && res.statusCode < 300) return res;
       const text = await res.body.text();
       throw httpError(res.statusCode, res.headers, text);
@@ -122,22 +121,20 @@ export function createHttpClient(baseUrl: string): HttpClient {
     async json<T>(call: JsonCall, ctx: CallContext, deadline: { ms: number; kind: TimeoutKind }): Promise<T> {
       const guard = new CallGuard(ctx);
       guard.arm(deadline.kind, deadline.ms);
-      let res: Dispatcher.ResponseData;
+      const answer = new WholeAnswer(guard.signal);
       let text: string;
       try {
-        res = await send(call, guard);
-        try {
-          text = await res.body.text();
-        } catch (err) {
-          throw guard.classify(err, 'body');
-        }
+        text = await answer.read(pool, requestOptions(call));
+      } catch (err) {
+        throw guard.classify(err, answer.started ? 'body' : 'headers');
       } finally {
         guard.end();
       }
+      if (answer.statusCode < 200 || answer.statusCode >= 300) throw httpError(answer.statusCode, answer.headers, text);
       try {
         return JSON.parse(text) as T;
       } catch (err) {
-        throw new ProviderError('server', 'upstream answered with invalid JSON', { status: res.statusCode, cause: err });
+        throw new ProviderError('server', 'upstream answered with invalid JSON', { status: answer.statusCode, cause: err });
       }
     },
 
@@ -155,6 +152,70 @@ export function createHttpClient(baseUrl: string): HttpClient {
 
     close: () => pool.close(),
   };
+}
+
+/**
+ * One whole answer read through undici's dispatcher interface: the chunks are kept as they
+ * come. request() would make a body stream and an async resource per call, and text() a
+ * consumer with its own promise, none of which a small JSON answer needs.
+ */
+class WholeAnswer implements Dispatcher.DispatchHandler {
+  statusCode = 0;
+  headers: IncomingHttpHeaders = {};
+  /** The response headers arrived: a failure from here on cut the answer. */
+  started = false;
+  private resolve!: (text: string) => void;
+  private reject!: (error: unknown) => void;
+  private readonly chunks: Buffer[] = [];
+  private controller: Dispatcher.DispatchController | undefined;
+  // An abort before the request reaches a socket settles at once; the request is dropped when it does.
+  private readonly onAbort = () => {
+    if (this.controller) this.controller.abort(this.signal.reason);
+    else this.reject(this.signal.reason);
+  };
+
+  constructor(private readonly signal: AbortSignal) {}
+
+  /** Sends the request; resolves with the whole body as text, whatever the status. */
+  read(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions): Promise<string> {
+    return new Promise((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+      if (this.signal.aborted) return reject(this.signal.reason);
+      this.signal.addEventListener('abort', this.onAbort, { once: true });
+      try {
+        dispatcher.dispatch(options, this);
+      } catch (error) {
+        this.signal.removeEventListener('abort', this.onAbort);
+        reject(error);
+      }
+    });
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    if (this.signal.aborted) return controller.abort(this.signal.reason);
+    this.controller = controller;
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    this.statusCode = statusCode;
+    this.headers = headers;
+    this.started = true;
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    this.signal.removeEventListener('abort', this.onAbort);
+    this.resolve(this.chunks.length === 1 ? this.chunks[0].toString('utf8') : Buffer.concat(this.chunks).toString('utf8'));
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.signal.removeEventListener('abort', this.onAbort);
+    this.reject(error);
+  }
 }
 
 /** Upstream Retry-After in ms: `retry-after-ms` (OpenAI), else seconds or an HTTP date. */

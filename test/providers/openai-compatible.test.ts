@@ -206,6 +206,18 @@ describe('faults', () => {
     expect(up.requests[0].completed).toBe(false);
   });
 
+  it('abort cancels a plain (whole-answer) call upstream, rejecting with the caller\'s reason', async () => {
+    up.faults.push({ type: 'hang' });
+    const controller = new AbortController();
+    const reason = new Error('client left');
+    const call = provider.chat(hello, ctx(controller.signal));
+    await expect.poll(() => up.requests.length, { interval: 5 }).toBe(1);
+    controller.abort(reason);
+    await expect(call).rejects.toBe(reason);
+    await up.requests[0].closed;
+    expect(up.requests[0].completed).toBe(false);
+  });
+
   it('a caller signal that outlives its calls keeps no listener, however each call ended', async () => {
     // A worker's signal spans many calls: each call's link to it must go when the call ends.
     const worker = new AbortController().signal;
