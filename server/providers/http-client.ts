@@ -1,7 +1,6 @@
 // HTTP transport shared by the upstream adapters: one keep-alive undici Pool per provider
 // origin, per-call deadlines driven by CallContext, and the single place where transport
 // failures and upstream HTTP error answers become ProviderErrors.
-import type { Readable } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import type { IncomingHttpHeaders } from 'undici/types/header.js';
 import { LinkedAbortController } from './linked-abort.js';
@@ -72,8 +71,8 @@ export class CallGuard {
 }
 
 export interface UpstreamStream {
-  /** The raw body; read it through readSse() with the same guard. */
-  body: Readable;
+  /** The body as it arrives; read it through readSse() with the same guard. */
+  body: UpstreamResponse;
   guard: CallGuard;
 }
 
@@ -105,36 +104,32 @@ export function createHttpClient(baseUrl: string): HttpClient {
     return { method: call.method, path: basePath + call.path, headers, body: call.body === undefined ? undefined : JSON.stringify(call.body) };
   };
 
-  /** A streaming call's answer: resolves with the body once 2xx headers arrive. */
-  async function send(call: JsonCall, guard: CallGuard) {
+  /** The call's answer: its headers once 2xx (a stream), else its whole body; a transport failure is classified. */
+  async function send(call: JsonCall, guard: CallGuard, until: 'headers' | 'end'): Promise<UpstreamResponse> {
+    const res = new UpstreamResponse(guard.signal);
     try {
-      const res = await pool.request({ ...requestOptions(call), signal: guard.signal });
-      if (res.statusCode >= 200 && res.statusCode < 300) return res;
-      const text = await res.body.text();
-      throw httpError(res.statusCode, res.headers, text);
+      await res.open(pool, requestOptions(call), until);
     } catch (err) {
-      throw guard.classify(err, 'headers');
+      throw guard.classify(err, res.started ? 'body' : 'headers');
     }
+    if (res.statusCode < 200 || res.statusCode >= 300) throw httpError(res.statusCode, res.headers, res.text());
+    return res;
   }
 
   return {
     async json<T>(call: JsonCall, ctx: CallContext, deadline: { ms: number; kind: TimeoutKind }): Promise<T> {
       const guard = new CallGuard(ctx);
       guard.arm(deadline.kind, deadline.ms);
-      const answer = new WholeAnswer(guard.signal);
-      let text: string;
+      let res: UpstreamResponse;
       try {
-        text = await answer.read(pool, requestOptions(call));
-      } catch (err) {
-        throw guard.classify(err, answer.started ? 'body' : 'headers');
+        res = await send(call, guard, 'end');
       } finally {
         guard.end();
       }
-      if (answer.statusCode < 200 || answer.statusCode >= 300) throw httpError(answer.statusCode, answer.headers, text);
       try {
-        return JSON.parse(text) as T;
+        return JSON.parse(res.text()) as T;
       } catch (err) {
-        throw new ProviderError('server', 'upstream answered with invalid JSON', { status: answer.statusCode, cause: err });
+        throw new ProviderError('server', 'upstream answered with invalid JSON', { status: res.statusCode, cause: err });
       }
     },
 
@@ -142,54 +137,91 @@ export function createHttpClient(baseUrl: string): HttpClient {
       const guard = new CallGuard(ctx);
       guard.arm('connect', ctx.timeouts.connectMs);
       // Ended by readSse once the body is read or left, or here if no answer came.
-      const res = await send(call, guard).catch((err: unknown) => {
+      const body = await send(call, guard, 'headers').catch((err: unknown) => {
         guard.end();
         throw err;
       });
       guard.disarm();
-      return { body: res.body, guard };
+      return { body, guard };
     },
 
     close: () => pool.close(),
   };
 }
 
+/** Buffered body bytes past which undici is asked to pause the socket until the reader catches up. */
+const PAUSE_AT_BYTES = 64 * 1024;
+
 /**
- * One whole answer read through undici's dispatcher interface: the chunks are kept as they
- * come. request() would make a body stream and an async resource per call, and text() a
- * consumer with its own promise, none of which a small JSON answer needs.
+ * One upstream answer, read through undici's dispatcher interface: the body's chunks are
+ * kept as they arrive and taken by the reader, with no body stream, async resource or
+ * promise per chunk (request() would make them all). A whole answer is read to its end; a
+ * stream is handed over at its headers and read chunk by chunk (readSse), the socket
+ * paused while too much waits unread.
  */
-class WholeAnswer implements Dispatcher.DispatchHandler {
+export class UpstreamResponse implements Dispatcher.DispatchHandler {
   statusCode = 0;
   headers: IncomingHttpHeaders = {};
   /** The response headers arrived: a failure from here on cut the answer. */
   started = false;
-  private resolve!: (text: string) => void;
-  private reject!: (error: unknown) => void;
+  /** The body ended, or failed (`error`): nothing more will arrive. */
+  ended = false;
+  error: unknown;
+  /** Called when a chunk arrives or the body ends, once the answer is open. */
+  onActivity: (() => void) | undefined;
   private readonly chunks: Buffer[] = [];
+  private buffered = 0;
+  private discarding = false;
+  private until: 'headers' | 'end' = 'end';
+  private settle: ((error?: unknown) => void) | undefined;
   private controller: Dispatcher.DispatchController | undefined;
   // An abort before the request reaches a socket settles at once; the request is dropped when it does.
   private readonly onAbort = () => {
     if (this.controller) this.controller.abort(this.signal.reason);
-    else this.reject(this.signal.reason);
+    else this.end(this.signal.reason);
   };
 
   constructor(private readonly signal: AbortSignal) {}
 
-  /** Sends the request; resolves with the whole body as text, whatever the status. */
-  read(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions): Promise<string> {
+  /** Sends the request; resolves at the 2xx headers (`until: 'headers'`) or once the whole body arrived. */
+  open(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, until: 'headers' | 'end'): Promise<void> {
+    this.until = until;
     return new Promise((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-      if (this.signal.aborted) return reject(this.signal.reason);
+      this.settle = (error) => {
+        this.settle = undefined;
+        if (error === undefined) resolve();
+        else reject(error);
+      };
+      if (this.signal.aborted) return this.end(this.signal.reason);
       this.signal.addEventListener('abort', this.onAbort, { once: true });
       try {
         dispatcher.dispatch(options, this);
       } catch (error) {
-        this.signal.removeEventListener('abort', this.onAbort);
-        reject(error);
+        this.end(error);
       }
     });
+  }
+
+  /** The next unread chunk, or null when none has arrived. */
+  read(): Buffer | null {
+    const chunk = this.chunks.shift();
+    if (chunk === undefined) return null;
+    this.buffered -= chunk.length;
+    if (this.controller?.paused && this.buffered < PAUSE_AT_BYTES) this.controller.resume();
+    return chunk;
+  }
+
+  /** The whole body as text (an answer read to its end). */
+  text(): string {
+    return this.chunks.length === 1 ? this.chunks[0].toString('utf8') : Buffer.concat(this.chunks).toString('utf8');
+  }
+
+  /** What is unread and what still comes is dropped; the body is read to its end, so the connection can be reused. */
+  discard(): void {
+    this.discarding = true;
+    this.chunks.length = 0;
+    this.buffered = 0;
+    if (this.controller?.paused) this.controller.resume();
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -201,20 +233,32 @@ class WholeAnswer implements Dispatcher.DispatchHandler {
     this.statusCode = statusCode;
     this.headers = headers;
     this.started = true;
+    if (this.until === 'headers' && statusCode >= 200 && statusCode < 300) this.settle?.();
   }
 
-  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.discarding) return;
     this.chunks.push(chunk);
+    this.buffered += chunk.length;
+    if (this.settle === undefined && this.buffered >= PAUSE_AT_BYTES) controller.pause();
+    this.onActivity?.();
   }
 
   onResponseEnd(): void {
-    this.signal.removeEventListener('abort', this.onAbort);
-    this.resolve(this.chunks.length === 1 ? this.chunks[0].toString('utf8') : Buffer.concat(this.chunks).toString('utf8'));
+    this.end(undefined);
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.end(error);
+  }
+
+  private end(error: unknown): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.error = error;
     this.signal.removeEventListener('abort', this.onAbort);
-    this.reject(error);
+    this.settle?.(error);
+    this.onActivity?.();
   }
 }
 

@@ -6,15 +6,15 @@
 // the idle one. Only the wait for the upstream is timed, never the time the consumer spends
 // between two events.
 //
-// One object reads the body, parses the SSE framing and asks the adapter what each event
-// means, synchronously: between the socket and the gateway there is one promise per wait.
+// One object takes the body's chunks as undici delivers them (http-client.ts
+// UpstreamResponse), parses the SSE framing and asks the adapter what each event means,
+// synchronously: between the socket and the gateway there is one promise per wait.
 // Stacked async generators (the body's iterator, a parser, the adapter's translation) each
 // kept a request, a promise and a suspended frame per pending read: on a slow stream these
 // outlive the young generation, and at 5,000 streams they were most of what V8's old space
 // collected (bench:gateway --streams 5000 --alloc).
-import { finished, type Readable } from 'node:stream';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import type { CallGuard, UpstreamStream } from './http-client.js';
+import type { CallGuard, UpstreamResponse, UpstreamStream } from './http-client.js';
 import { ProviderError, type ChatStreamEvent } from './types.js';
 
 export type SseEvent = EventSourceMessage;
@@ -36,15 +36,13 @@ export function readSse(upstream: UpstreamStream, translate: SseTranslator, unfi
 }
 
 class SseReader implements AsyncIterableIterator<ChatStreamEvent> {
-  private readonly body: Readable;
+  private readonly body: UpstreamResponse;
   private readonly guard: CallGuard;
   private readonly events: SseEvent[] = [];
   private readonly parser = createParser({ onEvent: (event) => this.events.push(event) });
   private readonly decoder = new TextDecoder();
   // reading → finished (the finish event was passed on; the rest is drained) or closed.
   private state: 'reading' | 'finished' | 'closed' = 'reading';
-  private bodyEnded = false;
-  private bodyError: unknown;
   // The read waiting for the body, if any: settled from onBodyActivity.
   private resolve: ((result: IteratorResult<ChatStreamEvent>) => void) | undefined;
   private reject: ((error: unknown) => void) | undefined;
@@ -65,6 +63,8 @@ class SseReader implements AsyncIterableIterator<ChatStreamEvent> {
     this.waitedMs = 0;
   };
   private readonly onBodyActivity = () => {
+    // The rest of a finished answer was drained (or failed): the call is over.
+    if (this.state === 'finished' && this.body.ended) return this.close();
     const resolve = this.resolve;
     const reject = this.reject;
     if (!resolve || !reject) return;
@@ -102,14 +102,7 @@ class SseReader implements AsyncIterableIterator<ChatStreamEvent> {
     this.body = body;
     this.guard = guard;
     this.limitMs = guard.ctx.timeouts.firstTokenMs;
-    body.on('readable', this.onBodyActivity);
-    // End, error or premature close (the call aborted by a deadline or the caller).
-    finished(body, { writable: false }, (error) => {
-      this.bodyEnded = true;
-      this.bodyError = error;
-      this.onBodyActivity();
-      if (this.state === 'finished') this.close();
-    });
+    body.onActivity = this.onBodyActivity;
   }
 
   [Symbol.asyncIterator](): this {
@@ -150,11 +143,11 @@ class SseReader implements AsyncIterableIterator<ChatStreamEvent> {
           if (value.type === 'finish') this.finish();
           return { done: false, value };
         }
-        const chunk: Buffer | null = this.body.read();
+        const chunk = this.body.read();
         if (chunk !== null) {
           this.parser.feed(this.decoder.decode(chunk, { stream: true }));
-        } else if (this.bodyEnded) {
-          if (this.bodyError) throw this.guard.classify(this.bodyError, 'body');
+        } else if (this.body.ended) {
+          if (this.body.error) throw this.guard.classify(this.body.error, 'body');
           this.parser.feed(this.decoder.decode());
           if (this.events.length === 0) throw new ProviderError('connection_dropped', this.unfinished);
         } else {
@@ -191,10 +184,9 @@ class SseReader implements AsyncIterableIterator<ChatStreamEvent> {
   private finish(): void {
     this.state = 'finished';
     clearTimeout(this.timer);
-    if (this.bodyEnded) return this.close();
-    this.body.off('readable', this.onBodyActivity);
+    if (this.body.ended) return this.close();
     this.guard.arm('idle', this.guard.ctx.timeouts.idleMs);
-    this.body.resume();
+    this.body.discard();
   }
 
   /** Ends the call once: a body that has not ended (read to its end, or failed) is cancelled, its socket destroyed. */
@@ -202,8 +194,8 @@ class SseReader implements AsyncIterableIterator<ChatStreamEvent> {
     if (this.state === 'closed') return;
     this.state = 'closed';
     clearTimeout(this.timer);
-    this.body.off('readable', this.onBodyActivity);
-    if (!this.bodyEnded) this.guard.cancel();
+    this.body.onActivity = undefined;
+    if (!this.body.ended) this.guard.cancel();
     this.guard.end();
     // A waiting read ends now.
     this.onBodyActivity();

@@ -1,7 +1,7 @@
 // Status and error-body classification of the shared HTTP client (the transport itself is
 // exercised over real HTTP by the adapter tests).
 import { describe, expect, it } from 'vitest';
-import { httpError, parseRetryAfter, streamError } from '../../server/providers/http-client.js';
+import { httpError, parseRetryAfter, streamError, UpstreamResponse } from '../../server/providers/http-client.js';
 
 const openaiError = (code: string | null, message = 'm') => JSON.stringify({ error: { message, type: 'invalid_request_error', code } });
 const anthropicError = (type: string, message: string) => JSON.stringify({ type: 'error', error: { type, message } });
@@ -63,5 +63,60 @@ describe('streamError', () => {
     ['garbage', 'server'],
   ])('%j → %s', (error, kind) => {
     expect(streamError(error).kind).toBe(kind);
+  });
+});
+
+describe('UpstreamResponse (a stream body as undici pushes it)', () => {
+  /** The part of undici's DispatchController the body drives: pause and resume. */
+  function controller() {
+    const state = { aborted: false, paused: false, reason: null, pauses: 0, resumes: 0 };
+    return Object.assign(state, {
+      abort() {},
+      pause() {
+        state.paused = true;
+        state.pauses++;
+      },
+      resume() {
+        state.paused = false;
+        state.resumes++;
+      },
+    });
+  }
+  const opened = async () => {
+    const res = new UpstreamResponse(new AbortController().signal);
+    const c = controller();
+    const open = res.open({ dispatch: () => true } as never, { method: 'POST', path: '/' }, 'headers');
+    res.onRequestStart(c);
+    res.onResponseStart(c, 200, {});
+    await open;
+    return { res, c };
+  };
+
+  it('pauses the socket while 64 KiB or more waits unread, and resumes it as the reader catches up', async () => {
+    const { res, c } = await opened();
+    let woken = 0;
+    res.onActivity = () => woken++;
+    res.onResponseData(c, Buffer.alloc(40 * 1024, 'a'));
+    expect(c.paused).toBe(false);
+    res.onResponseData(c, Buffer.alloc(40 * 1024, 'b'));
+    expect([c.paused, woken]).toEqual([true, 2]);
+    expect(res.read()?.[0]).toBe(0x61);
+    expect([c.paused, c.resumes]).toEqual([false, 1]);
+    expect(res.read()?.[0]).toBe(0x62);
+    expect(res.read()).toBeNull();
+  });
+
+  it('after discard() drops what is unread and what still comes, and resumes a paused socket to read to the end', async () => {
+    const { res, c } = await opened();
+    res.onResponseData(c, Buffer.alloc(70 * 1024));
+    expect(c.paused).toBe(true);
+    res.discard();
+    expect(c.paused).toBe(false);
+    res.onResponseData(c, Buffer.from('data: more\n\n'));
+    expect(res.read()).toBeNull();
+    let ended = false;
+    res.onActivity = () => (ended = res.ended);
+    res.onResponseEnd();
+    expect([ended, res.error]).toEqual([true, undefined]);
   });
 });
