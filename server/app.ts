@@ -11,6 +11,7 @@ import { errorHandler, routeNotFound } from './http/error-handler.js';
 import type { UntypedHandler } from './http/invoke.js';
 import { buildRouter, type AdmissionStage } from './http/router.js';
 import { requestLogging } from './http/request-log.js';
+import { compose } from './http/route-table.js';
 import { assignTraceId } from './http/trace.js';
 import { createValidator, type OperationValidator } from './http/validation.js';
 import type { Services } from './services.js';
@@ -42,21 +43,24 @@ function createApp(api: 'api' | 'management', parts: AppParts, validator: Operat
   app.disable('x-powered-by');
   // The contract declares no ETag or 304: hashing every answer for one is work for nothing.
   app.set('etag', false);
-  app.use(assignTraceId);
-  app.use(requestLogging(app, parts.logger.child({ api })));
-  // Browsers call the inference API, not the management one.
-  if (api === 'api' && config.corsOrigins.length > 0) app.use(corsFor(config.corsOrigins));
+  // The request's steps, composed into one Express layer (http/route-table.ts).
   app.use(
-    buildRouter({
-      api,
-      handlers: handlers as unknown as Record<keyof typeof handlers, UntypedHandler>,
-      services: parts.services,
-      authenticator: parts.authenticator,
-      validator,
-      admission: parts.admission ?? [],
-      jsonBodyLimit: config.jsonBodyLimit,
-      uploadLimits: { fileSize: config.uploadFileLimit, files: config.uploadMaxFiles, directory: config.uploadTmpDir },
-    }),
+    compose([
+      assignTraceId,
+      requestLogging(app, parts.logger.child({ api })),
+      // Browsers call the inference API, not the management one.
+      ...(api === 'api' && config.corsOrigins.length > 0 ? [corsFor(config.corsOrigins)] : []),
+      buildRouter({
+        api,
+        handlers: handlers as unknown as Record<keyof typeof handlers, UntypedHandler>,
+        services: parts.services,
+        authenticator: parts.authenticator,
+        validator,
+        admission: parts.admission ?? [],
+        jsonBodyLimit: config.jsonBodyLimit,
+        uploadLimits: { fileSize: config.uploadFileLimit, files: config.uploadMaxFiles, directory: config.uploadTmpDir },
+      }),
+    ]),
   );
   app.use(routeNotFound);
   app.use(errorHandler(api));

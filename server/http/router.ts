@@ -1,6 +1,6 @@
 // Binds every operation of the route table to its pipeline:
 // route facts → authentication → body parsing → contract validation → admission → handler.
-import express, { type RequestHandler, type Router } from 'express';
+import express, { type RequestHandler } from 'express';
 import { routes, type OperationId, type RouteDefinition } from '../../generated/contract/routes.js';
 import { ApiError } from '../errors.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -10,6 +10,7 @@ import { authenticate } from './auth.js';
 import { deprecationHeaders } from './deprecation.js';
 import { invoke, type UntypedHandler } from './invoke.js';
 import { parseMultipart, type UploadLimits } from './multipart.js';
+import { RouteTable } from './route-table.js';
 import type { OperationValidator } from './validation.js';
 
 /**
@@ -31,13 +32,13 @@ export interface RouterOptions {
   uploadLimits: UploadLimits;
 }
 
-export function buildRouter(options: RouterOptions): Router {
-  const router = express.Router({ caseSensitive: true });
+export function buildRouter(options: RouterOptions): RequestHandler {
+  const table = new RouteTable();
   const parsers: Record<string, RequestHandler> = {
     'application/json': express.json({ limit: options.jsonBodyLimit, verify: rejectUnstorable }),
     'application/x-www-form-urlencoded': express.urlencoded({ extended: false, limit: options.jsonBodyLimit }),
   };
-  // An operation without a body gets no parsing step at all: every step is a router hop.
+  // An operation without a body gets no parsing step at all.
   const bodyParser = (route: RouteDefinition): RequestHandler[] => {
     if (route.requestMediaType === 'multipart/form-data') return [parseMultipart(route, options.uploadLimits)];
     const parser = route.requestMediaType && parsers[route.requestMediaType];
@@ -45,31 +46,23 @@ export function buildRouter(options: RouterOptions): Router {
   };
   for (const route of routes) {
     if (route.api !== options.api) continue;
-    router[route.method](
-      route.expressPath,
+    table.add(route.method.toUpperCase(), route.expressPath, [
       describeRoute(route, options.services.metrics),
       authenticate(route, options.authenticator),
       ...bodyParser(route),
       ...options.validator(route),
       ...options.admission.map((stage) => stage(route)),
       invoke(route, options.handlers[route.operationId], options.services),
-    );
+    ]);
   }
   // A known path asked with another method (OPTIONS included) is a 405 naming the allowed ones.
-  const allowed = new Map<string, string[]>();
-  for (const route of routes.filter((r) => r.api === options.api)) {
-    allowed.set(route.expressPath, [...(allowed.get(route.expressPath) ?? []), route.method.toUpperCase()]);
-  }
-  for (const [path, methods] of allowed) {
-    router.all(path, (req) => {
-      throw new ApiError('INVALID_REQUEST', `${req.method} is not allowed here; use ${methods.join(', ')}`, {
-        status: 405,
-        gatewayCode: 'method_not_allowed',
-        headers: { Allow: methods.join(', ') },
-      });
+  return table.handler((methods) => (req) => {
+    throw new ApiError('INVALID_REQUEST', `${req.method} is not allowed here; use ${methods.join(', ')}`, {
+      status: 405,
+      gatewayCode: 'method_not_allowed',
+      headers: { Allow: methods.join(', ') },
     });
-  }
-  return router;
+  });
 }
 
 const ESCAPE = '\\u';
