@@ -61,6 +61,8 @@ class SseReader implements AsyncIterableIterator<ChatStreamEvent> {
     this.deadline = 'idle';
     this.limitMs = this.guard.ctx.timeouts.idleMs;
     this.waitedMs = 0;
+    // Called while a wait is being settled: the idle deadline starts now, not when that wait began.
+    if (this.waitingSince >= 0) this.waitingSince = performance.now();
   };
   private readonly onBodyActivity = () => {
     // The rest of a finished answer was drained (or failed): the call is over.

@@ -63,6 +63,18 @@ describe('stream deadlines', () => {
     expect(events.filter((e) => e.type === 'delta')).toHaveLength(12);
   });
 
+  it('each idle deadline starts at the token before it: tokens 2/3 of idleMs apart never time out', async () => {
+    answer = async (res) => {
+      for (let i = 0; i < 4; i++) {
+        await sleep(200);
+        res.write(token(`${i} `));
+      }
+      res.end(finish);
+    };
+    const events = await collect(provider.chatStream(hello, ctx(1000, 300)));
+    expect(events.at(-1)).toEqual({ type: 'finish', finishReason: 'stop' });
+  });
+
   it('time the consumer spends between two reads is not the upstream stalling', async () => {
     answer = async (res) => {
       for (let i = 0; i < 4; i++) {
