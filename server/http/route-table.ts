@@ -102,7 +102,7 @@ export function compose(steps: RequestHandler[]): RequestHandler {
       if (!step) return done();
       try {
         const result: unknown = step(req, res, next);
-        if (result instanceof Promise) result.then(undefined, (rejected: unknown) => done(rejected ?? new Error('Rejected promise')));
+        if (result instanceof Promise) result.then(undefined, (rejected: unknown) => done(rejected || new Error('Rejected promise')));
       } catch (thrown) {
         done(thrown);
       }

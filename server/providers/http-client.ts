@@ -230,6 +230,8 @@ export class UpstreamResponse implements Dispatcher.DispatchHandler {
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    // An informational answer (103 Early Hints) is not the answer: its headers come later.
+    if (statusCode < 200) return;
     this.statusCode = statusCode;
     this.headers = headers;
     this.started = true;
