@@ -162,8 +162,6 @@ const PAUSE_AT_BYTES = 64 * 1024;
 export class UpstreamResponse implements Dispatcher.DispatchHandler {
   statusCode = 0;
   headers: IncomingHttpHeaders = {};
-  /** The response headers arrived: a failure from here on cut the answer. */
-  started = false;
   /** The body ended, or failed (`error`): nothing more will arrive. */
   ended = false;
   error: unknown;
@@ -182,6 +180,11 @@ export class UpstreamResponse implements Dispatcher.DispatchHandler {
   };
 
   constructor(private readonly signal: AbortSignal) {}
+
+  /** The response headers arrived: a failure from here on cut the answer. */
+  get started(): boolean {
+    return this.statusCode !== 0;
+  }
 
   /** Sends the request; resolves at the 2xx headers (`until: 'headers'`) or once the whole body arrived. */
   open(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, until: 'headers' | 'end'): Promise<void> {
@@ -234,7 +237,6 @@ export class UpstreamResponse implements Dispatcher.DispatchHandler {
     if (statusCode < 200) return;
     this.statusCode = statusCode;
     this.headers = headers;
-    this.started = true;
     if (this.until === 'headers' && statusCode >= 200 && statusCode < 300) this.settle?.();
   }
 

@@ -15,6 +15,14 @@ const token = (content: string) => `data: ${JSON.stringify({ choices: [{ delta: 
 const finish = `data: ${JSON.stringify({ choices: [{ delta: {}, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`;
 
 let answer: (res: http.ServerResponse) => Promise<void>;
+/** An upstream answer of `count` tokens, each `gapMs` after the one before, then the finish. */
+const paced = (count: number, gapMs: number) => async (res: http.ServerResponse) => {
+  for (let i = 0; i < count; i++) {
+    await sleep(gapMs);
+    res.write(token(`${i} `));
+  }
+  res.end(finish);
+};
 let server: http.Server;
 let provider: Provider;
 
@@ -51,38 +59,20 @@ describe('stream deadlines', () => {
   });
 
   it('tokens that each come within idleMs never time out, however long the whole answer takes', async () => {
-    answer = async (res) => {
-      for (let i = 0; i < 12; i++) {
-        res.write(token(`${i} `));
-        await sleep(60);
-      }
-      res.end(finish);
-    };
+    answer = paced(12, 60);
     const events = await collect(provider.chatStream(hello, ctx(500, 250)));
     expect(events.at(-1)).toEqual({ type: 'finish', finishReason: 'stop' });
     expect(events.filter((e) => e.type === 'delta')).toHaveLength(12);
   });
 
   it('each idle deadline starts at the token before it: tokens 2/3 of idleMs apart never time out', async () => {
-    answer = async (res) => {
-      for (let i = 0; i < 4; i++) {
-        await sleep(200);
-        res.write(token(`${i} `));
-      }
-      res.end(finish);
-    };
+    answer = paced(4, 200);
     const events = await collect(provider.chatStream(hello, ctx(1000, 300)));
     expect(events.at(-1)).toEqual({ type: 'finish', finishReason: 'stop' });
   });
 
   it('time the consumer spends between two reads is not the upstream stalling', async () => {
-    answer = async (res) => {
-      for (let i = 0; i < 4; i++) {
-        res.write(token(`${i} `));
-        await sleep(30);
-      }
-      res.end(finish);
-    };
+    answer = paced(4, 30);
     const events = [];
     for await (const event of provider.chatStream(hello, ctx(500, 100))) {
       events.push(event);
