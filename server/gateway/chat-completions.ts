@@ -183,7 +183,14 @@ class ChunkStream implements AsyncIterableIterator<ChatCompletionChunk> {
   };
 
   private async moderate(content: string, event: Extract<ChatStreamEvent, { type: 'delta' }>): Promise<IteratorResult<ChatCompletionChunk>> {
-    const released = await this.moderation!.push(content);
+    let released: string | null;
+    try {
+      released = await this.moderation!.push(content);
+    } catch (error) {
+      // The moderator failed: the stream ends with its error, and the upstream call with it.
+      await this.upstream.return?.();
+      throw error;
+    }
     if (released === null) {
       // The blocked text is not sent; leaving the gateway stream cancels the upstream call.
       await this.upstream.return?.();

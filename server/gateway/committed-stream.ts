@@ -44,6 +44,7 @@ export class CommittedStream implements AsyncIterableIterator<ChatStreamEvent> {
   private before = '';
   private toolCallsSent = false;
   private released = false;
+  private resuming = false;
   // A client may leave before the first read (right after the headers), or while one waits.
   private readonly onAbort = () => void this.release();
 
@@ -105,14 +106,26 @@ export class CommittedStream implements AsyncIterableIterator<ChatStreamEvent> {
       throw toCallerError(error);
     }
     this.before = this.text;
+    let continuation: OpenStream | undefined;
+    this.resuming = true;
     try {
-      this.current = await scope.resume(this.text);
+      continuation = await scope.resume(this.text);
     } catch {
+      // No deployment could continue it: the stream ends with the original error.
+    } finally {
+      this.resuming = false;
+    }
+    if (this.released) {
+      // The client left while the continuation was opening: release() left metering to here.
+      if (continuation) await this.leave(continuation);
+      scope.metered();
+      return DONE;
+    }
+    if (!continuation) {
       await this.release();
       throw toCallerError(error);
     }
-    // The client left while the continuation was opening.
-    if (this.released) await this.leave(this.current);
+    this.current = continuation;
     return this.next();
   };
 
@@ -126,6 +139,8 @@ export class CommittedStream implements AsyncIterableIterator<ChatStreamEvent> {
     if (this.released) return;
     this.released = true;
     this.scope.signal.removeEventListener('abort', this.onAbort);
+    // While a continuation opens, its attempt is not final yet: onBreak leaves it and meters.
+    if (this.resuming) return;
     await this.leave(this.current);
     this.scope.metered();
   }

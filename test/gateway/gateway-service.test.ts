@@ -7,7 +7,9 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../server/errors.js';
 import { buildCatalog, type Catalog } from '../../server/gateway/catalog.js';
+import { ChatCompletions } from '../../server/gateway/chat-completions.js';
 import { GatewayService } from '../../server/gateway/gateway-service.js';
+import { Guardrails, type GuardrailCheck } from '../../server/gateway/guardrails.js';
 import { DeploymentHealth } from '../../server/gateway/health.js';
 import { planRoute } from '../../server/gateway/routing.js';
 import { UsageScope, type UsageMeter } from '../../server/gateway/usage-scope.js';
@@ -428,6 +430,49 @@ describe('stream accounting', () => {
     expect(stream.attempts[0].usage!.promptTokens).toBeGreaterThan(0);
   });
 
+  it('bills a continuation that was opening when the client left only once it is final', async () => {
+    const a = scripted('a', [{ stream: [delta('one two'), new ProviderError('connection_dropped', 'cut')] }]);
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let returned = false;
+    const b: Provider = {
+      ...scripted('b', []),
+      // Slow to its first event, and deaf to the abort until then (as an upstream mid-handshake).
+      async *chatStream() {
+        try {
+          await gate;
+          yield delta(' three');
+          yield finish;
+        } finally {
+          returned = true;
+        }
+      },
+    };
+    const { gateway, catalog } = gatewayOf([a, b]);
+    const client = new AbortController();
+    const scope = new UsageScope();
+    const stream = await gateway.chatStream(callOf(catalog, client.signal, scope));
+    const reader = stream[Symbol.asyncIterator]();
+    expect((await reader.next()).value).toEqual(delta('one two'));
+    const reading = reader.next();
+    await sleep(10);
+    client.abort();
+    let final = false;
+    const settled = scope.settled(5_000).then((calls) => ((final = true), calls));
+    await sleep(20);
+    // b's attempt is still opening: billing it now would bill an unsettled 'ok' with no usage.
+    expect(final).toBe(false);
+    open();
+    const [calls] = await settled;
+    expect(await reading).toEqual({ done: true, value: undefined });
+    expect(returned).toBe(true);
+    expect(calls.map((x) => [x.deploymentId, x.outcome])).toEqual([
+      ['a', 'connection_dropped'],
+      ['b', 'aborted'],
+    ]);
+    expect(calls[1].usage).toBeDefined();
+  });
+
   it('bills a resumed answer per attempt: each upstream for its own part', async () => {
     const a = scripted('a', [{ stream: [delta('one two three four'), new ProviderError('connection_dropped', 'cut')] }]);
     const b = scripted('b', [{ stream: [delta(' five six'), { type: 'finish', finishReason: 'stop' }] }]);
@@ -439,5 +484,41 @@ describe('stream accounting', () => {
     // The resumed attempt read the prefix as prompt and wrote only the continuation.
     expect(second.usage!.completionTokens).toBe(2);
     expect(second.usage!.promptTokens).toBe(first.usage!.promptTokens + 4);
+  });
+});
+
+describe('chat completion chunks over a gateway stream', () => {
+  it('cancels the upstream call when output moderation fails mid-stream, and ends with its error', async () => {
+    let returned = false;
+    const provider: Provider = {
+      ...scripted('a', []),
+      async *chatStream() {
+        try {
+          for (let i = 0; ; i++) yield delta(` word${i}`);
+        } finally {
+          returned = true;
+        }
+      },
+    };
+    const { gateway } = gatewayOf([provider]);
+    const broken: GuardrailCheck = {
+      id: 'broken',
+      cost: 'local',
+      check: async (text) => {
+        if (text.includes('word2')) throw new Error('moderator broke');
+        return { blocked: false };
+      },
+    };
+    const completions = new ChatCompletions(gateway, new Guardrails([], [broken]));
+    const ctx = { mode: 'guarded' as const, operation: 'createGuardedChatCompletion', traceId: 'trc_x', signal: new AbortController().signal, meter: null, log };
+    const answer = await completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }, ctx);
+    if (answer.kind !== 'stream') throw new Error('expected a stream');
+    const contents: string[] = [];
+    const reading = (async () => {
+      for await (const chunk of answer.stream) contents.push(chunk.choices[0]?.delta.content ?? '');
+    })();
+    await expect(reading).rejects.toThrow('moderator broke');
+    expect(contents).toEqual(['', ' word0', ' word1']);
+    expect(returned).toBe(true);
   });
 });
