@@ -44,8 +44,10 @@ export async function createValidator(options: ValidatorOptions): Promise<Operat
   const responseOptions = (settings.options.validateResponses || null) as ValidateResponseOpts;
   const { apiDocRes } = new SchemaPreprocessor(spec.apiDoc, settings.ajvOpts.preprocessor, responseOptions).preProcess();
   const requests = new RequestValidator(spec.apiDoc, settings.ajvOpts.request);
-  const responses: RequestHandler | null = options.validateResponses
-    ? (new ResponseValidator(apiDocRes, settings.ajvOpts.response, responseOptions, spec.serial).validate() as RequestHandler)
+  // Stops at the first finding: for bodies too big to list them all (listsEveryFinding).
+  const firstFinding = new RequestValidator(spec.apiDoc, { ...settings.ajvOpts.request, allErrors: false });
+  const responses: RequestHandler | null = options.validateResponses && apiDocRes
+    ? (new ResponseValidator(responseSchemasOnly(apiDocRes), settings.ajvOpts.response, responseOptions, spec.serial).validate() as RequestHandler)
     : null;
 
   return (route) => {
@@ -53,12 +55,13 @@ export async function createValidator(options: ValidatorOptions): Promise<Operat
     if (!found) throw new Error(`${route.operationId}: ${route.method.toUpperCase()} ${route.path} is not in the contract the validator loaded`);
     const { expressRoute, openApiRoute } = found;
     const schema = operationOf(spec.apiDoc, route);
-    const _responseSchema = apiDocRes ? operationOf(apiDocRes, route) : undefined;
+    const _responseSchema = apiDocRes ? withResolvedResponses(apiDocRes, operationOf(apiDocRes, route)) : undefined;
     // What the library's route lookup would have attached; Express has already decoded the path parameters.
     const validate = (req: Request, res: Response, next: NextFunction) => {
       const request = req as OpenApiRequest;
       request.openapi = { expressRoute, openApiRoute, pathParams: req.params, schema, serial: spec.serial, _responseSchema } as never;
-      return requests.validate(request, res, (error?: unknown) => next(error ?? parameterIssues(req)));
+      const validator = listsEveryFinding(req.body) ? requests : firstFinding;
+      return validator.validate(request, res, (error?: unknown) => next(error ?? parameterIssues(req)));
     };
     return responses ? [validate, responses] : [validate];
   };
@@ -66,8 +69,55 @@ export async function createValidator(options: ValidatorOptions): Promise<Operat
 
 type ApiDoc = OpenAPIV3.DocumentV3 | OpenAPIV3.DocumentV3_1;
 
+/** Array elements and object members a body may hold and still have every finding listed. */
+const EVERY_FINDING_UP_TO = 2_000;
+
+/**
+ * Whether a body is small enough to be checked for every finding. With all findings kept,
+ * ajv appends a referenced schema's findings to the list by copying it (concat): the cost
+ * grows with the square of the findings, and 8,000 invalid Responses input items held the
+ * event loop for 6 s (10,000 are allowed). A bigger body is refused on its first finding.
+ */
+function listsEveryFinding(body: unknown): boolean {
+  let budget = EVERY_FINDING_UP_TO;
+  const pending: unknown[] = [body];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (value === null || typeof value !== 'object') continue;
+    const members = Array.isArray(value) ? value : Object.values(value);
+    budget -= members.length;
+    if (budget < 0) return false;
+    for (const member of members) if (member !== null && typeof member === 'object') pending.push(member);
+  }
+  return true;
+}
+
 function operationOf(apiDoc: ApiDoc, route: RouteDefinition): OpenAPIV3.OperationObject {
   return (apiDoc.paths as Record<string, Record<string, OpenAPIV3.OperationObject>>)[route.path][route.method];
+}
+
+/**
+ * The contract as the library's response validator gets it: the component schemas alone.
+ * It compiles a validator per (route, status, media type) on first use, each with its
+ * document's paths and components inlined for ajv to walk (~370 KB for this contract):
+ * seconds of blocked event loop on a route's first answers, and the fuzz campaign's
+ * requests timed out behind them on a busy machine. The responses it validates come
+ * resolved with each request (withResolvedResponses), so it needs nothing else.
+ */
+function responseSchemasOnly(apiDocRes: ApiDoc): ApiDoc {
+  return { ...apiDocRes, paths: {}, components: { schemas: apiDocRes.components?.schemas ?? {} } } as ApiDoc;
+}
+
+/** The operation with its `#/components/responses/...` references replaced by what they name. */
+function withResolvedResponses(apiDocRes: ApiDoc, operation: OpenAPIV3.OperationObject): OpenAPIV3.OperationObject {
+  const named = (apiDocRes.components?.responses ?? {}) as Record<string, OpenAPIV3.ResponseObject>;
+  const responses = Object.fromEntries(
+    Object.entries(operation.responses ?? {}).map(([status, response]) => {
+      const ref = (response as OpenAPIV3.ReferenceObject).$ref;
+      return [status, ref ? named[ref.slice(ref.lastIndexOf('/') + 1)] : response];
+    }),
+  );
+  return { ...operation, responses };
 }
 
 /**

@@ -45,6 +45,31 @@ describe('request bodies are not coerced', () => {
   });
 });
 
+describe('findings of a big body', () => {
+  const responses = (input: unknown[]) => post(platform.api, '/ai/v1/responses', { model: 'local-chat', input });
+  // The input items a 422 names (its loc is body, input, index).
+  const itemsNamed = (detail: { loc: string[] }[]) => new Set(detail.filter((d) => d.loc.length >= 3).map((d) => d.loc[2]));
+
+  it('lists every invalid item of a small body', async () => {
+    const res = await responses([7, 'x', 8]);
+    expect(res.status).toBe(422);
+    expect(itemsNamed((await res.json()).detail)).toEqual(new Set(['0', '1', '2']));
+  });
+
+  // Listing every finding costs ajv the square of their number (it copies the list to
+  // append a referenced schema's findings): 8,000 invalid items held the event loop 6 s.
+  it('refuses a body too big to list every finding on its first invalid item', async () => {
+    const res = await responses(Array(8_000).fill('x'));
+    expect(res.status).toBe(422);
+    expect(itemsNamed((await res.json()).detail)).toEqual(new Set(['0']));
+  });
+
+  it('still accepts a big valid body', async () => {
+    const res = await responses(Array(3_000).fill({ role: 'user', content: 'Grace.' }));
+    expect(res.status).toBe(200);
+  });
+});
+
 describe('null where a oneOf allows it', () => {
   it('accepts `stop: null` and an assistant message with `content: null`', async () => {
     const messages = [
