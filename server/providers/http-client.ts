@@ -3,24 +3,37 @@
 // failures and upstream HTTP error answers become ProviderErrors.
 import { Pool, type Dispatcher } from 'undici';
 import type { IncomingHttpHeaders } from 'undici/types/header.js';
-import { LinkedAbortController } from './linked-abort.js';
 import { ProviderError, type CallContext, type ProviderErrorKind } from './types.js';
 
 type TimeoutKind = NonNullable<ProviderError['details']['timeout']>;
 
+/** What a call's abort reaches: the transport of its answer. */
+interface Abortable {
+  abort(reason: Error): void;
+}
+
 /**
  * One call's cancellation: the caller's signal plus our own deadlines. Which deadline fired
  * is remembered so that the resulting abort error can be reported as the right timeout.
+ * Not an AbortController of its own: on Node 20 making one (its signal an EventTarget) costs
+ * more than the rest of the guard, and only the call's own transport ever listens.
  */
 export class CallGuard {
-  readonly signal: AbortSignal;
-  private readonly own: LinkedAbortController;
   private timer: NodeJS.Timeout | undefined;
   private fired: TimeoutKind | undefined;
+  private target: Abortable | undefined;
+  private reason: Error | undefined;
+  private readonly follow = () => this.abort(this.ctx.signal.reason);
 
   constructor(readonly ctx: CallContext) {
-    this.own = new LinkedAbortController(ctx.signal);
-    this.signal = this.own.signal;
+    if (ctx.signal.aborted) this.abort(ctx.signal.reason);
+    else ctx.signal.addEventListener('abort', this.follow, { once: true });
+  }
+
+  /** The transport the call's abort reaches; an abort already decided reaches it at once. */
+  attach(target: Abortable): void {
+    this.target = target;
+    if (this.reason) target.abort(this.reason);
   }
 
   arm(kind: TimeoutKind, ms: number): void {
@@ -31,7 +44,7 @@ export class CallGuard {
   /** The deadline `kind` has passed: the call is aborted and its error reported as that timeout. */
   expire(kind: TimeoutKind): void {
     this.fired = kind;
-    this.own.abort();
+    this.abort(new DOMException(`upstream ${kind} timeout`, 'AbortError'));
   }
 
   disarm(): void {
@@ -41,13 +54,20 @@ export class CallGuard {
   /** Ends the call early (consumer stopped reading): destroys the upstream socket. */
   cancel(): void {
     this.disarm();
-    this.own.abort();
+    this.abort(new DOMException('This operation was aborted', 'AbortError'));
   }
 
   /** The call is over, however it ended: no deadline, and the caller's signal no longer followed. */
   end(): void {
     this.disarm();
-    this.own.unlink();
+    this.ctx.signal.removeEventListener('abort', this.follow);
+  }
+
+  private abort(reason: Error): void {
+    if (this.reason) return;
+    this.reason = reason;
+    this.ctx.signal.removeEventListener('abort', this.follow);
+    this.target?.abort(reason);
   }
 
   /**
@@ -106,7 +126,8 @@ export function createHttpClient(baseUrl: string): HttpClient {
 
   /** The call's answer: its headers once 2xx (a stream), else its whole body; a transport failure is classified. */
   async function send(call: JsonCall, guard: CallGuard, until: 'headers' | 'end'): Promise<UpstreamResponse> {
-    const res = new UpstreamResponse(guard.signal);
+    const res = new UpstreamResponse();
+    guard.attach(res);
     try {
       await res.open(pool, requestOptions(call), until);
     } catch (err) {
@@ -173,13 +194,16 @@ export class UpstreamResponse implements Dispatcher.DispatchHandler {
   private until: 'headers' | 'end' = 'end';
   private settle: ((error?: unknown) => void) | undefined;
   private controller: Dispatcher.DispatchController | undefined;
-  // An abort before the request reaches a socket settles at once; the request is dropped when it does.
-  private readonly onAbort = () => {
-    if (this.controller) this.controller.abort(this.signal.reason);
-    else this.end(this.signal.reason);
-  };
+  // Set by an abort before the request reached a socket: the request is dropped when it does.
+  private abortedWith: Error | undefined;
 
-  constructor(private readonly signal: AbortSignal) {}
+  /** Cancels the request or the answer; an answer not yet under way fails at once. */
+  abort(reason: Error): void {
+    if (this.ended) return;
+    if (this.controller) return this.controller.abort(reason);
+    this.abortedWith = reason;
+    this.end(reason);
+  }
 
   /** The response headers arrived: a failure from here on cut the answer. */
   get started(): boolean {
@@ -195,8 +219,7 @@ export class UpstreamResponse implements Dispatcher.DispatchHandler {
         if (error === undefined) resolve();
         else reject(error);
       };
-      if (this.signal.aborted) return this.end(this.signal.reason);
-      this.signal.addEventListener('abort', this.onAbort, { once: true });
+      if (this.abortedWith) return this.end(this.abortedWith);
       try {
         dispatcher.dispatch(options, this);
       } catch (error) {
@@ -228,7 +251,7 @@ export class UpstreamResponse implements Dispatcher.DispatchHandler {
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
-    if (this.signal.aborted) return controller.abort(this.signal.reason);
+    if (this.abortedWith) return controller.abort(this.abortedWith);
     this.controller = controller;
   }
 
@@ -260,7 +283,6 @@ export class UpstreamResponse implements Dispatcher.DispatchHandler {
     if (this.ended) return;
     this.ended = true;
     this.error = error;
-    this.signal.removeEventListener('abort', this.onAbort);
     this.settle?.(error);
     this.onActivity?.();
   }

@@ -83,7 +83,7 @@ describe('UpstreamResponse (a stream body as undici pushes it)', () => {
     });
   }
   const opened = async () => {
-    const res = new UpstreamResponse(new AbortController().signal);
+    const res = new UpstreamResponse();
     const c = controller();
     const open = res.open({ dispatch: () => true } as never, { method: 'POST', path: '/' }, 'headers');
     res.onRequestStart(c);
