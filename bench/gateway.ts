@@ -13,6 +13,8 @@
 //   npm run bench:gateway -- --profile --profile-case express   profiles the bare Express forwarder instead (to compare)
 //   npm run bench:gateway -- --alloc [--profile-case express]  bytes allocated per request (garbage included) by
 //                            allocation site, from V8's sampling heap profiler (what the GC time is spent on)
+//   npm run bench:gateway -- --alloc-old                only what outlived the young generation (promoted: what
+//                            makes scavenges slow and major GCs come)
 //   npm run bench:gateway -- --postgres                 the gateway on PostgreSQL and Redis, as at scale (a fresh
 //                            database on TEST_POSTGRES_URL's server, dropped after; REDIS_URL or redis://127.0.0.1:6379)
 //   npm run bench:gateway -- --pin                      the server under test on a core of its own
@@ -50,6 +52,7 @@ const { values: args } = parseArgs({
     ramp: { type: 'string', default: '200' },
     profile: { type: 'boolean', default: false },
     alloc: { type: 'boolean', default: false },
+    'alloc-old': { type: 'boolean', default: false },
     'profile-out': { type: 'string' },
     'profile-case': { type: 'string', default: 'gateway' },
     pin: { type: 'boolean', default: false },
@@ -432,21 +435,23 @@ async function streams(count: number, chunkMs: number, chunks: number, perSecond
 async function profile(duration: number): Promise<void> {
   const which = args['profile-case'] as keyof typeof CASES;
   if (!(which in CASES)) throw new Error(`--profile-case: one of ${Object.keys(CASES).join(', ')}`);
-  const kind = args.alloc ? 'alloc' : 'profile';
+  const alloc = args.alloc || args['alloc-old'];
   const children = await startAll(which === 'upstream' ? [] : [ROLE_OF_CASE[which]]);
   const target = targets(children).find((t) => t.name === CASES[which])!;
   await warm(target);
-  await ask(target.child, `${kind}-start`);
+  await ask(target.child, args['alloc-old'] ? 'alloc-old-start' : alloc ? 'alloc-start' : 'profile-start');
   const run = await measure(target, 64, duration);
-  const result = await ask<CpuProfile | AllocationProfile>(target.child, `${kind}-stop`);
+  const result = await ask<CpuProfile | AllocationProfile>(target.child, alloc ? 'alloc-stop' : 'profile-stop');
   await Promise.all([...children.values()].map(stop));
   if (args['profile-out']) writeFileSync(args['profile-out'], JSON.stringify(result));
 
-  const profiler = args.alloc ? "V8's sampling heap profiler (a sample every 4 KiB on average)" : 'the V8 profiler (sampling every 200 µs)';
+  const profiler = alloc
+    ? `V8's sampling heap profiler (a sample every 4 KiB on average${args['alloc-old'] ? ', only what outlived the young generation' : ''})`
+    : 'the V8 profiler (sampling every 200 µs)';
   console.log(`\n${setting(`${CASES[which]}, 64 connections for ${duration} s under ${profiler}`)}`);
   console.log(`${Math.round(run.rps)} req/s, ${Math.round(run.cpuPerRequest)} CPU µs/req (process, profiler included), ${f(run.transactions, 1)} database transactions/req.\n`);
   const requests = Math.round(run.rps * duration);
-  console.log(args.alloc ? summarizeAllocations(result as AllocationProfile, requests) : summarize(result as CpuProfile, requests));
+  console.log(alloc ? summarizeAllocations(result as AllocationProfile, requests) : summarize(result as CpuProfile, requests));
 }
 
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
@@ -464,7 +469,7 @@ async function main(): Promise<void> {
 
 async function run(duration: number): Promise<void> {
   if (args.streams) await streams(Number(args.streams), Number(args['chunk-ms']), Number(args.chunks), Number(args.ramp));
-  else if (args.profile || args.alloc) await profile(duration);
+  else if (args.profile || args.alloc || args['alloc-old']) await profile(duration);
   else await throughput(duration, Number(args.rounds));
 }
 
