@@ -3,10 +3,12 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import cors from 'cors';
-import express, { type Express, type RequestHandler } from 'express';
+import type { RequestListener } from 'node:http';
+import express, { type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { handlers } from '../generated/server/bindings.js';
 import type { Authenticator } from './identity/authenticator.js';
+import { requestListener } from './http/entry.js';
 import { errorHandler, routeNotFound } from './http/error-handler.js';
 import type { UntypedHandler } from './http/invoke.js';
 import { buildRouter, type AdmissionStage } from './http/router.js';
@@ -31,40 +33,36 @@ export interface AppParts {
   admission?: AdmissionStage[];
 }
 
-export async function createApps(parts: AppParts): Promise<{ api: Express; management: Express }> {
+export async function createApps(parts: AppParts): Promise<{ api: RequestListener; management: RequestListener }> {
   // One validator serves both apps: loading and preprocessing the contract is the costly part.
   const validator = await createValidator({ apiSpec: CONTRACT_PATH, validateResponses: parts.services.config.validateResponses });
   return { api: createApp('api', parts, validator), management: createApp('management', parts, validator) };
 }
 
-function createApp(api: 'api' | 'management', parts: AppParts, validator: OperationValidator): Express {
+function createApp(api: 'api' | 'management', parts: AppParts, validator: OperationValidator): RequestListener {
   const { config } = parts.services;
   const app = express();
-  app.disable('x-powered-by');
   // The contract declares no ETag or 304: hashing every answer for one is work for nothing.
   app.set('etag', false);
-  // The request's steps, composed into one Express layer (http/route-table.ts).
-  app.use(
-    compose([
-      assignTraceId,
-      requestLogging(app, parts.logger.child({ api })),
-      // Browsers call the inference API, not the management one.
-      ...(api === 'api' && config.corsOrigins.length > 0 ? [corsFor(config.corsOrigins)] : []),
-      buildRouter({
-        api,
-        handlers: handlers as unknown as Record<keyof typeof handlers, UntypedHandler>,
-        services: parts.services,
-        authenticator: parts.authenticator,
-        validator,
-        admission: parts.admission ?? [],
-        jsonBodyLimit: config.jsonBodyLimit,
-        uploadLimits: { fileSize: config.uploadFileLimit, files: config.uploadMaxFiles, directory: config.uploadTmpDir },
-      }),
-    ]),
-  );
-  app.use(routeNotFound);
-  app.use(errorHandler(api));
-  return app;
+  // The request's steps, composed into one pipeline that answers every request (http/entry.ts).
+  const pipeline = compose([
+    assignTraceId,
+    requestLogging(app, parts.logger.child({ api })),
+    // Browsers call the inference API, not the management one.
+    ...(api === 'api' && config.corsOrigins.length > 0 ? [corsFor(config.corsOrigins)] : []),
+    buildRouter({
+      api,
+      handlers: handlers as unknown as Record<keyof typeof handlers, UntypedHandler>,
+      services: parts.services,
+      authenticator: parts.authenticator,
+      validator,
+      admission: parts.admission ?? [],
+      jsonBodyLimit: config.jsonBodyLimit,
+      uploadLimits: { fileSize: config.uploadFileLimit, files: config.uploadMaxFiles, directory: config.uploadTmpDir },
+    }),
+    routeNotFound,
+  ]);
+  return requestListener(app, pipeline, errorHandler(api));
 }
 
 /** Response headers a browser script may read: the ones the contract and the SDK rely on. */
