@@ -154,10 +154,14 @@ export interface Child extends Ready {
   process: ChildProcess;
 }
 
-/** Starts a role; the gateway runs with the Node flags and environment of `npm start`. */
-export function start(role: Role, env: Record<string, string> = {}): Promise<Child> {
+/**
+ * Starts a role; the gateway runs with the Node flags and environment of `npm start`.
+ * `checkout`: another checkout of the repository (a baseline) whose servers to run instead.
+ */
+export function start(role: Role, env: Record<string, string> = {}, checkout?: string): Promise<Child> {
   const settings = role === 'gateway' ? startScriptSettings() : { flags: [], env: {} };
-  const child = fork(import.meta.filename, {
+  const child = fork(checkout ? join(checkout, 'bench', 'gateway-servers.ts') : import.meta.filename, {
+    ...(checkout && { cwd: checkout }),
     env: { ...process.env, ...settings.env, BENCH_ROLE: role, ...env },
     execArgv: ['--import', 'tsx', ...settings.flags],
   });

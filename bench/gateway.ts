@@ -3,6 +3,8 @@
 //
 //   npm run bench:gateway                               throughput, latency, CPU, stream first byte
 //   npm run bench:gateway -- --duration 5 --rounds 5    seconds per case and rounds (default 3 and 3)
+//   npm run bench:gateway -- --baseline REF             also the gateway as of git REF (a temporary worktree), in
+//                            the same rounds: a change's A/B in one run, which a noisy machine needs
 //   npm run bench:gateway -- --streams 5000             many slow concurrent streams: peak RSS, chunk delay
 //                            [--chunk-ms 50 --chunks 600 --ramp 200]  (a chunk every 50 ms, 600 per stream: 30 s
 //                            each, opened at 200 a second so that all are open at once when the last one starts)
@@ -28,9 +30,11 @@
 // others; on a busy 2-core machine that was worse than letting the scheduler place them,
 // so it is off by default. Each round runs every case; figures are the median over rounds
 // (req/s also shows min–max). Ratios and targets are printed, never asserted.
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
@@ -53,6 +57,7 @@ const { values: args } = parseArgs({
     profile: { type: 'boolean', default: false },
     alloc: { type: 'boolean', default: false },
     'alloc-old': { type: 'boolean', default: false },
+    baseline: { type: 'string' },
     'profile-out': { type: 'string' },
     'profile-case': { type: 'string', default: 'gateway' },
     pin: { type: 'boolean', default: false },
@@ -196,8 +201,14 @@ function targets(children: Map<Role, Child>): Target[] {
     headers: { ...JSON_HEADERS, authorization: `Bearer ${gateway.key}` },
     body: JSON.stringify({ model: 'bench-model', messages: MESSAGES }),
   };
+  const baselineTarget = (child: Child): Target => ({
+    name: baselineName(),
+    child,
+    options: { ...gatewayOptions, url: child.url + GATEWAY_PATH, headers: { ...JSON_HEADERS, authorization: `Bearer ${child.key}` } },
+  });
   return [
     ...bare,
+    ...(baseline ? [baselineTarget(baseline)] : []),
     { name: CASES.gateway, child: gateway, options: gatewayOptions },
     {
       name: CASES.idempotent,
@@ -211,9 +222,31 @@ function targets(children: Map<Role, Child>): Target[] {
   ];
 }
 
+/** The gateway of the --baseline checkout, when asked for: a case of its own. */
+let baseline: Child | undefined;
+const baselineName = () => `gateway at ${args.baseline}`;
+
+/** A worktree of git `ref` sharing this checkout's node_modules; removed when `use` ends. */
+async function withCheckout<T>(ref: string, use: (dir: string) => Promise<T>): Promise<T> {
+  const dir = join(mkdtempSync(join(tmpdir(), 'bench-baseline-')), 'checkout');
+  execFileSync('git', ['worktree', 'add', '--detach', dir, ref], { stdio: 'ignore' });
+  try {
+    symlinkSync(join(process.cwd(), 'node_modules'), join(dir, 'node_modules'));
+    return await use(dir);
+  } finally {
+    execFileSync('git', ['worktree', 'remove', '--force', dir], { stdio: 'ignore' });
+    rmSync(join(dir, '..'), { recursive: true, force: true });
+  }
+}
+
 async function throughput(duration: number, rounds: number): Promise<void> {
   const children = await startAll(['node-forwarder', 'express-forwarder', 'gateway']);
   const gateway = children.get('gateway')!;
+  if (args.baseline) {
+    const env = { BENCH_UPSTREAM: children.get('upstream')!.url, ...(database && { BENCH_DATABASE_URL: database.url, BENCH_REDIS_URL: REDIS_URL }) };
+    baseline = await start('gateway', env, baselineCheckout);
+    if (PRIORITY) raisePriority(baseline.process.pid!);
+  }
   const idleRss = memoryMiB(gateway.process.pid!, 'VmRSS');
   const list = targets(children);
   for (const target of list) await warm(target);
@@ -233,6 +266,9 @@ async function throughput(duration: number, rounds: number): Promise<void> {
     { name: 'upstream alone', url: children.get('upstream')!.url, path: CHAT_PATH, headers: JSON_HEADERS, body: streamBody('fake-model') },
     { name: CASES.node, url: children.get('node-forwarder')!.url, path: CHAT_PATH, headers: JSON_HEADERS, body: streamBody('fake-model') },
     { name: CASES.express, url: children.get('express-forwarder')!.url, path: CHAT_PATH, headers: JSON_HEADERS, body: streamBody('fake-model') },
+    ...(baseline
+      ? [{ name: baselineName(), url: baseline.url, path: GATEWAY_PATH, headers: { ...JSON_HEADERS, authorization: `Bearer ${baseline.key}` }, body: streamBody('bench-model') }]
+      : []),
     { name: 'gateway', url: gateway.url, path: GATEWAY_PATH, headers: { ...JSON_HEADERS, authorization: `Bearer ${gateway.key}` }, body: streamBody('bench-model') },
   ].map((p) => ({ ...p, pool: new Pool(p.url) }));
   const ttfb = paths.map(() => [] as number[]);
@@ -246,7 +282,7 @@ async function throughput(duration: number, rounds: number): Promise<void> {
   }
   await Promise.all(paths.map((p) => p.pool.close()));
   const peakRss = memoryMiB(gateway.process.pid!, 'VmHWM');
-  await Promise.all([...children.values()].map(stop));
+  await Promise.all([...children.values(), ...(baseline ? [baseline] : [])].map(stop));
 
   // Medians over rounds.
   const m = (name: string, c: 1 | 64, key: keyof Measured) => median(samples.get(name)![c].map((s) => s[key]));
@@ -294,6 +330,13 @@ async function throughput(duration: number, rounds: number): Promise<void> {
   const rps = (name: string) => m(name, 64, 'rps');
   const idempotencyCost = 1 - rps(CASES.idempotent) / rps(CASES.gateway);
   const addedAt64 = (p: 'p50' | 'p99') => m(CASES.gateway, 64, p) - m(CASES.express, 64, p);
+  if (baseline) {
+    const b = baselineName();
+    console.log(
+      `\nAgainst ${b} (same rounds): req/s ${f(rps(CASES.gateway) / rps(b))}x, CPU per request ${f(m(CASES.gateway, 64, 'cpuPerRequest') / m(b, 64, 'cpuPerRequest'))}x, ` +
+        `p50 @64 ${f(m(CASES.gateway, 64, 'p50') - m(b, 64, 'p50'))} ms, stream first byte p50 ${f(percentile(sorted[gatewayIndex], 50) - percentile(sorted[gatewayIndex - 1], 50))} ms.`,
+    );
+  }
   console.log(`\nGateway RSS: ${Math.round(idleRss)} MiB idle after start, ${Math.round(peakRss)} MiB peak.\n\nTargets (issue 8):`);
   console.log(`  ${verdict(rps(CASES.gateway) >= 0.85 * rps(CASES.express))}  gateway req/s >= 0.85 x bare Express forwarder: ${f(rps(CASES.gateway) / rps(CASES.express))}`);
   console.log(`  ${verdict(addedAt64('p50') <= 0.5)}  added p50 <= 0.5 ms @64 (over the Express forwarder): ${f(addedAt64('p50'))} ms`);
@@ -395,7 +438,7 @@ async function streams(count: number, chunkMs: number, chunks: number, perSecond
   const cpuProfile = args.profile ? await ask<CpuProfile>(gateway, 'profile-stop') : null;
   const oldAllocations = args.alloc ? await ask<AllocationProfile>(gateway, 'alloc-stop') : null;
   const peakRss = memoryMiB(gateway.process.pid!, 'VmHWM');
-  await Promise.all([...children.values()].map(stop));
+  await Promise.all([...children.values(), ...(baseline ? [baseline] : [])].map(stop));
   if (cpuProfile && args['profile-out']) writeFileSync(args['profile-out'], JSON.stringify(cpuProfile));
 
   const added = (gaps: number[], p: number) => percentile(gaps, p) - chunkMs;
@@ -467,7 +510,17 @@ async function main(): Promise<void> {
   }
 }
 
+/** Where the --baseline checkout is while the run lasts. */
+let baselineCheckout: string | undefined;
+
 async function run(duration: number): Promise<void> {
+  if (args.baseline && !baselineCheckout) {
+    if (args.streams || args.profile || args.alloc || args['alloc-old']) throw new Error('--baseline: for the throughput run only');
+    return withCheckout(args.baseline, (dir) => {
+      baselineCheckout = dir;
+      return run(duration);
+    });
+  }
   if (args.streams) await streams(Number(args.streams), Number(args['chunk-ms']), Number(args.chunks), Number(args.ramp));
   else if (args.profile || args.alloc || args['alloc-old']) await profile(duration);
   else await throughput(duration, Number(args.rounds));
