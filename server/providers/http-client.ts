@@ -194,15 +194,16 @@ export class UpstreamResponse implements Dispatcher.DispatchHandler {
   private until: 'headers' | 'end' = 'end';
   private settle: ((error?: unknown) => void) | undefined;
   private controller: Dispatcher.DispatchController | undefined;
-  // Set by an abort before the request reached a socket: the request is dropped when it does.
+  // Set by an abort before the request reached a socket: open() fails with it, and a request
+  // already queued is dropped when it reaches one.
   private abortedWith: Error | undefined;
 
-  /** Cancels the request or the answer; an answer not yet under way fails at once. */
+  /** Cancels the request or the answer; one not under way yet fails at once, or as it opens. */
   abort(reason: Error): void {
     if (this.ended) return;
     if (this.controller) return this.controller.abort(reason);
     this.abortedWith = reason;
-    this.end(reason);
+    if (this.settle) this.end(reason);
   }
 
   /** The response headers arrived: a failure from here on cut the answer. */

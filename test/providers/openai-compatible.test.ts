@@ -218,6 +218,15 @@ describe('faults', () => {
     expect(up.requests[0].completed).toBe(false);
   });
 
+  it('a call whose caller has already left fails at once with its reason and sends nothing', async () => {
+    const controller = new AbortController();
+    const reason = new Error('client left');
+    controller.abort(reason);
+    await expect(provider.chat(hello, ctx(controller.signal))).rejects.toBe(reason);
+    await expect(collect(provider.chatStream(hello, ctx(controller.signal)))).rejects.toBe(reason);
+    expect(up.requests).toHaveLength(0);
+  });
+
   it('a caller signal that outlives its calls keeps no listener, however each call ended', async () => {
     // A worker's signal spans many calls: each call's link to it must go when the call ends.
     const worker = new AbortController().signal;
