@@ -13,7 +13,7 @@ import { Guardrails, type GuardrailCheck } from '../../server/gateway/guardrails
 import { DeploymentHealth } from '../../server/gateway/health.js';
 import { planRoute } from '../../server/gateway/routing.js';
 import { UsageScope, type UsageMeter } from '../../server/gateway/usage-scope.js';
-import { ProviderError, type ChatRequest, type ChatStreamEvent, type Provider } from '../../server/providers/types.js';
+import { ProviderError, type CallContext, type ChatRequest, type ChatStreamEvent, type Provider } from '../../server/providers/types.js';
 
 type Step =
   | { text: string }
@@ -54,6 +54,22 @@ function scripted(id: string, steps: Step[]): Provider & { requests: ChatRequest
     async probe() {},
     async close() {},
   };
+}
+
+/** A provider whose stream runs `events`, and whether that stream has ended (finished, returned or thrown out of). */
+function watchedStream(id: string, events: (ctx: CallContext) => AsyncGenerator<ChatStreamEvent>) {
+  const watch = { ended: false, provider: undefined as unknown as Provider };
+  watch.provider = {
+    ...scripted(id, []),
+    async *chatStream(_request, ctx) {
+      try {
+        yield* events(ctx);
+      } finally {
+        watch.ended = true;
+      }
+    },
+  };
+  return watch;
 }
 
 const delta = (content: string): ChatStreamEvent => ({ type: 'delta', content });
@@ -377,19 +393,11 @@ describe('deployment health', () => {
 
 describe('stream accounting', () => {
   it('ends the call when the client leaves before the stream is ever read (right after the headers)', async () => {
-    let returned = false;
-    const provider: Provider = {
-      ...scripted('a', []),
-      async *chatStream(_request, ctx) {
-        try {
-          yield delta('first');
-          await sleep(60_000, undefined, { signal: ctx.signal });
-        } finally {
-          returned = true;
-        }
-      },
-    };
-    const { gateway, catalog, health } = gatewayOf([provider]);
+    const a = watchedStream('a', async function* (ctx) {
+      yield delta('first');
+      await sleep(60_000, undefined, { signal: ctx.signal });
+    });
+    const { gateway, catalog, health } = gatewayOf([a.provider]);
     const client = new AbortController();
     const scope = new UsageScope();
     const stream = await gateway.chatStream(callOf(catalog, client.signal, scope));
@@ -399,7 +407,7 @@ describe('stream accounting', () => {
     const [calls] = await scope.settled(5_000);
     expect(Date.now() - started).toBeLessThan(1_000);
     expect(health.snapshot('a').inFlight).toBe(0);
-    expect(returned).toBe(true);
+    expect(a.ended).toBe(true);
     expect(calls.map((a) => a.outcome)).toEqual(['aborted']);
     expect(stream.attempts[0].usage!.completionTokens).toBe(0);
     // max_concurrent counts in-flight calls: a leak would refuse the next request.
@@ -407,23 +415,15 @@ describe('stream accounting', () => {
   });
 
   it('cancels the upstream and settles the attempt with what it produced when the consumer stops early', async () => {
-    let returned = false;
-    const provider: Provider = {
-      ...scripted('a', []),
-      async *chatStream() {
-        try {
-          for (let i = 0; i < 100; i++) yield delta(` word${i}`);
-          yield finish;
-        } finally {
-          returned = true;
-        }
-      },
-    };
-    const { gateway, catalog } = gatewayOf([provider]);
+    const a = watchedStream('a', async function* () {
+      for (let i = 0; i < 100; i++) yield delta(` word${i}`);
+      yield finish;
+    });
+    const { gateway, catalog } = gatewayOf([a.provider]);
     const stream = await gateway.chatStream(callOf(catalog));
     let seen = 0;
     for await (const event of stream) if (event.type === 'delta' && ++seen === 3) break;
-    expect(returned).toBe(true);
+    expect(a.ended).toBe(true);
     expect(stream.attempts).toHaveLength(1);
     expect(stream.attempts[0].outcome).toBe('aborted');
     expect(stream.attempts[0].usage!.completionTokens).toBeGreaterThanOrEqual(3);
@@ -434,21 +434,13 @@ describe('stream accounting', () => {
     const a = scripted('a', [{ stream: [delta('one two'), new ProviderError('connection_dropped', 'cut')] }]);
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
-    let returned = false;
-    const b: Provider = {
-      ...scripted('b', []),
-      // Slow to its first event, and deaf to the abort until then (as an upstream mid-handshake).
-      async *chatStream() {
-        try {
-          await gate;
-          yield delta(' three');
-          yield finish;
-        } finally {
-          returned = true;
-        }
-      },
-    };
-    const { gateway, catalog } = gatewayOf([a, b]);
+    // Slow to its first event, and deaf to the abort until then (as an upstream mid-handshake).
+    const b = watchedStream('b', async function* () {
+      await gate;
+      yield delta(' three');
+      yield finish;
+    });
+    const { gateway, catalog } = gatewayOf([a, b.provider]);
     const client = new AbortController();
     const scope = new UsageScope();
     const stream = await gateway.chatStream(callOf(catalog, client.signal, scope));
@@ -465,7 +457,7 @@ describe('stream accounting', () => {
     open();
     const [calls] = await settled;
     expect(await reading).toEqual({ done: true, value: undefined });
-    expect(returned).toBe(true);
+    expect(b.ended).toBe(true);
     expect(calls.map((x) => [x.deploymentId, x.outcome])).toEqual([
       ['a', 'connection_dropped'],
       ['b', 'aborted'],
@@ -489,18 +481,10 @@ describe('stream accounting', () => {
 
 describe('chat completion chunks over a gateway stream', () => {
   it('cancels the upstream call when output moderation fails mid-stream, and ends with its error', async () => {
-    let returned = false;
-    const provider: Provider = {
-      ...scripted('a', []),
-      async *chatStream() {
-        try {
-          for (let i = 0; ; i++) yield delta(` word${i}`);
-        } finally {
-          returned = true;
-        }
-      },
-    };
-    const { gateway } = gatewayOf([provider]);
+    const a = watchedStream('a', async function* () {
+      for (let i = 0; ; i++) yield delta(` word${i}`);
+    });
+    const { gateway } = gatewayOf([a.provider]);
     const broken: GuardrailCheck = {
       id: 'broken',
       cost: 'local',
@@ -519,6 +503,6 @@ describe('chat completion chunks over a gateway stream', () => {
     })();
     await expect(reading).rejects.toThrow('moderator broke');
     expect(contents).toEqual(['', ' word0', ' word1']);
-    expect(returned).toBe(true);
+    expect(a.ended).toBe(true);
   });
 });
