@@ -125,14 +125,15 @@ async function crashAndResume(env: Record<string, string>, inspect: () => Promis
     }
     first.process.kill('SIGKILL');
     await first.exited;
-    // What the kill interrupted, as the dead server left it: a status read before the kill
-    // may be stale by then on a busy machine (that item may have finished in between).
+    // What the kill interrupted, as the dead server left it: the items whose jobs it held. A
+    // status read before the kill may be stale by then on a busy machine (that item may have
+    // finished in between, and the next one not have reached EMBEDDING yet).
     const left = await inspect();
-    const interrupted = await left.prisma.item
-      .findMany({ where: { id: { in: ids }, status: 'EMBEDDING' }, select: { id: true } })
-      .then((rows) => rows.map((r) => r.id))
+    const interrupted = await left.prisma.ingestionJob
+      .findMany({ where: { itemId: { in: ids }, status: 'RUNNING' }, select: { itemId: true } })
+      .then((rows) => rows.map((r) => r.itemId))
       .finally(() => left.close());
-    expect(interrupted.length, 'items the kill left embedding').toBeGreaterThan(0);
+    expect(interrupted.length, 'items whose jobs the kill interrupted').toBeGreaterThan(0);
     ids.push(...last);
 
     second = await startServer(env);
