@@ -73,12 +73,14 @@ const LOAD_CPUS = CORES > 2 ? `0-${CORES - 2}` : '0';
 // Ahead of whatever else the machine runs (a shared machine: other people's builds and tests).
 const PRIORITY = !args['no-priority'] && process.getuid?.() === 0;
 
+/** What a server needs to reach the fake upstream and, with --postgres, the database and Redis. */
+const serverEnv = (upstream: Child) => ({ BENCH_UPSTREAM: upstream.url, ...(database && { BENCH_DATABASE_URL: database.url, BENCH_REDIS_URL: REDIS_URL }) });
+
 async function startAll(roles: Role[], stream = { chunkMs: 0, chunks: 0 }): Promise<Map<Role, Child>> {
   const children = new Map<Role, Child>();
   const up = await start('upstream', { BENCH_CHUNK_MS: String(stream.chunkMs), BENCH_CHUNKS: String(stream.chunks) });
   children.set('upstream', up);
-  const env = { BENCH_UPSTREAM: up.url, ...(database && { BENCH_DATABASE_URL: database.url, BENCH_REDIS_URL: REDIS_URL }) };
-  for (const child of await Promise.all(roles.map((role) => start(role, env)))) children.set(child.role, child);
+  for (const child of await Promise.all(roles.map((role) => start(role, serverEnv(up))))) children.set(child.role, child);
   if (PINNED) {
     pin(process.pid, LOAD_CPUS);
     pin(up.process.pid!, LOAD_CPUS);
@@ -195,20 +197,16 @@ function targets(children: Map<Role, Child>): Target[] {
   const bare = [...direct(CASES.upstream, 'upstream'), ...direct(CASES.node, 'node-forwarder'), ...direct(CASES.express, 'express-forwarder')];
   const gateway = children.get('gateway');
   if (!gateway) return bare;
-  const gatewayOptions = {
-    url: gateway.url + GATEWAY_PATH,
+  const optionsOf = (child: Child) => ({
+    url: child.url + GATEWAY_PATH,
     method: 'POST' as const,
-    headers: { ...JSON_HEADERS, authorization: `Bearer ${gateway.key}` },
+    headers: { ...JSON_HEADERS, authorization: `Bearer ${child.key}` },
     body: JSON.stringify({ model: 'bench-model', messages: MESSAGES }),
-  };
-  const baselineTarget = (child: Child): Target => ({
-    name: baselineName(),
-    child,
-    options: { ...gatewayOptions, url: child.url + GATEWAY_PATH, headers: { ...JSON_HEADERS, authorization: `Bearer ${child.key}` } },
   });
+  const gatewayOptions = optionsOf(gateway);
   return [
     ...bare,
-    ...(baseline ? [baselineTarget(baseline)] : []),
+    ...(baseline ? [{ name: baselineName(), child: baseline, options: optionsOf(baseline) }] : []),
     { name: CASES.gateway, child: gateway, options: gatewayOptions },
     {
       name: CASES.idempotent,
@@ -243,8 +241,7 @@ async function throughput(duration: number, rounds: number): Promise<void> {
   const children = await startAll(['node-forwarder', 'express-forwarder', 'gateway']);
   const gateway = children.get('gateway')!;
   if (args.baseline) {
-    const env = { BENCH_UPSTREAM: children.get('upstream')!.url, ...(database && { BENCH_DATABASE_URL: database.url, BENCH_REDIS_URL: REDIS_URL }) };
-    baseline = await start('gateway', env, baselineCheckout);
+    baseline = await start('gateway', serverEnv(children.get('upstream')!), baselineCheckout);
     if (PRIORITY) raisePriority(baseline.process.pid!);
   }
   const idleRss = memoryMiB(gateway.process.pid!, 'VmRSS');
@@ -504,7 +501,12 @@ async function main(): Promise<void> {
   const duration = Number(args.duration);
   if (args.postgres) database = await createTestDatabase('bench_gateway');
   try {
-    await run(duration);
+    if (!args.baseline) return await run(duration);
+    if (args.streams || args.profile || args.alloc || args['alloc-old']) throw new Error('--baseline: for the throughput run only');
+    await withCheckout(args.baseline, (dir) => {
+      baselineCheckout = dir;
+      return run(duration);
+    });
   } finally {
     await database?.drop();
   }
@@ -514,13 +516,6 @@ async function main(): Promise<void> {
 let baselineCheckout: string | undefined;
 
 async function run(duration: number): Promise<void> {
-  if (args.baseline && !baselineCheckout) {
-    if (args.streams || args.profile || args.alloc || args['alloc-old']) throw new Error('--baseline: for the throughput run only');
-    return withCheckout(args.baseline, (dir) => {
-      baselineCheckout = dir;
-      return run(duration);
-    });
-  }
   if (args.streams) await streams(Number(args.streams), Number(args['chunk-ms']), Number(args.chunks), Number(args.ramp));
   else if (args.profile || args.alloc || args['alloc-old']) await profile(duration);
   else await throughput(duration, Number(args.rounds));
