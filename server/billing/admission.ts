@@ -11,6 +11,7 @@ import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { routesById, type RouteDefinition } from '../../generated/contract/routes.js';
 import type { AdmissionStage } from '../http/router.js';
+import { onResponseEnd } from '../http/response-end.js';
 import { traceIdOf } from '../http/trace.js';
 import type { Principal } from '../identity/principal.js';
 import type { BillingService, Reservation } from './billing-service.js';
@@ -74,7 +75,7 @@ export function billingStage(billing: BillingService, estimator: Estimator, logg
         });
       }
       const scope = new UsageScope();
-      res.once('close', () => {
+      onResponseEnd(res, () => {
         billing.background(
           scope
             .settled(SETTLE_WAIT_MS)

@@ -5,6 +5,7 @@
 import type { Logger } from 'pino';
 import type { components } from '../../generated/types/openapi.js';
 import { ApiError } from '../errors.js';
+import { LogsThrough } from '../logging.js';
 import type { ChatMessage, ChatRequest, ChatStreamEvent, ResponseFormat, ToolChoice, ToolDefinition } from '../providers/types.js';
 import { streamUsage, type CallScope, type ChatCall, type GatewayService, type GatewayStream, type Served } from './gateway-service.js';
 import type { Guardrails, StreamModeration } from './guardrails.js';
@@ -27,16 +28,24 @@ export interface CompletionContext extends CallScope {
 
 /** The gateway call of a request's completion: its scope, and its logger read only when something logs. */
 export function chatCall(ctx: CompletionContext, plan: RoutePlan, request: Omit<ChatRequest, 'model'>): ChatCall {
-  return {
-    plan,
-    request,
-    operation: ctx.operation,
-    signal: ctx.signal,
-    meter: ctx.meter,
-    get log() {
-      return ctx.log;
-    },
-  };
+  return new CompletionCall(ctx, plan, request);
+}
+
+class CompletionCall extends LogsThrough implements ChatCall {
+  readonly operation: string;
+  readonly signal: AbortSignal;
+  readonly meter: ChatCall['meter'];
+
+  constructor(
+    ctx: CompletionContext,
+    readonly plan: RoutePlan,
+    readonly request: Omit<ChatRequest, 'model'>,
+  ) {
+    super(ctx);
+    this.operation = ctx.operation;
+    this.signal = ctx.signal;
+    this.meter = ctx.meter;
+  }
 }
 
 export type CompletionAnswer = { kind: 'json'; body: ChatCompletion } | { kind: 'stream'; stream: AsyncIterable<ChatCompletionChunk> };

@@ -5,11 +5,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { ApiError } from '../errors.js';
+import { LogsThrough } from '../logging.js';
 import type { Metrics } from '../observability/metrics.js';
 import {
   ProviderError,
   type CallContext,
   type CallTimeouts,
+  type ChatMessage,
   type ChatRequest,
   type ChatResult,
   type ChatStreamEvent,
@@ -25,7 +27,7 @@ import type { Catalog, DeploymentConfig, ModelConfig, Served } from './catalog.j
 import { kindFacts, toCallerError } from './errors.js';
 import type { DeploymentHealth } from './health.js';
 import type { RoutePlan } from './routing.js';
-import { CommittedStream, type OpenStream } from './committed-stream.js';
+import { CommittedStream, type OpenStream, type StreamScope } from './committed-stream.js';
 import { estimateUsage, UpstreamCall, type Attempt } from './upstream-call.js';
 import { trackUsage, type UsageMeter } from './usage-scope.js';
 
@@ -232,15 +234,8 @@ export class GatewayService {
       metered();
       throw error;
     });
-    return new CommittedStream(first, attempts, {
-      messages: call.request.messages,
-      signal: call.signal,
-      get log() {
-        return call.log;
-      },
-      resume: this.resumes(call.operation) ? (prefix) => this.openStream(call, attempts, prefix, tried) : undefined,
-      metered,
-    });
+    const resume = this.resumes(call.operation) ? (prefix: string) => this.openStream(call, attempts, prefix, tried) : undefined;
+    return new CommittedStream(first, attempts, new CallStreamScope(call, resume, metered));
   }
 
   /** Tries deployments until one yields a first event that continues `prefix` (when resuming). */
@@ -379,4 +374,20 @@ async function firstEvents(iterator: AsyncIterator<ChatStreamEvent>, prefix: str
     throw new ProviderError('prefix_refused', 'The fallback started the answer over instead of continuing it.');
   }
   return events;
+}
+
+/** What a committed stream needs of its call. */
+class CallStreamScope extends LogsThrough implements StreamScope {
+  readonly messages: ChatMessage[];
+  readonly signal: AbortSignal;
+
+  constructor(
+    call: ChatCall,
+    readonly resume: StreamScope['resume'],
+    readonly metered: () => void,
+  ) {
+    super(call);
+    this.messages = call.request.messages;
+    this.signal = call.signal;
+  }
 }

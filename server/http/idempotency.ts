@@ -8,6 +8,7 @@ import { ApiError } from '../errors.js';
 import type { Principal } from '../identity/principal.js';
 import type { IdempotencyRecords } from '../storage/idempotency-store.js';
 import type { SpooledFile } from './multipart.js';
+import { onResponseEnd } from './response-end.js';
 import type { AdmissionStage } from './router.js';
 
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
@@ -93,7 +94,7 @@ function remember(res: Parameters<RequestHandler>[1], recordId: string, store: I
     sentJson = true;
     return json(value);
   };
-  res.once('close', () => {
+  onResponseEnd(res, () => {
     const keep = res.writableFinished && sentJson && keeps(res.statusCode);
     const bytes = Number(res.getHeader('content-length') ?? 0);
     const settle = keep ? store.complete(recordId, { status: res.statusCode, body, bytes }) : store.release(recordId);
@@ -107,7 +108,7 @@ function remember(res: Parameters<RequestHandler>[1], recordId: string, store: I
  * and a client retrying a stream it did not get whole wants it run again.
  */
 function holdWhileStreaming(res: Parameters<RequestHandler>[1], recordId: string, store: IdempotencyRecords, req: Request): void {
-  res.once('close', () => {
+  onResponseEnd(res, () => {
     store.release(recordId).catch((error) => req.log.error({ err: error }, 'could not release the Idempotency-Key of a stream'));
   });
 }

@@ -1,10 +1,12 @@
 // Calls an operation's handler with its typed request and context, and writes what it returns.
-import type { Request, RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import type { RouteDefinition } from '../../generated/contract/routes.js';
 import type { UploadedFile } from '../../generated/server/operations.js';
 import type { Services } from '../services.js';
 import type { RequestContext } from './handler.js';
+import { onResponseEnd } from './response-end.js';
 import type { SpooledFile } from './multipart.js';
+import { LogsThrough } from '../logging.js';
 import { writeSse } from './sse.js';
 import { streamErrorEvent } from './stream-errors.js';
 import { traceIdOf } from './trace.js';
@@ -23,21 +25,10 @@ export function invoke(route: RouteDefinition, handler: UntypedHandler, services
   const call = handler as unknown as (request: unknown, ctx: RequestContext) => Promise<HandlerResult>;
   return async (req, res) => {
     const controller = new AbortController();
-    res.on('close', () => {
+    onResponseEnd(res, () => {
       if (!res.writableFinished) controller.abort();
     });
-    const ctx: RequestContext = {
-      traceId: traceIdOf(res),
-      route,
-      principal: res.locals.principal ?? null,
-      // Read on use: the request logger is only made when something logs (request-log.ts).
-      get log() {
-        return req.log;
-      },
-      signal: controller.signal,
-      meter: res.locals.meter ?? null,
-      services,
-    };
+    const ctx = new HandlerContext(req, res, route, controller.signal, services);
     const result = await call(requestOf(route, req), ctx);
     for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, String(value));
     if (result.stream) {
@@ -55,6 +46,26 @@ export function invoke(route: RouteDefinition, handler: UntypedHandler, services
       res.status(result.status).json(result.body);
     }
   };
+}
+
+/** The handler's view of its request. */
+class HandlerContext extends LogsThrough implements RequestContext {
+  readonly traceId: string;
+  readonly principal: RequestContext['principal'];
+  readonly meter: RequestContext['meter'];
+
+  constructor(
+    req: Request,
+    res: Response,
+    readonly route: RouteDefinition,
+    readonly signal: AbortSignal,
+    readonly services: Services,
+  ) {
+    super(req);
+    this.traceId = traceIdOf(res);
+    this.principal = res.locals.principal ?? null;
+    this.meter = res.locals.meter ?? null;
+  }
 }
 
 function requestOf(route: RouteDefinition, req: Request) {

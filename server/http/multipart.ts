@@ -14,6 +14,7 @@ import type { Request, RequestHandler } from 'express';
 import multer from 'multer';
 import type { RouteDefinition } from '../../generated/contract/routes.js';
 import { ApiError } from '../errors.js';
+import { onResponseEnd } from './response-end.js';
 
 export interface UploadLimits {
   fileSize: number;
@@ -108,7 +109,7 @@ export function parseMultipart(route: RouteDefinition, limits: UploadLimits): Re
     // The spooled files live as long as the request: removed when the answer is sent or the
     // client leaves. A part still in flight when the body failed is only multer's placeholder
     // (no path yet); its own pipeline removes what it wrote.
-    res.once('close', () => {
+    onResponseEnd(res, () => {
       for (const file of spooledFiles(req)) {
         if (file.path) rm(file.path, { force: true }).catch((error: unknown) => req.log.warn({ err: error }, 'could not remove a spooled upload'));
       }

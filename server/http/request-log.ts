@@ -6,6 +6,7 @@ import type { Express, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import type { ApiError } from '../errors.js';
 import { logSafe } from '../logging.js';
+import { onResponseEnd } from './response-end.js';
 import { traceIdOf } from './trace.js';
 
 declare global {
@@ -72,7 +73,7 @@ export function requestLogging(app: Express, logger: Logger): RequestHandler {
     // Nothing would be written (LOG_LEVEL above error, or silent): no timing, no listener.
     if (!logger.isLevelEnabled('error')) return next();
     const started = performance.now();
-    res.once('close', () => {
+    onResponseEnd(res, () => {
       const outcome = res.locals.outcome as Outcome | undefined;
       const line = {
         traceId: traceIdOf(res),

@@ -10,14 +10,15 @@ import { authenticate } from './auth.js';
 import { deprecationHeaders } from './deprecation.js';
 import { invoke, type UntypedHandler } from './invoke.js';
 import { parseMultipart, type UploadLimits } from './multipart.js';
+import { onResponseEnd } from './response-end.js';
 import { RouteTable } from './route-table.js';
 import type { OperationValidator } from './validation.js';
 
 /**
  * A step that runs for every operation after the request is authenticated and valid, and
  * before its handler: where billing admission, spending caps and rate limits plug in. A
- * stage that settles afterwards (usage, idempotency) listens for the response's `close`
- * event, as http/idempotency.ts does.
+ * stage that settles afterwards (usage, idempotency) registers an `onResponseEnd` hook
+ * (response-end.ts), as http/idempotency.ts does.
  */
 export type AdmissionStage = (route: RouteDefinition) => RequestHandler;
 
@@ -111,7 +112,9 @@ function describeRoute(route: RouteDefinition, metrics: Metrics): RequestHandler
   return (_req, res, next) => {
     res.locals.route = route;
     for (const [name, value] of headers) res.setHeader(name, value);
-    res.once('finish', () => metrics.requests.inc({ ...labels, status: res.statusCode }));
+    onResponseEnd(res, () => {
+      if (res.writableFinished) metrics.requests.inc({ ...labels, status: res.statusCode });
+    });
     next();
   };
 }

@@ -3,18 +3,28 @@
 // as JSON or the event stream.
 import type { ChatCompletionBody, CompletionContext } from '../../gateway/chat-completions.js';
 import type { RequestContext } from '../../http/handler.js';
+import { LogsThrough } from '../../logging.js';
 
 export function completionContext(ctx: RequestContext, mode: CompletionContext['mode']): CompletionContext {
-  return {
-    mode,
-    operation: ctx.route.operationId,
-    traceId: ctx.traceId,
-    signal: ctx.signal,
-    meter: ctx.meter,
-    get log() {
-      return ctx.log;
-    },
-  };
+  return new HandlerCompletionContext(ctx, mode);
+}
+
+class HandlerCompletionContext extends LogsThrough implements CompletionContext {
+  readonly operation: string;
+  readonly traceId: string;
+  readonly signal: AbortSignal;
+  readonly meter: CompletionContext['meter'];
+
+  constructor(
+    ctx: RequestContext,
+    readonly mode: CompletionContext['mode'],
+  ) {
+    super(ctx);
+    this.operation = ctx.route.operationId;
+    this.traceId = ctx.traceId;
+    this.signal = ctx.signal;
+    this.meter = ctx.meter;
+  }
 }
 
 export async function chatAnswer(ctx: RequestContext, body: ChatCompletionBody, mode: CompletionContext['mode']) {
