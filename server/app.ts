@@ -3,12 +3,11 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import cors from 'cors';
-import type { RequestListener } from 'node:http';
 import express, { type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { handlers } from '../generated/server/bindings.js';
 import type { Authenticator } from './identity/authenticator.js';
-import { requestListener } from './http/entry.js';
+import { appServer, type ServerFactory } from './http/entry.js';
 import { errorHandler, routeNotFound } from './http/error-handler.js';
 import type { UntypedHandler } from './http/invoke.js';
 import { buildRouter, type AdmissionStage } from './http/router.js';
@@ -33,13 +32,13 @@ export interface AppParts {
   admission?: AdmissionStage[];
 }
 
-export async function createApps(parts: AppParts): Promise<{ api: RequestListener; management: RequestListener }> {
+export async function createApps(parts: AppParts): Promise<{ api: ServerFactory; management: ServerFactory }> {
   // One validator serves both apps: loading and preprocessing the contract is the costly part.
   const validator = await createValidator({ apiSpec: CONTRACT_PATH, validateResponses: parts.services.config.validateResponses });
   return { api: createApp('api', parts, validator), management: createApp('management', parts, validator) };
 }
 
-function createApp(api: 'api' | 'management', parts: AppParts, validator: OperationValidator): RequestListener {
+function createApp(api: 'api' | 'management', parts: AppParts, validator: OperationValidator): ServerFactory {
   const { config } = parts.services;
   const app = express();
   // The contract declares no ETag or 304: hashing every answer for one is work for nothing.
@@ -62,7 +61,7 @@ function createApp(api: 'api' | 'management', parts: AppParts, validator: Operat
     }),
     routeNotFound,
   ]);
-  return requestListener(app, pipeline, errorHandler(api));
+  return appServer(app, pipeline, errorHandler(api));
 }
 
 /** Response headers a browser script may read: the ones the contract and the SDK rely on. */

@@ -2,7 +2,7 @@
 import { once } from 'node:events';
 import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import { createApps } from './app.js';
 import type { Config } from './config.js';
@@ -170,8 +170,8 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
       // Node checks these limits every 30 s by default, far coarser than the limits themselves.
       connectionsCheckingInterval: Math.min(1_000, config.requestTimeoutMs),
     };
-    const apiServer = createServer(limits, apps.api);
-    const mgmtServer = createServer(limits, apps.management);
+    const apiServer = apps.api(limits);
+    const mgmtServer = apps.management(limits);
     answerClientErrors(apiServer, logger);
     answerClientErrors(mgmtServer, logger);
     cleanup.push(() =>
