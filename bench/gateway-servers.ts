@@ -18,8 +18,9 @@ import { Session } from 'node:inspector';
 import { SourceMap, type SourceMapping } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { pipeline } from 'node:stream/promises';
-import { buildSync } from 'esbuild';
+import { buildSync, type BuildOptions } from 'esbuild';
 import express from 'express';
+import bundleOptions from '../scripts/bundle-options.json' with { type: 'json' };
 import { startScriptSettings } from './start-script.js';
 import { Pool } from 'undici';
 
@@ -224,13 +225,7 @@ function serversBundle(checkout: string): string {
       absWorkingDir: checkout,
       entryPoints: ['bench/gateway-servers.ts'],
       outfile: file,
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      packages: 'external',
-      sourcemap: true,
-      logLevel: 'warning',
+      ...(bundleOptions as BuildOptions),
     });
     bundles.set(checkout, file);
   }

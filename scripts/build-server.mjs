@@ -8,11 +8,13 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+// Shared with the benchmarks' bundle (bench/gateway-servers.ts), so that they measure what ships.
+import bundleOptions from './bundle-options.json' with { type: 'json' };
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const outfile = join(root, 'dist/server/main.js');
 // What the bundle is made of: a change to any of these makes it stale.
-const inputs = ['server', 'generated', 'package.json', 'package-lock.json', 'tsconfig.json', 'scripts/build-server.mjs'];
+const inputs = ['server', 'generated', 'package.json', 'package-lock.json', 'tsconfig.json', 'scripts/build-server.mjs', 'scripts/bundle-options.json'];
 
 function newest(path) {
   let stat;
@@ -40,12 +42,6 @@ await build({
   absWorkingDir: root,
   entryPoints: ['server/main.ts'],
   outfile,
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  target: 'node20',
-  packages: 'external',
-  sourcemap: true,
-  logLevel: 'warning',
+  ...bundleOptions,
 });
 console.error(`built dist/server/main.js in ${Math.round(performance.now() - started)} ms`);
