@@ -14,12 +14,12 @@ const servers: { close(): void }[] = [];
 afterEach(() => servers.splice(0).forEach((s) => s.close()));
 
 /** Serves one stream produced by `events`, framed as the operation's contract says. */
-async function serve(operationId: 'createGuardedChatCompletion' | 'createResponse', events: () => AsyncIterable<object>) {
+async function serve(operationId: 'createGuardedChatCompletion' | 'createResponse', events: (res: express.Response) => AsyncIterable<object>) {
   const route = routesById[operationId];
   const app = express().get('/stream', async (_req, res) => {
     const controller = new AbortController();
     res.on('close', () => controller.abort());
-    await writeSse(res, events(), {
+    await writeSse(res, events(res), {
       framing: route.sse!,
       signal: controller.signal,
       errorEvent: (error, sequence, last) => streamErrorEvent(route, error, 'trc_0123456789abcdef0123456789abcdef', sequence, last),
@@ -50,6 +50,18 @@ describe('writeSse', () => {
     const res = await fetch(url);
     expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
     expect(blocks(await res.text())).toEqual([`data: ${JSON.stringify(chunk('Hel'))}`, `data: ${JSON.stringify(chunk('lo', 'stop'))}`, 'data: [DONE]']);
+  });
+
+  it('hands the first event to the socket before the next one is produced, even within one burst', async () => {
+    let heldBack: { corked: number; buffered: number } | undefined;
+    const url = await serve('createGuardedChatCompletion', async function* (res) {
+      yield chunk('Hel');
+      // Resumed in the same tick as the first write (no I/O in between), as a burst is.
+      heldBack = { corked: res.socket!.writableCorked, buffered: res.socket!.writableLength };
+      yield chunk('lo', 'stop');
+    });
+    expect(blocks(await (await fetch(url)).text())).toEqual([`data: ${JSON.stringify(chunk('Hel'))}`, `data: ${JSON.stringify(chunk('lo', 'stop'))}`, 'data: [DONE]']);
+    expect(heldBack).toEqual({ corked: 0, buffered: 0 });
   });
 
   it('frames Responses events with their names and no [DONE]', async () => {
