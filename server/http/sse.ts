@@ -21,7 +21,10 @@ export async function writeSse(res: Response, events: AsyncIterable<object>, opt
   res.setHeader('Cache-Control', 'no-cache, no-transform');
   res.setHeader('Connection', 'keep-alive');
   res.setHeader('X-Accel-Buffering', 'no');
-  res.flushHeaders();
+  // The headers leave with the first event, in one write, when it is ready in this turn of
+  // the event loop (a committed chat stream's is: a separate header write cost its first
+  // byte ~0.3 ms); otherwise on their own, so that the client learns at once that it began.
+  const headersAlone = setImmediate(() => res.flushHeaders());
 
   let sent = 0;
   // What the error event continues (a chat chunk's id, created and model): the first event,
@@ -41,6 +44,7 @@ export async function writeSse(res: Response, events: AsyncIterable<object>, opt
     while (!options.signal.aborted) {
       const next = await iterator.next();
       if (next.done) break;
+      clearImmediate(headersAlone);
       const flowing = send(next.value);
       // Node corks the socket on a write until the next tick, and events that arrive in one
       // burst (an upstream's first packet often holds several) are processed before that tick
@@ -55,6 +59,7 @@ export async function writeSse(res: Response, events: AsyncIterable<object>, opt
     noteError(res, toApiError(error));
     if (!options.signal.aborted) send(options.errorEvent(error, sent, last));
   } finally {
+    clearImmediate(headersAlone);
     if (options.signal.aborted) await iterator.return?.();
     res.end();
   }

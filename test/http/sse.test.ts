@@ -64,6 +64,20 @@ describe('writeSse', () => {
     expect(heldBack).toEqual({ corked: 0, buffered: 0 });
   });
 
+  it('sends the headers at once when the first event is not ready yet', async () => {
+    let release!: () => void;
+    const produced = new Promise<void>((resolve) => (release = resolve));
+    const url = await serve('createGuardedChatCompletion', async function* () {
+      await produced;
+      yield chunk('late', 'stop');
+    });
+    // Resolves on the headers: it would wait forever if they waited for the first event.
+    const res = await fetch(url);
+    release();
+    expect(res.status).toBe(200);
+    expect(blocks(await res.text())).toEqual([`data: ${JSON.stringify(chunk('late', 'stop'))}`, 'data: [DONE]']);
+  });
+
   it('frames Responses events with their names and no [DONE]', async () => {
     const url = await serve('createResponse', async function* () {
       yield { type: 'response.output_text.delta', item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'Hi', sequence_number: 1 };
