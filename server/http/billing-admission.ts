@@ -10,12 +10,12 @@
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { routesById, type RouteDefinition } from '../../generated/contract/routes.js';
-import type { AdmissionStage } from '../http/router.js';
-import { onResponseEnd } from '../http/response-end.js';
-import { traceIdOf } from '../http/trace.js';
+import type { AdmissionStage } from './router.js';
+import { onResponseEnd } from './response-end.js';
+import { traceIdOf } from './trace.js';
 import type { Principal } from '../identity/principal.js';
-import type { BillingService, Reservation } from './billing-service.js';
-import type { Estimator } from './estimate.js';
+import type { BillingService, Reservation } from '../billing/billing-service.js';
+import type { Estimator } from '../billing/estimate.js';
 import { UsageScope } from '../gateway/usage-scope.js';
 
 const INFERENCE_TAGS = new Set(['completions', 'embeddings', 'responses']);
