@@ -80,12 +80,24 @@ function parseStored(stored: string): CachedRecord {
   return { operationId, requestHash, ...(answer ? (JSON.parse(answer) as { status: number; body: unknown }) : { status: null }) };
 }
 
+/** The scripts as commands: sent as EVALSHA, not with their text on every call. */
+interface WithScripts {
+  idempotencyComplete(key: string, nonceLine: string, answer: string): Promise<unknown>;
+  idempotencyRelease(key: string, nonceLine: string): Promise<unknown>;
+}
+
 /** Shared by every instance on the same Redis, expiring by Redis's own TTL. */
 export class RedisIdempotencyStore implements IdempotencyRecords {
+  private readonly scripts: WithScripts;
+
   constructor(
     private readonly redis: Redis,
     private readonly ttlMs = INFERENCE_IDEMPOTENCY_TTL_MS,
-  ) {}
+  ) {
+    redis.defineCommand('idempotencyComplete', { numberOfKeys: 1, lua: COMPLETE });
+    redis.defineCommand('idempotencyRelease', { numberOfKeys: 1, lua: RELEASE });
+    this.scripts = redis as unknown as WithScripts;
+  }
 
   async claim(request: ClaimRequest, attempt = 0): Promise<Claim> {
     const key = keyOf(request);
@@ -105,12 +117,12 @@ export class RedisIdempotencyStore implements IdempotencyRecords {
 
   async complete(recordId: string, { status, body }: Answer): Promise<void> {
     const { nonce, key } = parseRecordId(recordId);
-    await this.redis.eval(COMPLETE, 1, key, `${nonce}\n`, JSON.stringify({ status, body }));
+    await this.scripts.idempotencyComplete(key, `${nonce}\n`, JSON.stringify({ status, body }));
   }
 
   async release(recordId: string): Promise<void> {
     const { nonce, key } = parseRecordId(recordId);
-    await this.redis.eval(RELEASE, 1, key, `${nonce}\n`);
+    await this.scripts.idempotencyRelease(key, `${nonce}\n`);
   }
 }
 
