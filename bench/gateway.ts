@@ -4,7 +4,8 @@
 //   npm run bench:gateway                               throughput, latency, CPU, stream first byte
 //   npm run bench:gateway -- --duration 5 --rounds 5    seconds per case and rounds (default 3 and 3)
 //   npm run bench:gateway -- --baseline REF             also the gateway as of git REF (a temporary worktree), in
-//                            the same rounds: a change's A/B in one run, which a noisy machine needs
+//                            the same rounds: a change's A/B in one run, which a noisy machine needs (with
+//                            --postgres each gateway bootstraps a database of its own; they share Redis)
 //   npm run bench:gateway -- --streams 5000             many slow concurrent streams: peak RSS, chunk delay
 //                            [--chunk-ms 50 --chunks 600 --ramp 200]  (a chunk every 50 ms, 600 per stream: 30 s
 //                            each, opened at 200 a second so that all are open at once when the last one starts)
@@ -74,7 +75,7 @@ const LOAD_CPUS = CORES > 2 ? `0-${CORES - 2}` : '0';
 const PRIORITY = !args['no-priority'] && process.getuid?.() === 0;
 
 /** What a server needs to reach the fake upstream and, with --postgres, the database and Redis. */
-const serverEnv = (upstream: Child) => ({ BENCH_UPSTREAM: upstream.url, ...(database && { BENCH_DATABASE_URL: database.url, BENCH_REDIS_URL: REDIS_URL }) });
+const serverEnv = (upstream: Child, db = database) => ({ BENCH_UPSTREAM: upstream.url, ...(db && { BENCH_DATABASE_URL: db.url, BENCH_REDIS_URL: REDIS_URL }) });
 
 async function startAll(roles: Role[], stream = { chunkMs: 0, chunks: 0 }): Promise<Map<Role, Child>> {
   const children = new Map<Role, Child>();
@@ -241,7 +242,7 @@ async function throughput(duration: number, rounds: number): Promise<void> {
   const children = await startAll(['node-forwarder', 'express-forwarder', 'gateway']);
   const gateway = children.get('gateway')!;
   if (args.baseline) {
-    baseline = await start('gateway', serverEnv(children.get('upstream')!), baselineCheckout);
+    baseline = await start('gateway', serverEnv(children.get('upstream')!, baselineDatabase), baselineCheckout);
     if (PRIORITY) raisePriority(baseline.process.pid!);
   }
   const idleRss = memoryMiB(gateway.process.pid!, 'VmRSS');
@@ -496,6 +497,8 @@ async function profile(duration: number): Promise<void> {
 
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 let database: TestDatabase | undefined;
+/** With --postgres, the --baseline gateway's own database: each gateway bootstraps its own. */
+let baselineDatabase: TestDatabase | undefined;
 
 async function main(): Promise<void> {
   const duration = Number(args.duration);
@@ -503,12 +506,13 @@ async function main(): Promise<void> {
   try {
     if (!args.baseline) return await run(duration);
     if (args.streams || args.profile || args.alloc || args['alloc-old']) throw new Error('--baseline: for the throughput run only');
+    if (args.postgres) baselineDatabase = await createTestDatabase('bench_gateway_baseline');
     await withCheckout(args.baseline, (dir) => {
       baselineCheckout = dir;
       return run(duration);
     });
   } finally {
-    await database?.drop();
+    await Promise.all([database?.drop(), baselineDatabase?.drop()]);
   }
 }
 
