@@ -260,14 +260,19 @@ async function throughput(duration: number, rounds: number): Promise<void> {
 
   // First byte of a stream: the same request, round-robin so that drift hits every path alike.
   const streamBody = (model: string) => JSON.stringify({ model, messages: MESSAGES, stream: true });
+  const gatewayPath = (name: string, child: Child) => ({
+    name,
+    url: child.url,
+    path: GATEWAY_PATH,
+    headers: { ...JSON_HEADERS, authorization: `Bearer ${child.key}` },
+    body: streamBody('bench-model'),
+  });
   const paths = [
     { name: 'upstream alone', url: children.get('upstream')!.url, path: CHAT_PATH, headers: JSON_HEADERS, body: streamBody('fake-model') },
     { name: CASES.node, url: children.get('node-forwarder')!.url, path: CHAT_PATH, headers: JSON_HEADERS, body: streamBody('fake-model') },
     { name: CASES.express, url: children.get('express-forwarder')!.url, path: CHAT_PATH, headers: JSON_HEADERS, body: streamBody('fake-model') },
-    ...(baseline
-      ? [{ name: baselineName(), url: baseline.url, path: GATEWAY_PATH, headers: { ...JSON_HEADERS, authorization: `Bearer ${baseline.key}` }, body: streamBody('bench-model') }]
-      : []),
-    { name: 'gateway', url: gateway.url, path: GATEWAY_PATH, headers: { ...JSON_HEADERS, authorization: `Bearer ${gateway.key}` }, body: streamBody('bench-model') },
+    ...(baseline ? [gatewayPath(baselineName(), baseline)] : []),
+    gatewayPath('gateway', gateway),
   ].map((p) => ({ ...p, pool: new Pool(p.url) }));
   const ttfb = paths.map(() => [] as number[]);
   const warmUp = 50;

@@ -44,13 +44,16 @@ export async function writeSse(res: Response, events: AsyncIterable<object>, opt
     while (!options.signal.aborted) {
       const next = await iterator.next();
       if (next.done) break;
-      clearImmediate(headersAlone);
       const flowing = send(next.value);
-      // Node corks the socket on a write until the next tick, and events that arrive in one
-      // burst (an upstream's first packet often holds several) are processed before that tick
-      // comes: the first would wait for the whole burst. It goes out at once; later events of
-      // a burst still share a write.
-      if (sent === 1) res.socket?.uncork();
+      if (sent === 1) {
+        // The headers went with it.
+        clearImmediate(headersAlone);
+        // Node corks the socket on a write until the next tick, and events that arrive in one
+        // burst (an upstream's first packet often holds several) are processed before that tick
+        // comes: the first would wait for the whole burst. It goes out at once; later events of
+        // a burst still share a write.
+        res.socket?.uncork();
+      }
       if (!flowing) await drained(res, options.signal);
     }
     if (!options.signal.aborted && options.framing === 'data') res.write('data: [DONE]\n\n');
