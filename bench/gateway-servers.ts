@@ -7,7 +7,8 @@
 // answers 'db-stats' (database transactions so far), 'profile-start' / 'profile-stop' (V8
 // CPU profile of what happened in between), 'alloc-start' / 'alloc-stop' (V8's sampling heap
 // profile of what was allocated in between, garbage included; 'alloc-old-start' leaves out what
-// the young generation's scavenges collected), 'memory' (process.memoryUsage()) and 'exit'.
+// the young generation's scavenges collected), 'memory' (process.memoryUsage()), 'first-frames'
+// (the fake upstream: when it wrote each marked stream's first frame) and 'exit'.
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -47,8 +48,22 @@ async function serve(role: Role): Promise<void> {
     const words = Number(process.env.BENCH_CHUNKS ?? 40);
     const answer = chunkIntervalMs ? Array.from({ length: words }, (_, i) => `word${i}`).join(' ') : 'The quick brown fox jumps over the lazy dog.';
     const fake = await startFakeOpenAI({ answer, chunkIntervalMs });
-    // The fake records every request; a long run must not keep them all.
-    setInterval(() => (fake.requests.length = 0), 1_000).unref();
+    // The fake records every request; a long run must not keep them all, only the first
+    // frames' times of the streams that carry a first-byte marker (FIRST_FRAME_MARKER).
+    const harvest = () => {
+      for (const recorded of fake.requests) {
+        const marker = firstFrameMarker(recorded.body);
+        if (marker && recorded.firstFrameAt !== undefined) firstFrames[marker] = Number(recorded.firstFrameAt);
+      }
+      fake.requests.length = 0;
+    };
+    setInterval(harvest, 1_000).unref();
+    answerFirstFrames = () => {
+      harvest();
+      const times = firstFrames;
+      firstFrames = {};
+      return times;
+    };
     ready = { url: fake.url };
   } else if (role === 'node-forwarder') {
     const upstreamPool = pool();
@@ -115,9 +130,11 @@ async function serve(role: Role): Promise<void> {
   profiler.connect();
   const post = (method: string, params?: object) =>
     new Promise<any>((resolve, reject) => profiler.post(method, params, (err, result) => (err ? reject(err) : resolve(result))));
-  process.on('message', async (message: 'exit' | 'db-stats' | 'memory' | 'profile-start' | 'profile-stop' | 'alloc-start' | 'alloc-old-start' | 'alloc-stop') => {
+  process.on('message', async (message: 'exit' | 'first-frames' | 'db-stats' | 'memory' | 'profile-start' | 'profile-stop' | 'alloc-start' | 'alloc-old-start' | 'alloc-stop') => {
     if (message === 'memory') {
       process.send!(process.memoryUsage());
+    } else if (message === 'first-frames') {
+      process.send!(answerFirstFrames());
     } else if (message === 'db-stats') {
       process.send!({ transactions: await databaseTransactions() });
     } else if (message === 'profile-start') {
@@ -152,6 +169,22 @@ async function serve(role: Role): Promise<void> {
   process.on('disconnect', () => process.exit(1));
   process.send!(ready);
 }
+
+/**
+ * A stream's first-byte marker: ` #<marker>` ending its last message. The fake upstream keeps
+ * when it wrote the first frame of each marked stream ('first-frames' asks for them, in
+ * `process.hrtime.bigint()` ns), so that a client can time the gateway's first byte from the
+ * upstream's own, whichever path the request took.
+ */
+export const withFirstFrameMarker = (text: string, marker: string) => `${text} #${marker}`;
+
+function firstFrameMarker(body: { messages?: { content?: unknown }[] } | undefined): string | undefined {
+  const content = body?.messages?.at(-1)?.content;
+  return typeof content === 'string' ? /#(\w+)$/.exec(content)?.[1] : undefined;
+}
+
+let firstFrames: Record<string, number> = {};
+let answerFirstFrames = (): Record<string, number> => ({});
 
 interface Frame {
   callFrame: { url: string; lineNumber: number; columnNumber: number };

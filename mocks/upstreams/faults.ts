@@ -93,6 +93,11 @@ export interface RecordedRequest {
   closed: Promise<void>;
   /** Whether the full response was sent before the connection closed. */
   completed: boolean;
+  /**
+   * When a stream's first frame was written (`process.hrtime.bigint()`, ns): a clock every
+   * process of the machine shares, so a client can time what it receives against it.
+   */
+  firstFrameAt?: bigint;
 }
 
 export interface FakeConfig {
@@ -269,6 +274,7 @@ export async function writeSse(call: Call, dialect: Dialect, frames: string[], t
     }
   };
   if (fault?.type === 'no_tokens') {
+    call.recorded.firstFrameAt = process.hrtime.bigint();
     res.write(frames.slice(0, dialect.openingFrames).join(''));
     return pings(fault.pingEveryMs);
   }
@@ -285,6 +291,7 @@ export async function writeSse(call: Call, dialect: Dialect, frames: string[], t
     }
     if (i === all.length) break;
     if (i > 0 && config.chunkIntervalMs > 0) await sleep(config.chunkIntervalMs);
+    if (i === 0) call.recorded.firstFrameAt = process.hrtime.bigint();
     res.write(all[i]);
   }
   res.end();

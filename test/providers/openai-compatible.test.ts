@@ -97,11 +97,18 @@ describe('chatStream', () => {
     up.config.chunkIntervalMs = 30;
     const events: ChatStreamEvent[] = [];
     let completedAtFirstDelta: boolean | undefined;
+    let firstDeltaAt = 0n;
     for await (const event of provider.chatStream(hello, ctx())) {
-      if (events.length === 0) completedAtFirstDelta = up.requests[0].completed;
+      if (events.length === 0) {
+        completedAtFirstDelta = up.requests[0].completed;
+        firstDeltaAt = process.hrtime.bigint();
+      }
       events.push(event);
     }
     expect(completedAtFirstDelta).toBe(false);
+    // The fake stamps its first frame on the clock the bench times first bytes against.
+    expect(up.requests[0].firstFrameAt).toBeGreaterThan(0n);
+    expect(up.requests[0].firstFrameAt).toBeLessThan(firstDeltaAt);
     expect(events.map((e) => e.type)).toEqual(['delta', 'delta', 'delta', 'delta', 'delta', 'finish']);
     expect(text(events)).toBe(ANSWER);
     expect(events.at(-1)).toEqual({ type: 'finish', finishReason: 'stop', usage: { promptTokens: 2, completionTokens: 5 } });
