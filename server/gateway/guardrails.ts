@@ -13,6 +13,12 @@ export interface GuardrailCheck {
   /** `local` checks are cheap enough for every streamed chunk; `remote` ones run per sentence. */
   readonly cost: 'local' | 'remote';
   check(text: string, signal: AbortSignal): Promise<Verdict>;
+  /**
+   * A local check may watch a streamed answer itself: the returned function is called on
+   * every chunk with the window of recent text (the chunk at its end) and the chunk's
+   * length, and must decide as `check(window)` would. Without it, `check` runs per chunk.
+   */
+  watch?(): (window: string, added: number) => Verdict;
 }
 
 // The local rules block a request for (or an answer giving) the means of grave harm: an
@@ -57,32 +63,88 @@ const childSexual = new RegExp(
 
 /**
  * A category's pattern, and what any match of it must contain: a plain alternation that
- * rules out most text several times faster than the pattern (streamed answers are checked
- * chunk by chunk, over a window of recent text).
+ * rules out most text several times faster than the pattern. A streamed answer looks for
+ * `needs` in each new chunk only (with the NEEDS_SPAN characters before it, which must hold
+ * any match of `needs`), and runs `pattern` over its window only while a match of `needs`
+ * is in that window.
  */
 export interface Rule {
   pattern: RegExp;
   needs?: RegExp;
 }
 
+/** Longer than any match of a rule's `needs` (the longest default is 28 characters). */
+const NEEDS_SPAN = 64;
+
 /** Local rules: categories of requests (and answers) the platform refuses outright. */
 export const DEFAULT_RULES: Readonly<Record<string, Rule>> = {
   weapons_of_mass_harm: { pattern: weapons, needs: new RegExp(WEAPON, 'i') },
-  self_harm_instructions: { pattern: /\b(best|easiest|painless|quickest) (way|method)s? to (kill myself|end my life|commit suicide)\b/i },
+  self_harm_instructions: {
+    pattern: /\b(best|easiest|painless|quickest) (way|method)s? to (kill myself|end my life|commit suicide)\b/i,
+    needs: /kill myself|end my life|commit suicide/i,
+  },
   child_sexual_content: { pattern: childSexual, needs: new RegExp(`${MINOR}|porn`, 'i') },
 };
+
+interface CompiledRule extends Rule {
+  category: string;
+  /** `needs` with the g flag: where its last match in a chunk ends. */
+  needsAll?: RegExp;
+}
 
 export class RuleCheck implements GuardrailCheck {
   readonly id = 'local-rules';
   readonly cost = 'local';
-  constructor(private readonly rules: Readonly<Record<string, Rule>> = DEFAULT_RULES) {}
+  private readonly rules: CompiledRule[];
+
+  constructor(rules: Readonly<Record<string, Rule>> = DEFAULT_RULES) {
+    this.rules = Object.entries(rules).map(([category, rule]) => ({
+      category,
+      ...rule,
+      ...(rule.needs && { needsAll: new RegExp(rule.needs.source, rule.needs.flags.replace('g', '') + 'g') }),
+    }));
+  }
 
   async check(text: string): Promise<Verdict> {
-    for (const [category, { pattern, needs }] of Object.entries(this.rules)) {
+    for (const { category, pattern, needs } of this.rules) {
       if ((!needs || needs.test(text)) && pattern.test(text)) return { blocked: true, category };
     }
     return { blocked: false };
   }
+
+  watch(): (window: string, added: number) => Verdict {
+    let seen = 0;
+    // Per rule: where (in the whole answer) the last match of `needs` ended.
+    const needsEnd = this.rules.map(() => -Infinity);
+    return (window, added) => {
+      seen += added;
+      const from = Math.max(0, window.length - added - NEEDS_SPAN);
+      let verdict: Verdict = { blocked: false };
+      // Every rule reads every chunk, also after one blocks: each keeps its own place.
+      for (const [i, { category, pattern, needsAll }] of this.rules.entries()) {
+        if (needsAll) {
+          const end = lastMatchEnd(needsAll, window, from);
+          if (end >= 0) needsEnd[i] = seen - window.length + end;
+          // A match of `needs` that overlaps the one found starts before it ends: both have
+          // left the window once the window starts past that end.
+          if (seen - needsEnd[i] >= window.length) continue;
+        }
+        if (!verdict.blocked && pattern.test(window)) verdict = { blocked: true, category };
+      }
+      return verdict;
+    };
+  }
+}
+
+/** Where the last match of a global `regex` in `text` from `from` ends, or -1. */
+function lastMatchEnd(regex: RegExp, text: string, from: number): number {
+  let end = -1;
+  regex.lastIndex = from;
+  for (let m = regex.exec(text); m; m = regex.exec(text)) {
+    end = regex.lastIndex;
+    if (m[0] === '') regex.lastIndex++;
+  }
+  return end;
 }
 
 /** How much recent text a local check sees per chunk (a rule match spans well under this). */
@@ -128,7 +190,8 @@ export class Guardrails {
    * `flush` checks and releases what is still held when the answer ends.
    */
   monitor(signal: AbortSignal): StreamModeration {
-    const local = this.output.filter((c) => c.cost === 'local');
+    const watchers = this.output.filter((c) => c.cost === 'local' && c.watch).map((c) => c.watch!());
+    const local = this.output.filter((c) => c.cost === 'local' && !c.watch);
     const remote = this.output.filter((c) => c.cost === 'remote');
     let text = '';
     let held = '';
@@ -142,6 +205,7 @@ export class Guardrails {
       push: async (chunk) => {
         // Only the window is kept: a long answer costs neither memory nor a copy of all its text per chunk.
         text = (text + chunk).slice(-LOCAL_WINDOW);
+        for (const watch of watchers) if (watch(text, chunk.length).blocked) return null;
         for (const check of local) if ((await check.check(text, signal)).blocked) return null;
         if (remote.length === 0) return chunk;
         held += chunk;

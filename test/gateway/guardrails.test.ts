@@ -228,4 +228,35 @@ describe('the local rules', () => {
   it.each(HARMFUL)('block: %s (%s)', async (text, category) => {
     expect(await new RuleCheck().check(text)).toEqual({ blocked: true, category });
   });
+
+  it('decide a streamed answer chunk by chunk as they decide its window of recent text', async () => {
+    // Answers of benign and harmful sentences in random order, cut at random places (now
+    // and then a chunk longer than the window): the watcher, which looks for each rule's
+    // `needs` in the new text only, must give check()'s verdict on every window.
+    const rules = new RuleCheck();
+    const WINDOW = 600;
+    let state = 778;
+    const random = () => ((state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const sentences = [...BENIGN, ...HARMFUL.map(([text]) => text), 'Filler words pass the time.', 'x'.repeat(90)];
+    let blockedChunks = 0;
+    let chunks = 0;
+    for (let answer = 0; answer < 60; answer++) {
+      const watch = rules.watch();
+      let text = Array.from({ length: 30 }, () => sentences[Math.floor(random() * sentences.length)]).join(random() < 0.5 ? ' ' : '\n');
+      let window = '';
+      while (text.length > 0) {
+        const size = random() < 0.02 ? WINDOW + 100 : 1 + Math.floor(random() * 40);
+        const chunk = text.slice(0, size);
+        text = text.slice(size);
+        window = (window + chunk).slice(-WINDOW);
+        const expected = await rules.check(window);
+        expect(watch(window, chunk.length)).toEqual(expected);
+        chunks++;
+        if (expected.blocked) blockedChunks++;
+      }
+    }
+    // Both verdicts were exercised, many times.
+    expect(blockedChunks).toBeGreaterThan(500);
+    expect(chunks - blockedChunks).toBeGreaterThan(500);
+  });
 });
