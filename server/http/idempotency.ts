@@ -84,20 +84,24 @@ function keeps(status: number): boolean {
   return status < 500 && !TRANSIENT.has(status);
 }
 
-/** Keeps the JSON answer actually sent; a transient answer, a stream or a cut connection is forgotten. */
+/**
+ * Keeps the JSON answer actually sent; a transient answer, a stream or a cut connection is
+ * forgotten. The answer is serialized here, as Express's `res.json` would (the app sets no
+ * JSON options), so that a store keeping text stores these bytes instead of serializing again.
+ */
 function remember(res: Parameters<RequestHandler>[1], recordId: string, store: IdempotencyRecords, req: Request): void {
   let body: unknown;
-  let sentJson = false;
-  const json = res.json.bind(res);
+  let json: string | undefined;
   res.json = (value: unknown) => {
     body = value;
-    sentJson = true;
-    return json(value);
+    json = JSON.stringify(value);
+    if (!res.get('Content-Type')) res.set('Content-Type', 'application/json');
+    return res.send(json);
   };
   onResponseEnd(res, () => {
-    const keep = res.writableFinished && sentJson && keeps(res.statusCode);
+    const keep = res.writableFinished && json !== undefined && keeps(res.statusCode);
     const bytes = Number(res.getHeader('content-length') ?? 0);
-    const settle = keep ? store.complete(recordId, { status: res.statusCode, body, bytes }) : store.release(recordId);
+    const settle = keep ? store.complete(recordId, { status: res.statusCode, body, json: json!, bytes }) : store.release(recordId);
     settle.catch((error) => req.log.error({ err: error }, 'could not settle an idempotency record'));
   });
 }

@@ -115,9 +115,9 @@ export class RedisIdempotencyStore implements IdempotencyRecords {
     return stored ? verdict(parseStored(stored), request) : null;
   }
 
-  async complete(recordId: string, { status, body }: Answer): Promise<void> {
+  async complete(recordId: string, { status, json }: Answer): Promise<void> {
     const { nonce, key } = parseRecordId(recordId);
-    await this.scripts.idempotencyComplete(key, `${nonce}\n`, JSON.stringify({ status, body }));
+    await this.scripts.idempotencyComplete(key, `${nonce}\n`, `{"status":${status},"body":${json}}`);
   }
 
   async release(recordId: string): Promise<void> {

@@ -24,6 +24,8 @@ export interface ClaimRequest {
 export interface Answer {
   status: number;
   body: unknown;
+  /** `body` as it was sent, JSON: a store that keeps text keeps this, rather than serializing `body` again. */
+  json: string;
   bytes: number;
 }
 

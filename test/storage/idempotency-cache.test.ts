@@ -15,7 +15,8 @@ const request = (overrides: Partial<ClaimRequest> = {}): ClaimRequest => ({
   requestHash: 'a'.repeat(64),
   ...overrides,
 });
-const answer = { status: 200, body: { id: 'chatcmpl_1', text: 'line\nbreak' }, bytes: 40 };
+const body = { id: 'chatcmpl_1', text: 'line\nbreak' };
+const answer = { status: 200, body, json: JSON.stringify(body), bytes: 40 };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function behavesLikeTheDatabaseStore(store: () => IdempotencyRecords, shortLived: () => IdempotencyRecords): void {
