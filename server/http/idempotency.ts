@@ -86,17 +86,28 @@ function keeps(status: number): boolean {
 
 /**
  * Keeps the JSON answer actually sent; a transient answer, a stream or a cut connection is
- * forgotten. The answer is serialized here, as Express's `res.json` would (the app sets no
- * JSON options), so that a store keeping text stores these bytes instead of serializing again.
+ * forgotten. `res.json` goes on through whatever wrapped it earlier (the contract's response
+ * validation), and the text it hands `res.send` is kept too, so that a store keeping text
+ * stores those bytes instead of serializing the answer again.
  */
 function remember(res: Parameters<RequestHandler>[1], recordId: string, store: IdempotencyRecords, req: Request): void {
   let body: unknown;
   let json: string | undefined;
+  let serializing = false;
+  const sendJson = res.json.bind(res);
+  const send = res.send.bind(res);
   res.json = (value: unknown) => {
     body = value;
-    json = JSON.stringify(value);
-    if (!res.get('Content-Type')) res.set('Content-Type', 'application/json');
-    return res.send(json);
+    serializing = true;
+    try {
+      return sendJson(value);
+    } finally {
+      serializing = false;
+    }
+  };
+  res.send = (chunk?: unknown) => {
+    if (serializing && typeof chunk === 'string') json = chunk;
+    return send(chunk);
   };
   onResponseEnd(res, () => {
     const keep = res.writableFinished && json !== undefined && keeps(res.statusCode);

@@ -11,13 +11,18 @@ beforeAll(async () => {
   platform = await startTestPlatform({ idempotencyWaitMs: 300 }, {
     admission: [
       // Holds agent creations named "slow" so a concurrent repeat finds the first still running.
-      (route) => async (req, _res, next) => {
+      (route) => async (req, res, next) => {
         if (route.operationId === 'createAgent' && req.body?.name === 'slow') {
           slowAgents++;
           await new Promise((resolve) => setTimeout(resolve, 1_000));
         }
         if (route.operationId === 'createAgent' && req.body?.name === 'explode once' && explosions++ === 0) {
           throw new Error('a transient failure');
+        }
+        // An answer the contract does not allow: response validation (on in tests) must still see it.
+        if (route.operationId === 'createAgent' && req.body?.name === 'off contract') {
+          res.status(201).json({ not: 'an agent' });
+          return;
         }
         next();
       },
@@ -94,6 +99,15 @@ describe('Idempotency-Key', () => {
     const retry = await createAgent({ name: 'explode once' }, key);
     expect(retry.status).toBe(201);
     expect(retry.headers.get('idempotent-replayed')).toBeNull();
+  });
+
+  it('still checks an answer against the contract, and keeps none that fails it', async () => {
+    const key = randomUUID();
+    const first = await createAgent({ name: 'off contract' }, key);
+    expect(first.status).toBe(500);
+    const again = await createAgent({ name: 'off contract' }, key);
+    expect(again.status).toBe(500);
+    expect(again.headers.get('idempotent-replayed')).toBeNull();
   });
 
   it('keeps the operation\'s own 4xx answers, but not requests the contract rejected', async () => {
