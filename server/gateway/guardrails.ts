@@ -63,34 +63,43 @@ const childSexual = new RegExp(
 
 /**
  * A category's pattern, and what any match of it must contain: a plain alternation that
- * rules out most text several times faster than the pattern. A streamed answer looks for
- * `needs` in each new chunk only (with the NEEDS_SPAN characters before it, which must hold
- * any match of `needs`), and runs `pattern` over its window only while a match of `needs`
- * is in that window.
+ * rules out most text several times faster than the pattern.
  */
 export interface Rule {
   pattern: RegExp;
   needs?: RegExp;
+  /**
+   * The most characters a match of `needs` reaches, lookarounds included. With it a streamed
+   * answer looks for `needs` in each new chunk and this many characters before it, and runs
+   * `pattern` over its window only while a match of `needs` is in that window; without it,
+   * `needs` is tested on the whole window on every chunk.
+   */
+  needsSpan?: number;
 }
-
-/** Longer than any match of a rule's `needs` (the longest default is 28 characters). */
-const NEEDS_SPAN = 64;
 
 /** Local rules: categories of requests (and answers) the platform refuses outright. */
 export const DEFAULT_RULES: Readonly<Record<string, Rule>> = {
-  weapons_of_mass_harm: { pattern: weapons, needs: new RegExp(WEAPON, 'i') },
+  // The longest match of these `needs` is 28 characters ("improvised explosive devices").
+  weapons_of_mass_harm: { pattern: weapons, needs: new RegExp(WEAPON, 'i'), needsSpan: 64 },
   self_harm_instructions: {
     pattern: /\b(best|easiest|painless|quickest) (way|method)s? to (kill myself|end my life|commit suicide)\b/i,
     needs: /kill myself|end my life|commit suicide/i,
+    needsSpan: 64,
   },
-  child_sexual_content: { pattern: childSexual, needs: new RegExp(`${MINOR}|porn`, 'i') },
+  child_sexual_content: { pattern: childSexual, needs: new RegExp(`${MINOR}|porn`, 'i'), needsSpan: 64 },
 };
 
-interface CompiledRule extends Rule {
+interface CompiledRule {
   category: string;
-  /** `needs` with the g flag: where its last match in a chunk ends. */
+  pattern: RegExp;
+  needs?: RegExp;
+  /** `needs` with the g flag, when its span is known: where its last match in new text ends. */
   needsAll?: RegExp;
+  needsSpan: number;
 }
+
+/** A regex whose `test` keeps no state between calls (no g or y flag). */
+const stateless = (regex: RegExp) => (regex.global || regex.sticky ? new RegExp(regex.source, regex.flags.replace(/[gy]/g, '')) : regex);
 
 export class RuleCheck implements GuardrailCheck {
   readonly id = 'local-rules';
@@ -98,10 +107,12 @@ export class RuleCheck implements GuardrailCheck {
   private readonly rules: CompiledRule[];
 
   constructor(rules: Readonly<Record<string, Rule>> = DEFAULT_RULES) {
-    this.rules = Object.entries(rules).map(([category, rule]) => ({
+    this.rules = Object.entries(rules).map(([category, { pattern, needs, needsSpan }]) => ({
       category,
-      ...rule,
-      ...(rule.needs && { needsAll: new RegExp(rule.needs.source, rule.needs.flags.replace('g', '') + 'g') }),
+      pattern: stateless(pattern),
+      ...(needs && { needs: stateless(needs) }),
+      ...(needs && needsSpan !== undefined && { needsAll: new RegExp(needs.source, needs.flags.replace(/[gy]/g, '') + 'g') }),
+      needsSpan: needsSpan ?? 0,
     }));
   }
 
@@ -118,16 +129,17 @@ export class RuleCheck implements GuardrailCheck {
     const needsEnd = this.rules.map(() => -Infinity);
     return (window, added) => {
       seen += added;
-      const from = Math.max(0, window.length - added - NEEDS_SPAN);
       let verdict: Verdict = { blocked: false };
       // Every rule reads every chunk, also after one blocks: each keeps its own place.
-      for (const [i, { category, pattern, needsAll }] of this.rules.entries()) {
+      for (const [i, { category, pattern, needs, needsAll, needsSpan }] of this.rules.entries()) {
         if (needsAll) {
-          const end = lastMatchEnd(needsAll, window, from);
+          const end = lastMatchEnd(needsAll, window, Math.max(0, window.length - added - needsSpan));
           if (end >= 0) needsEnd[i] = seen - window.length + end;
-          // A match of `needs` that overlaps the one found starts before it ends: both have
-          // left the window once the window starts past that end.
-          if (seen - needsEnd[i] >= window.length) continue;
+          // A match of `needs` that overlaps the one found starts before it ends (or at it,
+          // when empty): both have left the window once the window starts past that end.
+          if (seen - needsEnd[i] > window.length) continue;
+        } else if (needs && !needs.test(window)) {
+          continue;
         }
         if (!verdict.blocked && pattern.test(window)) verdict = { blocked: true, category };
       }
@@ -142,7 +154,9 @@ function lastMatchEnd(regex: RegExp, text: string, from: number): number {
   regex.lastIndex = from;
   for (let m = regex.exec(text); m; m = regex.exec(text)) {
     end = regex.lastIndex;
-    if (m[0] === '') regex.lastIndex++;
+    // An empty match moves on by a whole character: inside a surrogate pair a u-flag regex
+    // would step back to the pair and match there again.
+    if (m[0] === '') regex.lastIndex += (text.codePointAt(end) ?? 0) > 0xffff ? 2 : 1;
   }
   return end;
 }

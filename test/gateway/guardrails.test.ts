@@ -259,4 +259,25 @@ describe('the local rules', () => {
     expect(blockedChunks).toBeGreaterThan(500);
     expect(chunks - blockedChunks).toBeGreaterThan(500);
   });
+
+  it.each([
+    // `needs` reaching further back than any chunk's lookback, with no span declared: tested on the whole window.
+    ['a long needs, no span', { pattern: /build\b.{0,100}\bbomb/i, needs: /build.{0,100}bomb/i }, ['how to build a ', 'x'.repeat(70), ' bomb', 'y'.repeat(600)]],
+    ['a lookahead needs, no span', { pattern: /recipe.{0,100}ricin/, needs: /recipe(?=[\s\S]{0,100}ricin)/ }, ['a recipe', 'z'.repeat(80), 'for ricin']],
+    // An empty match of `needs` at the window's first character is still in the window.
+    ['an empty needs at the window start', { pattern: /bomb/, needs: /(?=bomb)/, needsSpan: 4 }, ['a'.repeat(10), 'bomb', 'z'.repeat(596), 'z']],
+    // An empty match before an astral character must not loop forever.
+    ['an empty unicode needs before an emoji', { pattern: /bomb/u, needs: /(?:bomb)?/u, needsSpan: 4 }, ['hi 😀', ' bo', 'mb 😀😀']],
+    // A g flag would make test() carry lastIndex from one call to the next.
+    ['a global pattern', { pattern: /bomb/g, needs: /bomb/g, needsSpan: 4 }, ['bomb', ' and bomb', ' again']],
+  ] as const)('decide a stream as check() does with a rule of their own: %s', async (_name, rule, pieces) => {
+    const rules = new RuleCheck({ custom: rule });
+    const watch = rules.watch();
+    let window = '';
+    for (const piece of pieces) {
+      window = (window + piece).slice(-600);
+      expect(watch(window, piece.length)).toEqual(await rules.check(window));
+    }
+    expect(await rules.check(pieces.join('').slice(-600))).toEqual(await rules.check(pieces.join('').slice(-600)));
+  });
 });
