@@ -40,6 +40,7 @@ async function serve(role: Role): Promise<void> {
   let ready: Ready;
   let close = async () => {};
   let databaseTransactions = async (): Promise<number | null> => null;
+  let firstFrames = (): Record<string, number> => ({});
 
   if (role === 'upstream') {
     const { startFakeOpenAI } = await import('../mocks/upstreams/fake-openai.js');
@@ -49,19 +50,20 @@ async function serve(role: Role): Promise<void> {
     const answer = chunkIntervalMs ? Array.from({ length: words }, (_, i) => `word${i}`).join(' ') : 'The quick brown fox jumps over the lazy dog.';
     const fake = await startFakeOpenAI({ answer, chunkIntervalMs });
     // The fake records every request; a long run must not keep them all, only the first
-    // frames' times of the streams that carry a first-byte marker (FIRST_FRAME_MARKER).
+    // frames' times of the streams that carry a first-byte marker (withFirstFrameMarker).
+    let marked: Record<string, number> = {};
     const harvest = () => {
       for (const recorded of fake.requests) {
         const marker = firstFrameMarker(recorded.body);
-        if (marker && recorded.firstFrameAt !== undefined) firstFrames[marker] = Number(recorded.firstFrameAt);
+        if (marker && recorded.firstFrameAt !== undefined) marked[marker] = Number(recorded.firstFrameAt);
       }
       fake.requests.length = 0;
     };
     setInterval(harvest, 1_000).unref();
-    answerFirstFrames = () => {
+    firstFrames = () => {
       harvest();
-      const times = firstFrames;
-      firstFrames = {};
+      const times = marked;
+      marked = {};
       return times;
     };
     ready = { url: fake.url };
@@ -134,7 +136,7 @@ async function serve(role: Role): Promise<void> {
     if (message === 'memory') {
       process.send!(process.memoryUsage());
     } else if (message === 'first-frames') {
-      process.send!(answerFirstFrames());
+      process.send!(firstFrames());
     } else if (message === 'db-stats') {
       process.send!({ transactions: await databaseTransactions() });
     } else if (message === 'profile-start') {
@@ -182,9 +184,6 @@ function firstFrameMarker(body: { messages?: { content?: unknown }[] } | undefin
   const content = body?.messages?.at(-1)?.content;
   return typeof content === 'string' ? /#(\w+)$/.exec(content)?.[1] : undefined;
 }
-
-let firstFrames: Record<string, number> = {};
-let answerFirstFrames = (): Record<string, number> => ({});
 
 interface Frame {
   callFrame: { url: string; lineNumber: number; columnNumber: number };

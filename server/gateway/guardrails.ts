@@ -93,13 +93,13 @@ interface CompiledRule {
   category: string;
   pattern: RegExp;
   needs?: RegExp;
-  /** `needs` with the g flag, when its span is known: where its last match in new text ends. */
-  needsAll?: RegExp;
-  needsSpan: number;
+  /** When the span of `needs` is known: `needs` with the g flag (where its last match in new text ends), and the span. */
+  scan?: { all: RegExp; span: number };
 }
 
-/** A regex whose `test` keeps no state between calls (no g or y flag). */
-const stateless = (regex: RegExp) => (regex.global || regex.sticky ? new RegExp(regex.source, regex.flags.replace(/[gy]/g, '')) : regex);
+/** `regex` without its g and y flags (its `test` then keeps no state between calls), plus `extra`. */
+const withFlags = (regex: RegExp, extra = '') =>
+  regex.global || regex.sticky || extra ? new RegExp(regex.source, regex.flags.replace(/[gy]/g, '') + extra) : regex;
 
 export class RuleCheck implements GuardrailCheck {
   readonly id = 'local-rules';
@@ -109,10 +109,9 @@ export class RuleCheck implements GuardrailCheck {
   constructor(rules: Readonly<Record<string, Rule>> = DEFAULT_RULES) {
     this.rules = Object.entries(rules).map(([category, { pattern, needs, needsSpan }]) => ({
       category,
-      pattern: stateless(pattern),
-      ...(needs && { needs: stateless(needs) }),
-      ...(needs && needsSpan !== undefined && { needsAll: new RegExp(needs.source, needs.flags.replace(/[gy]/g, '') + 'g') }),
-      needsSpan: needsSpan ?? 0,
+      pattern: withFlags(pattern),
+      ...(needs && { needs: withFlags(needs) }),
+      ...(needs && needsSpan !== undefined && { scan: { all: withFlags(needs, 'g'), span: needsSpan } }),
     }));
   }
 
@@ -131,9 +130,9 @@ export class RuleCheck implements GuardrailCheck {
       seen += added;
       let verdict: Verdict = { blocked: false };
       // Every rule reads every chunk, also after one blocks: each keeps its own place.
-      for (const [i, { category, pattern, needs, needsAll, needsSpan }] of this.rules.entries()) {
-        if (needsAll) {
-          const end = lastMatchEnd(needsAll, window, Math.max(0, window.length - added - needsSpan));
+      for (const [i, { category, pattern, needs, scan }] of this.rules.entries()) {
+        if (scan) {
+          const end = lastMatchEnd(scan.all, window, Math.max(0, window.length - added - scan.span));
           if (end >= 0) needsEnd[i] = seen - window.length + end;
           // A match of `needs` that overlaps the one found starts before it ends (or at it,
           // when empty): both have left the window once the window starts past that end.
@@ -173,10 +172,19 @@ export interface StreamModeration {
 }
 
 export class Guardrails {
+  /** The output checks by how a stream runs them (sorted once, not per stream): watching, per chunk, per sentence. */
+  private readonly watching: GuardrailCheck[];
+  private readonly local: GuardrailCheck[];
+  private readonly remote: GuardrailCheck[];
+
   constructor(
     private readonly input: GuardrailCheck[],
     private readonly output: GuardrailCheck[],
-  ) {}
+  ) {
+    this.watching = output.filter((c) => c.cost === 'local' && c.watch);
+    this.local = output.filter((c) => c.cost === 'local' && !c.watch);
+    this.remote = output.filter((c) => c.cost === 'remote');
+  }
 
   /** Throws 403 GUARDRAIL_BLOCKED when any input check blocks the user's messages. */
   async checkInput(messages: ChatMessage[], signal: AbortSignal): Promise<void> {
@@ -204,9 +212,8 @@ export class Guardrails {
    * `flush` checks and releases what is still held when the answer ends.
    */
   monitor(signal: AbortSignal): StreamModeration {
-    const watchers = this.output.filter((c) => c.cost === 'local' && c.watch).map((c) => c.watch!());
-    const local = this.output.filter((c) => c.cost === 'local' && !c.watch);
-    const remote = this.output.filter((c) => c.cost === 'remote');
+    const watchers = this.watching.map((c) => c.watch!());
+    const { local, remote } = this;
     let text = '';
     let held = '';
     const release = async (): Promise<string | null> => {
