@@ -42,7 +42,10 @@ function copy(value: unknown, bounds: Bounds, budget: Budget, depth: number): un
   }
   // As JSON.stringify would see it: a Date as its text, a Buffer as its bytes.
   const json = (value as { toJSON?: unknown }).toJSON;
-  if (typeof json === 'function') return copy(json.call(value), bounds, budget, depth);
+  if (typeof json === 'function') {
+    const plain: unknown = json.call(value);
+    if (plain !== value) return copy(plain, bounds, budget, depth);
+  }
   budget.left -= 2;
   if (Array.isArray(value)) {
     const out: unknown[] = [];

@@ -62,6 +62,8 @@ describe('bounded', () => {
     expect(size(bounded(cyclic, BOUNDS))).toBeLessThanOrEqual(BOUNDS.total + SLACK);
     const deep = JSON.parse('['.repeat(100_000) + ']'.repeat(100_000));
     expect(bounded(deep, BOUNDS)).toEqual([[[[[]]]]]);
+    const selfish = { name: 'me', toJSON() { return this; } };
+    expect(bounded(selfish, BOUNDS)).toEqual({ name: 'me' });
   });
 
   it('sees values as JSON does: a date as its text, no undefined or function members', () => {
