@@ -1,4 +1,5 @@
 import pino, { type Logger } from 'pino';
+import { bounded, cut, type Bounds } from './bounded.js';
 
 /** Credentials never reach a log line: headers that carry them are removed at the source. */
 export const REDACTED_PATHS = [
@@ -12,8 +13,43 @@ export const REDACTED_PATHS = [
   '*.access_token',
 ];
 
+/**
+ * What one log call may write: a line carries at most 16 KiB of logged values (each string
+ * at most 4 KiB, nesting at most 8 levels) besides its logger's bindings, whatever reaches
+ * it (request metadata, an upstream's error text, a caller's strings).
+ */
+export const LOG_BOUNDS: Bounds = { total: 16_384, string: 4_096, depth: 8 };
+
+const serializeError = pino.stdSerializers.err;
+
+/**
+ * Bounds every logged object in pino's own `formatters.log`, which sees each call's object
+ * before it is written, so no call site has to. An error is serialized first (message,
+ * stack, causes), as pino's `err` serializer would, so its text is bounded too.
+ */
+function boundedLogObject(object: Record<string, unknown>): Record<string, unknown> {
+  const { err } = object;
+  const plain = err instanceof Error ? { ...object, err: serializeError(err) } : object;
+  return bounded(plain, LOG_BOUNDS) as Record<string, unknown>;
+}
+
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
-  return pino({ level, redact: { paths: REDACTED_PATHS, remove: true } }, destination);
+  return pino(
+    {
+      level,
+      redact: { paths: REDACTED_PATHS, remove: true },
+      formatters: { log: boundedLogObject },
+      serializers: {
+        // Serialized by the formatter already: pino's would take the bounded copy for an
+        // error again (its type "Object").
+        err: (err: unknown) => err,
+        // The message is not part of the logged object: its serializer bounds it (a message
+        // pino takes from an error's text included).
+        msg: (msg: unknown) => (typeof msg === 'string' ? cut(msg, LOG_BOUNDS.string) : msg),
+      },
+    },
+    destination,
+  );
 }
 
 /** How much of any one caller-sent value a log line carries. */

@@ -130,7 +130,10 @@ export type ValidationErrorItem = {
      */
     type: string;
     /**
-     * The value that was sent (present on some responses).
+     * The value that was sent (present on some responses), quoted in at most 256
+     * characters of JSON in its own shape: a longer string is cut and ends with `…`,
+     * an array or object keeps its first members, nothing below four levels.
+     *
      */
     input?: unknown;
 };
@@ -289,7 +292,10 @@ export type RoutingMechanism = 'auto_routing' | 'model_family' | 'direct_model_s
 export type RoutingTier = 'tier_1' | 'tier_2' | 'tier_3';
 
 /**
- * Up to 16 caller-defined string pairs, echoed in logs.
+ * Up to 16 caller-defined string pairs, echoed in logs. As OpenAI bounds it: keys of
+ * at most 64 characters, values strings of at most 512 characters; a request that
+ * breaks a bound is the operation's validation error naming the field.
+ *
  */
 export type RequestMetadata = {
     [key: string]: string;
@@ -494,7 +500,7 @@ export type ChatCompletionRequestCommon = {
      */
     user?: string;
     /**
-     * Up to 16 string key/value pairs of yours, recorded with the request (logs) for your own correlation.
+     * Up to 16 string key/value pairs of yours (keys of at most 64 characters, values of at most 512), recorded with the request (logs) for your own correlation.
      */
     metadata?: RequestMetadata;
 };
@@ -1413,7 +1419,7 @@ export type CreateResponseRequestCommon = {
      */
     stream?: boolean;
     /**
-     * Up to 16 string key/value pairs of yours, recorded with the request (logs) for your own correlation.
+     * Up to 16 string key/value pairs of yours (keys of at most 64 characters, values of at most 512), recorded with the request (logs) for your own correlation.
      */
     metadata?: RequestMetadata;
     /**
@@ -2710,7 +2716,7 @@ export type RealTimeUploadRequest = {
      */
     producer_id?: string;
     /**
-     * File name to record (default derived from the title).
+     * File name to record (default derived from the title), cleaned and cut as an uploaded file's name is (see `ingestFiles`).
      */
     filename?: string;
     /**

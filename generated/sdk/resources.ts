@@ -400,7 +400,10 @@ export interface FilesResource {
    * belong to the publisher. 413 when a file passes `UPLOAD_FILE_LIMIT` (50 MB
    * by default), a request carries more than `UPLOAD_MAX_FILES` files (20), more
    * than 50 form fields besides its files, or a field value over 1 MiB; 400 for
-   * a malformed form (e.g. a field name over 100 bytes).
+   * a malformed form (e.g. a field name over 100 bytes). File names are kept
+   * without control characters (C0, C1) and bidirectional controls (U+200E,
+   * U+200F, U+061C, U+202A-U+202E, U+2066-U+2069) and cut to 255 bytes of UTF-8,
+   * keeping the extension: the answer, the item and the logs show that name.
    *
    * The files are stored durably before the answer; each item then moves
    * through the ingestion `status` values `QUEUED`, `FETCHING`, `NORMALIZING`,
@@ -1313,7 +1316,10 @@ export interface PlatformOperations {
    * belong to the publisher. 413 when a file passes `UPLOAD_FILE_LIMIT` (50 MB
    * by default), a request carries more than `UPLOAD_MAX_FILES` files (20), more
    * than 50 form fields besides its files, or a field value over 1 MiB; 400 for
-   * a malformed form (e.g. a field name over 100 bytes).
+   * a malformed form (e.g. a field name over 100 bytes). File names are kept
+   * without control characters (C0, C1) and bidirectional controls (U+200E,
+   * U+200F, U+061C, U+202A-U+202E, U+2066-U+2069) and cut to 255 bytes of UTF-8,
+   * keeping the extension: the answer, the item and the logs show that name.
    *
    * The files are stored durably before the answer; each item then moves
    * through the ingestion `status` values `QUEUED`, `FETCHING`, `NORMALIZING`,

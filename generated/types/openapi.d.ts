@@ -1023,7 +1023,10 @@ export interface paths {
          *     belong to the publisher. 413 when a file passes `UPLOAD_FILE_LIMIT` (50 MB
          *     by default), a request carries more than `UPLOAD_MAX_FILES` files (20), more
          *     than 50 form fields besides its files, or a field value over 1 MiB; 400 for
-         *     a malformed form (e.g. a field name over 100 bytes).
+         *     a malformed form (e.g. a field name over 100 bytes). File names are kept
+         *     without control characters (C0, C1) and bidirectional controls (U+200E,
+         *     U+200F, U+061C, U+202A-U+202E, U+2066-U+2069) and cut to 255 bytes of UTF-8,
+         *     keeping the extension: the answer, the item and the logs show that name.
          *
          *     The files are stored durably before the answer; each item then moves
          *     through the ingestion `status` values `QUEUED`, `FETCHING`, `NORMALIZING`,
@@ -1466,7 +1469,7 @@ export interface components {
             max_tokens?: number;
             /** @description The conversation so far, oldest first; must contain at least one `user` message (400 NO_USER_MESSAGE). */
             messages: components["schemas"]["ChatMessage"][];
-            /** @description Up to 16 string key/value pairs of yours, recorded with the request (logs) for your own correlation. */
+            /** @description Up to 16 string key/value pairs of yours (keys of at most 64 characters, values of at most 512), recorded with the request (logs) for your own correlation. */
             metadata?: components["schemas"]["RequestMetadata"];
             /** @description Whether the model may ask for several tool calls in one turn. */
             parallel_tool_calls?: boolean;
@@ -1855,7 +1858,7 @@ export interface components {
             instructions?: string | null;
             /** @description Maximum tokens to generate, reasoning included; reaching it ends the response `incomplete`. */
             max_output_tokens?: number;
-            /** @description Up to 16 string key/value pairs of yours, recorded with the request (logs) for your own correlation. */
+            /** @description Up to 16 string key/value pairs of yours (keys of at most 64 characters, values of at most 512), recorded with the request (logs) for your own correlation. */
             metadata?: components["schemas"]["RequestMetadata"];
             /** @description Whether the model may ask for several tool calls in one turn. */
             parallel_tool_calls?: boolean;
@@ -2803,7 +2806,7 @@ export interface components {
             content: string;
             /** @description Whether the content stays current. */
             evergreen?: boolean;
-            /** @description File name to record (default derived from the title). */
+            /** @description File name to record (default derived from the title), cleaned and cut as an uploaded file's name is (see `ingestFiles`). */
             filename?: string;
             /** @description Image URL. */
             item_image?: string;
@@ -2922,7 +2925,11 @@ export interface components {
              */
             uuid: string;
         };
-        /** @description Up to 16 caller-defined string pairs, echoed in logs. */
+        /**
+         * @description Up to 16 caller-defined string pairs, echoed in logs. As OpenAI bounds it: keys of
+         *     at most 64 characters, values strings of at most 512 characters; a request that
+         *     breaks a bound is the operation's validation error naming the field.
+         */
         RequestMetadata: {
             [key: string]: string;
         };
@@ -3787,7 +3794,11 @@ export interface components {
             trace_id: components["schemas"]["TraceId"];
         };
         ValidationErrorItem: {
-            /** @description The value that was sent (present on some responses). */
+            /**
+             * @description The value that was sent (present on some responses), quoted in at most 256
+             *     characters of JSON in its own shape: a longer string is cut and ends with `…`,
+             *     an array or object keeps its first members, nothing below four levels.
+             */
             input?: unknown;
             /** @description Path of the failing field, e.g. `["body", "messages"]` (array indexes as strings). */
             loc: string[];

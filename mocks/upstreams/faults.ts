@@ -25,8 +25,8 @@ export type Fault =
   | { type: 'context_length' }
   /** 400 with the upstream's content-filter error body. */
   | { type: 'content_filter' }
-  /** 400 with the upstream's invalid-request error body (a parameter it rejects). */
-  | { type: 'bad_request' }
+  /** 400 with the upstream's invalid-request error body (a parameter it rejects), its message `message` when given. */
+  | { type: 'bad_request'; message?: string }
   /** A normal answer that ends with finish_reason content_filter (Anthropic: stop_reason refusal). */
   | { type: 'content_filter_finish' }
   /** 400 when the last message is an assistant message (an upstream that cannot continue a prefix). */
@@ -234,7 +234,7 @@ function playHttpFault({ fault, res, recorded }: Call, dialect: Dialect): boolea
       sendError(res, dialect, 'content_filter', 400, '');
       return true;
     case 'bad_request':
-      sendError(res, dialect, 'bad_request', 400, '');
+      sendError(res, dialect, 'bad_request', 400, fault.message ?? '');
       return true;
     case 'refuse_prefix': {
       const messages = (recorded.body as { messages?: { role?: string }[] } | undefined)?.messages;

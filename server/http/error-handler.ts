@@ -4,7 +4,7 @@ import { errorCatalog } from '../../generated/contract/errors.js';
 import { routes, type RouteDefinition } from '../../generated/contract/routes.js';
 import { ApiError } from '../errors.js';
 import { deprecationHeaders } from './deprecation.js';
-import { errorSchemaFor, renderError, toApiError } from './errors.js';
+import { errorSchemaFor, quotable, renderError, toApiError } from './errors.js';
 import { noteError } from './request-log.js';
 import { traceIdOf } from './trace.js';
 import { isValidatorError, toValidationIssues } from './validation.js';
@@ -43,7 +43,8 @@ function classify(error: unknown, req: Request): ApiError {
 /** Operations that declare no 422 report field validation failures as their 400 (e.g. OAuth). */
 function asDeclared(error: ApiError, route: RouteDefinition | undefined): ApiError {
   if (error.status !== 422 || !route || route.errorBodies[422] || !route.errorBodies[400]) return error;
-  const first = error.options.issues?.[0];
+  const found = error.options.issues?.[0];
+  const first = found && quotable(found);
   const message = first ? `${first.loc.join('.')}: ${first.msg}` : error.message;
   return new ApiError('INVALID_REQUEST', message, { ...error.options, status: 400, gatewayCode: 'invalid_request' });
 }

@@ -2,6 +2,7 @@
 // status (AI envelope, gateway body, FastAPI detail, ...).
 import { errorCatalog, type ErrorName } from '../../generated/contract/errors.js';
 import type { RouteDefinition } from '../../generated/contract/routes.js';
+import { bounded, cut, type Bounds } from '../bounded.js';
 import { ApiError, type ValidationIssue } from '../errors.js';
 
 export type ErrorSchemaName =
@@ -42,25 +43,23 @@ const OAUTH_ERRORS: Partial<Record<ErrorName, string>> = {
   INTERNAL_ERROR: 'server_error',
 };
 
-/** Deeper input is not echoed back: rendering it would exhaust the stack (a body of 20,000 nested arrays). */
-const MAX_ECHO_DEPTH = 32;
+/**
+ * How much of the input a finding quotes back (spec 2.6's `detail[].input`), and of a path
+ * segment (`loc` may hold a caller's object keys): at most 256 characters as JSON, four
+ * levels deep, in the input's own shape. The whole of a 100,000-element array made a 3.1 MB
+ * answer, and a body of 20,000 nested arrays exhausted the stack rendering it.
+ */
+export const QUOTE_BOUNDS: Bounds = { total: 256, string: 256, depth: 4 };
 
-function tooDeep(value: unknown, depth = 0): boolean {
-  if (value === null || typeof value !== 'object') return false;
-  if (depth >= MAX_ECHO_DEPTH) return true;
-  return Object.values(value).some((child) => tooDeep(child, depth + 1));
-}
-
-/** An issue as the body may echo it: whatever raised it, its input is dropped when too deep to render. */
-function echoable(issue: ValidationIssue): ValidationIssue {
-  if (!tooDeep(issue.input)) return issue;
-  const { input: _dropped, ...rest } = issue;
-  return rest;
+/** An issue as an answer may quote it: its input and path segments within QUOTE_BOUNDS. */
+export function quotable(issue: ValidationIssue): ValidationIssue {
+  const loc = issue.loc.map((segment) => cut(segment, QUOTE_BOUNDS.string));
+  return 'input' in issue ? { ...issue, loc, input: bounded(issue.input, QUOTE_BOUNDS) } : { ...issue, loc };
 }
 
 export function renderError(error: ApiError, schema: ErrorSchemaName, traceId: string): Record<string, unknown> {
   const entry = errorCatalog[error.errorName];
-  const issues = (error.options.issues ?? []).map(echoable);
+  const issues = (error.options.issues ?? []).map(quotable);
   switch (schema) {
     case 'AIError':
     case 'CodingAIError': {

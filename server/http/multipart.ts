@@ -3,7 +3,7 @@
 // buffers of RAM; the files are removed once the answer is sent. The validator's built-in
 // uploader marks a lone file as a string even where the contract declares an array, so a
 // single-file upload of `files` would fail validation; here each file field gets the shape
-// the contract declares.
+// the contract declares. File names are cleaned and cut here (file-name.ts).
 import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -14,6 +14,7 @@ import type { Request, RequestHandler } from 'express';
 import multer from 'multer';
 import type { RouteDefinition } from '../../generated/contract/routes.js';
 import { ApiError } from '../errors.js';
+import { cleanFileName } from './file-name.js';
 import { onResponseEnd } from './response-end.js';
 
 export interface UploadLimits {
@@ -119,7 +120,11 @@ export function parseMultipart(route: RouteDefinition, limits: UploadLimits): Re
       // busboy's own failures: no boundary, a truncated form, a malformed part.
       if (error) return next(new ApiError('INVALID_REQUEST', `Malformed multipart body: ${(error as Error).message}`, { status: 400 }));
       const counts = new Map<string, number>();
-      for (const file of spooledFiles(req)) counts.set(file.fieldname, (counts.get(file.fieldname) ?? 0) + 1);
+      for (const file of spooledFiles(req)) {
+        // Every later use (the item, the answer, the logs, the idempotency key) sees the clean name.
+        file.originalname = cleanFileName(file.originalname);
+        counts.set(file.fieldname, (counts.get(file.fieldname) ?? 0) + 1);
+      }
       // Placeholders only: validation checks presence and count; handlers get the files themselves.
       for (const [field, count] of counts) {
         req.body[field] = route.uploads[field] === 'one' && count === 1 ? '' : new Array(count).fill('');

@@ -7,6 +7,7 @@ import type { Metrics } from '../observability/metrics.js';
 import type { Services } from '../services.js';
 import type { Authenticator } from '../identity/authenticator.js';
 import { authenticate } from './auth.js';
+import { refuseDeepBodies } from './body-depth.js';
 import { deprecationHeaders } from './deprecation.js';
 import { invoke, type UntypedHandler } from './invoke.js';
 import { parseMultipart, type UploadLimits } from './multipart.js';
@@ -35,15 +36,15 @@ export interface RouterOptions {
 
 export function buildRouter(options: RouterOptions): RequestHandler {
   const table = new RouteTable();
-  const parsers: Record<string, RequestHandler> = {
-    'application/json': express.json({ limit: options.jsonBodyLimit, verify: rejectUnstorable }),
-    'application/x-www-form-urlencoded': express.urlencoded({ extended: false, limit: options.jsonBodyLimit }),
+  const parsers: Record<string, RequestHandler[]> = {
+    'application/json': [express.json({ limit: options.jsonBodyLimit, verify: rejectUnstorable }), refuseDeepBodies],
+    // Flat: `extended: false` makes no nested objects.
+    'application/x-www-form-urlencoded': [express.urlencoded({ extended: false, limit: options.jsonBodyLimit })],
   };
   // An operation without a body gets no parsing step at all.
   const bodyParser = (route: RouteDefinition): RequestHandler[] => {
     if (route.requestMediaType === 'multipart/form-data') return [parseMultipart(route, options.uploadLimits)];
-    const parser = route.requestMediaType && parsers[route.requestMediaType];
-    return parser ? [parser] : [];
+    return (route.requestMediaType && parsers[route.requestMediaType]) || [];
   };
   for (const route of routes) {
     if (route.api !== options.api) continue;

@@ -172,8 +172,10 @@ const KEYWORD_TYPES: Record<string, string> = {
   unevaluatedProperties: 'extra_forbidden',
 };
 
+const keywordOf = (finding: ValidatorFinding) => (finding.errorCode ?? '').split('.')[0];
+
 function issueType(finding: ValidatorFinding): string {
-  const keyword = (finding.errorCode ?? '').split('.')[0];
+  const keyword = keywordOf(finding);
   if (keyword === 'type') {
     const expected = /must be (\w+)/.exec(finding.message)?.[1] ?? '';
     return TYPE_NAMES[expected] ?? 'type_error';
@@ -211,15 +213,33 @@ function valueAt(parts: RequestParts, loc: string[]): unknown {
   return node;
 }
 
+/**
+ * ajv reports a property name breaking `propertyNames` (a `metadata` key too long) twice at
+ * the object's path: why (`must NOT have more than 64 characters`), then `property name must
+ * be valid`. Kept as one finding that says the name is what breaks it.
+ */
+function withPropertyNamesMerged(findings: ValidatorFinding[]): ValidatorFinding[] {
+  const merged: ValidatorFinding[] = [];
+  for (const finding of findings) {
+    const why = merged.at(-1);
+    if (keywordOf(finding) === 'propertyNames' && why && why.path === finding.path && keywordOf(why) !== 'propertyNames') {
+      merged[merged.length - 1] = { ...why, message: `Property name ${why.message}` };
+    } else {
+      merged.push(finding);
+    }
+  }
+  return merged;
+}
+
 /** express-openapi-validator findings → FastAPI-style `detail[]` entries (loc, msg, type, input). */
 export function toValidationIssues(findings: ValidatorFinding[], request: RequestParts): ValidationIssue[] {
-  return findings.slice(0, MAX_ISSUES).map((finding) => {
+  return withPropertyNamesMerged(findings).slice(0, MAX_ISSUES).map((finding) => {
     const loc = finding.path
       .split('/')
       .filter(Boolean)
       .map((segment) => (segment === 'params' ? 'path' : segment));
     const type = issueType(finding);
-    // Too deep an input is dropped where the body is rendered (http/errors.ts).
+    // Quoted within bounds where the answer is rendered (http/errors.ts).
     const input = type === 'missing' ? null : valueAt(request, loc);
     return {
       loc,

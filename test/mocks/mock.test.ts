@@ -258,6 +258,17 @@ describe('trace ids on the mock\'s own errors (issue 9)', () => {
     expect(res.headers.get('sl-violations')).toBeTruthy();
   });
 
+  it('refuses metadata past its bounds (a 513-character value, a 65-character key) as the server does', async () => {
+    const ask = { model: 'gloo-openai-gpt-5-mini', messages: [{ role: 'user', content: 'hi' }] };
+    for (const metadata of [{ note: 'v'.repeat(513) }, { ['k'.repeat(65)]: 'v' }]) {
+      const { res, json } = await raw(routesById.createGuardedChatCompletion.path, { method: 'POST', body: { ...ask, metadata } });
+      expect(res.status).toBe(422);
+      expect(json.detail.some((d: Json) => d.loc.join('.').startsWith('body.metadata'))).toBe(true);
+    }
+    const { res } = await raw(routesById.createGuardedChatCompletion.path, { method: 'POST', body: { ...ask, metadata: { ['k'.repeat(64)]: 'v'.repeat(512) } } });
+    expect(res.status).toBe(200);
+  });
+
   it('refuses an invalid stream request the same way, before streaming', async () => {
     const { res, json } = await raw(routesById.createGuardedChatCompletion.path, { method: 'POST', body: { auto_routing: true, stream: true } });
     expect(res.status).toBe(422);
