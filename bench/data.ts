@@ -26,7 +26,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { benchIngestion, formatIngestionBench, verdict } from './data-ingest.js';
 import { Collections } from '../server/data/search/collections.js';
-import { hybridQuery, PgRetriever, vectorLiteral } from '../server/data/search/pg-chunk-index.js';
+import { termFrequencies } from '../server/data/search/analyzer.js';
+import { vectorLiteral } from '../server/data/search/pg-chunk-index.js';
+import { DEFAULT_RANKING, hybridQuery, PgRetriever } from '../server/data/search/pg-retriever.js';
 import type { RankingMode } from '../server/data/search/chunk-index.js';
 import { createLogger } from '../server/logging.js';
 import { openDatabase, type Database } from '../server/storage/index.js';
@@ -35,7 +37,7 @@ const DIMENSIONS = 512;
 const TOPICS = 200;
 const K = 10;
 /** The retriever's default candidate pool per ranked list (and its ef_search). */
-const CANDIDATES = 100;
+const CANDIDATES = DEFAULT_RANKING.vectorCandidates;
 /** Queries whose HNSW results are compared with an exact search. */
 const RECALL_QUERIES = 200;
 
@@ -131,18 +133,28 @@ async function buildCorpus(size: number): Promise<Corpus> {
       return { item: items[Math.floor(n / perItem)]?.id, ordinal: n % perItem, content: words.join(' '), vector: vectorLiteral(vector) };
     });
     if (built) continue;
+    // Each passage's keyword statistics, as the chunk index writes them.
+    const statistics = rows.map((r) => termFrequencies(r.content));
     await prisma.$executeRawUnsafe(
-      `INSERT INTO chunks (item_id, publisher_id, ordinal, content, token_count, embedding_model, embedding)
-       SELECT r.item_id, $1::uuid, r.ordinal, r.content, 40, 'synthetic', r.embedding::vector
-         FROM unnest($2::uuid[], $3::int[], $4::text[], $5::text[]) AS r(item_id, ordinal, content, embedding)`,
+      `INSERT INTO chunks (item_id, publisher_id, ordinal, content, token_count, embedding_model, embedding, terms, term_count)
+       SELECT r.item_id, $1::uuid, r.ordinal, r.content, 40, 'synthetic', r.embedding::vector, r.terms::jsonb, r.term_count
+         FROM unnest($2::uuid[], $3::int[], $4::text[], $5::text[], $6::text[], $7::int[]) AS r(item_id, ordinal, content, embedding, terms, term_count)`,
       publisher.id,
       rows.map((r) => r.item),
       rows.map((r) => r.ordinal),
       rows.map((r) => r.content),
       rows.map((r) => r.vector),
+      statistics.map((t) => JSON.stringify(Object.fromEntries(t.frequencies))),
+      statistics.map((t) => t.length),
     );
   }
   if (!built) {
+    // Every item published at once: its document postings summed from its passages, as publish does one item.
+    await prisma.$executeRawUnsafe(`
+      INSERT INTO item_terms (publisher_id, term, item_id, tf, doc_terms)
+      SELECT c.publisher_id, e.key, c.item_id, sum(e.value::int), 0 FROM chunks c CROSS JOIN LATERAL jsonb_each_text(c.terms) e GROUP BY 1, 2, 3`);
+    await prisma.$executeRawUnsafe(`UPDATE items i SET term_count = t.n FROM (SELECT item_id, sum(term_count)::int AS n FROM chunks GROUP BY item_id) t WHERE t.item_id = i.id`);
+    await prisma.$executeRawUnsafe(`UPDATE item_terms t SET doc_terms = i.term_count FROM items i WHERE i.id = t.item_id`);
     await prisma.$transaction([
       prisma.$executeRawUnsafe(`SET LOCAL maintenance_work_mem = '1GB'`),
       prisma.$executeRawUnsafe(
@@ -161,7 +173,7 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
 interface SearchFigures {
   size: number;
   loadSeconds: number;
-  latency: Record<'vector' | 'hybrid', { p50: number; p99: number }>;
+  latency: Record<'vector' | 'text' | 'hybrid', { p50: number; p99: number }>;
   recallAt10: number;
 }
 
@@ -196,7 +208,7 @@ async function benchSearch(size: number, queryCount: number): Promise<SearchFigu
   for (const text of texts.slice(0, 20)) await retrieve(text, 'hybrid'); // warm-up
   collectGarbage();
   const latency = {} as SearchFigures['latency'];
-  for (const mode of ['vector', 'hybrid'] as const) {
+  for (const mode of ['vector', 'text', 'hybrid'] as const) {
     const times: number[] = [];
     for (const text of texts) {
       const started = performance.now();
@@ -223,7 +235,7 @@ async function benchSearch(size: number, queryCount: number): Promise<SearchFigu
     { model: 'synthetic', dimensions: DIMENSIONS },
     { organizationId, publisherIds: [publisherId], query: texts[0]!, limit: K, certainty: 0, purpose: 'search', mode: 'vector' },
     vectorLiteral(queries[0]!),
-    CANDIDATES,
+    DEFAULT_RANKING,
   );
   // The statement makes its own HNSW settings, as the retriever runs it.
   const plan = await database.prisma.$queryRawUnsafe<{ 'QUERY PLAN': string }[]>(`EXPLAIN (ANALYZE, COSTS OFF) ${sql}`, ...params);
@@ -243,13 +255,15 @@ async function main(): Promise<void> {
   }
   console.log(`Search (synthetic ${DIMENSIONS}-d vectors around ${TOPICS} topics, ${queryCount} queries (recall on ${Math.min(queryCount, RECALL_QUERIES)}), top ${K}, PGlite on disk, HNSW m=16 ef_construction=64, ef_search=100, Node ${process.version})`);
   console.log('Retriever latency only: excludes embedding the query and HTTP.');
-  console.log('| passages | load + index s | vector p50 ms | vector p99 ms | hybrid p50 ms | hybrid p99 ms | HNSW recall@10 vs exact |');
-  console.log('|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('| passages | load + index s | vector p50 ms | vector p99 ms | BM25 p50 ms | BM25 p99 ms | hybrid p50 ms | hybrid p99 ms | HNSW recall@10 vs exact |');
+  console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   const verdicts: string[] = [];
   for (const size of sizes) {
     const r = await benchSearch(size, queryCount);
     const ms = (x: number) => x.toFixed(1);
-    console.log(`| ${size} | ${r.loadSeconds.toFixed(0)} | ${ms(r.latency.vector.p50)} | ${ms(r.latency.vector.p99)} | ${ms(r.latency.hybrid.p50)} | ${ms(r.latency.hybrid.p99)} | ${r.recallAt10.toFixed(3)} |`);
+    console.log(
+      `| ${size} | ${r.loadSeconds.toFixed(0)} | ${ms(r.latency.vector.p50)} | ${ms(r.latency.vector.p99)} | ${ms(r.latency.text.p50)} | ${ms(r.latency.text.p99)} | ${ms(r.latency.hybrid.p50)} | ${ms(r.latency.hybrid.p99)} | ${r.recallAt10.toFixed(3)} |`,
+    );
     if (size === 100_000) {
       verdicts.push(`  hybrid p99 at 100k: ${ms(r.latency.hybrid.p99)} ms  ${verdict(r.latency.hybrid.p99 <= 25, '<= 25 ms')}`);
       verdicts.push(`  HNSW recall@10 at 100k: ${r.recallAt10.toFixed(3)}  ${verdict(r.recallAt10 >= 0.95, '>= 0.95')}`);

@@ -86,6 +86,13 @@ export type Item = Prisma.ItemModel
  */
 export type Chunk = Prisma.ChunkModel
 /**
+ * Model ItemTerm
+ * A document's posting for one term: how often the term occurs in the whole item, within its
+ * publisher (the tenant whose statistics BM25 uses). Written when the item is published and
+ * forgotten with its passages (triggers of migration 20261207090000_keyword_statistics).
+ */
+export type ItemTerm = Prisma.ItemTermModel
+/**
  * Model IngestionJob
  * One file to ingest into an item. QUEUED -> RUNNING (leased by one worker) -> DONE, or
  * back to QUEUED with a later run_after after a failure, or FAILED for good.

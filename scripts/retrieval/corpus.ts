@@ -2,10 +2,13 @@
 // lists them, their text as the platform's own parsers extract it (cached in .data, since
 // parsing 1,300 HTML pages takes a while), and the labelled queries.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseDocument } from '../../server/data/ingestion/parse.js';
+import { Chunker, splitBlocks, type TextChunk } from '../../server/data/ingestion/chunker.js';
+import { parseDocument, streamText } from '../../server/data/ingestion/parse.js';
+import { chunkOptions } from '../../server/data/ingestion/pipeline.js';
+import type { Embedder } from '../../server/providers/local/embedder.js';
 
 export const FIXTURES = fileURLToPath(new URL('../../test/fixtures/retrieval/', import.meta.url));
 const TEXT_CACHE = fileURLToPath(new URL('../../.data/retrieval-text-cache.json', import.meta.url));
@@ -40,6 +43,24 @@ export interface LabelledQuery {
   foreign?: string[];
   /** Where the answer is, in a few words (for whoever checks the judgment). */
   note?: string;
+}
+
+/** A grounded conversation whose last message only makes sense with the turns before it. */
+export interface LabelledConversation {
+  id: string;
+  tenant: string;
+  messages: { role: 'user' | 'assistant'; content: string }[];
+  relevant: Record<string, number>;
+  note?: string;
+}
+
+export function loadConversations(): LabelledConversation[] {
+  const dir = join(FIXTURES, 'conversations');
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((name) => name.endsWith('.json'))
+    .sort()
+    .flatMap((name) => (JSON.parse(readFileSync(join(dir, name), 'utf8')) as { conversations: LabelledConversation[] }).conversations);
 }
 
 export function loadManifest(): CorpusDocument[] {
@@ -81,4 +102,64 @@ export async function documentTexts(documents: CorpusDocument[]): Promise<Map<st
     writeFileSync(TEXT_CACHE, JSON.stringify(cache));
   }
   return texts;
+}
+
+export interface DocumentPassages {
+  id: string;
+  title: string | null;
+  passages: TextChunk[];
+}
+
+/** Each document's title and passages, made by the platform's own parsers and chunker, as ingestion makes them. */
+export async function documentPassages(documents: CorpusDocument[], maxInputTokens: number): Promise<DocumentPassages[]> {
+  const out: DocumentPassages[] = [];
+  for (const doc of documents) {
+    const bytes = readFileSync(documentPath(doc));
+    const chunker = new Chunker(chunkOptions(maxInputTokens));
+    const passages: TextChunk[] = [];
+    let title: string | null;
+    if (doc.file.endsWith('.html')) {
+      const parsed = await parseDocument(bytes, 'html', doc.file);
+      title = parsed.title;
+      for (const block of splitBlocks(parsed.text)) passages.push(...chunker.push(block));
+    } else {
+      const parsed = await streamText((async function* () { yield bytes; })(), doc.file);
+      title = parsed.title;
+      for await (const block of parsed.blocks) passages.push(...chunker.push(block));
+    }
+    passages.push(...chunker.end());
+    out.push({ id: doc.id, title, passages });
+  }
+  return out;
+}
+
+const EMBEDDING_CACHE = fileURLToPath(new URL('../../.data/retrieval-embeddings/', import.meta.url));
+
+/**
+ * Vectors of `texts` by `embedder`, each computed once per machine: kept in .data by the
+ * SHA-256 of model and text, so a change of ranking is evaluated in seconds rather than the
+ * hour the local model takes to embed the corpus. `onProgress` hears how many are done.
+ */
+export async function embedCached(embedder: Embedder, texts: string[], onProgress?: (done: number, total: number) => void): Promise<number[][]> {
+  mkdirSync(EMBEDDING_CACHE, { recursive: true });
+  const file = join(EMBEDDING_CACHE, `${embedder.model}.jsonl`);
+  const cache = new Map<string, number[]>();
+  if (existsSync(file)) {
+    for (const line of readFileSync(file, 'utf8').split('\n')) {
+      if (!line) continue;
+      const [key, vector] = JSON.parse(line) as [string, string];
+      cache.set(key, [...new Float32Array(Buffer.from(vector, 'base64').buffer.slice(0))]);
+    }
+  }
+  const keyOf = (text: string) => createHash('sha256').update(`${embedder.model}\n${text}`).digest('hex');
+  const missing = [...new Set(texts.filter((text) => !cache.has(keyOf(text))))];
+  const BATCH = 32;
+  for (let start = 0; start < missing.length; start += BATCH) {
+    const batch = missing.slice(start, start + BATCH);
+    const vectors = await embedder.embed(batch);
+    appendFileSync(file, batch.map((text, i) => `${JSON.stringify([keyOf(text), Buffer.from(new Float32Array(vectors[i]!).buffer).toString('base64')])}\n`).join(''));
+    batch.forEach((text, i) => cache.set(keyOf(text), vectors[i]!));
+    onProgress?.(start + batch.length, missing.length);
+  }
+  return texts.map((text) => cache.get(keyOf(text))!);
 }

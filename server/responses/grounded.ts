@@ -1,9 +1,10 @@
 // Grounded responses: passages of a publisher's chat-visible content, retrieved for the
-// request's last user message, go before the conversation (the same prompt as grounded
+// request's last user message (read with the exchange before it), go before the conversation (the same prompt as grounded
 // chat completions, numbered so `[n]` cites `citations[n-1]`); the answer (JSON, or a
 // stream's terminal event) reports `sources_returned`, the `citations`, and one
 // `file_citation` annotation per source.
-import { GROUNDING_DEFAULTS, lastUserText } from '../data/grounding/grounded-completions.js';
+import { conversationContext, lastUserText } from '../data/grounding/conversation.js';
+import { GROUNDING_DEFAULTS } from '../data/grounding/grounded-completions.js';
 import { groundingMessage } from '../data/grounding/prompt.js';
 import type { CallScope } from '../gateway/gateway-service.js';
 import type { Source, Sources } from '../data/grounding/sources.js';
@@ -21,7 +22,8 @@ export interface Grounding {
 
 export async function groundResponse(sources: Sources, principal: Principal, body: GroundedResponseBody, scope: CallScope): Promise<Grounding> {
   const publisher = await sources.publisherNamed(principal, body.rag_publisher);
-  const question = lastUserText(toMessages(inputItems(body.input)));
+  const conversation = toMessages(inputItems(body.input));
+  const question = lastUserText(conversation);
   // Without a user message there is nothing to retrieve for; the response says why (400).
   const citations = question
     ? await sources.find(
@@ -29,6 +31,7 @@ export async function groundResponse(sources: Sources, principal: Principal, bod
           organizationId: principal.organizationId,
           publisherIds: [publisher.id],
           query: question,
+          context: conversationContext(conversation),
           limit: body.sources_limit ?? GROUNDING_DEFAULTS.sources_limit,
           certainty: body.certainty_threshold ?? GROUNDING_DEFAULTS.certainty,
         },

@@ -8,20 +8,17 @@ import type { SqlExecutor } from './sql-executor.js';
 export interface DatabaseCapabilities {
   /** `chunks.embedding` is a pgvector column: semantic search, grounded retrieval, recommendations */
   vector: boolean;
-  /** `chunks.content_tsv` exists: keyword (full-text) search */
-  fullText: boolean;
 }
 
 export const FEATURES_NEEDING_VECTOR = ['semantic search', 'grounded retrieval', 'recommendations'] as const;
 
 export async function detectCapabilities(db: SqlExecutor): Promise<DatabaseCapabilities> {
-  const rows = await db.query<{ column_name: string; udt_name: string }>(
-    `SELECT column_name, udt_name FROM information_schema.columns
+  const rows = await db.query<{ udt_name: string }>(
+    `SELECT udt_name FROM information_schema.columns
       WHERE table_schema = current_schema() AND table_name = 'chunks'
-        AND column_name IN ('embedding', 'content_tsv')`,
+        AND column_name = 'embedding'`,
   );
-  const typeOf = (column: string) => rows.find((r) => r.column_name === column)?.udt_name;
-  return { vector: typeOf('embedding') === 'vector', fullText: typeOf('content_tsv') === 'tsvector' };
+  return { vector: rows[0]?.udt_name === 'vector' };
 }
 
 /** One line at startup so operators see at once what is switched off and why. */

@@ -3,7 +3,7 @@
 // paragraph too long for a passage is cut at sentences, then words, then characters, and
 // feeding blocks one at a time gives exactly the passages of the whole text.
 import { describe, expect, it } from 'vitest';
-import { Chunker, chunkText, splitBlocks } from '../../server/data/ingestion/chunker.js';
+import { Chunker, chunkText, firstHeading, splitBlocks } from '../../server/data/ingestion/chunker.js';
 import { chunkOptions } from '../../server/data/ingestion/pipeline.js';
 import { estimateTokens } from '../../server/providers/local/tokens.js';
 
@@ -66,6 +66,32 @@ describe('chunker', () => {
     expect(passages.map((p) => p.content)).toEqual(['A\n\none.', 'A › B\n\ntwo.', 'A › B › C\n\nthree.', 'A › D\n\nfour.']);
     const crowded = chunkText(`# ${'word '.repeat(30)}\n\nbody text.`, { maxTokens: 100, targetTokens: 100 });
     expect(crowded.map((p) => p.content)).toEqual(['body text.']);
+  });
+
+  it('reads underlined titles (Markdown setext, reStructuredText) as headings, levels in the order their styles appear', () => {
+    const rst = [
+      '=======\nManual\n=======',
+      'Intro text.',
+      'Install\n=======',
+      'Run the installer.',
+      'On Linux\n--------\nUse the package manager.',
+      'Upgrade\n=======',
+      'Read the notes.',
+      'A sentence over a short rule\n---',
+      'is no heading.',
+    ].join('\n\n');
+    const passages = chunkText(rst, { maxTokens: 400, targetTokens: 10 });
+    expect(passages.map((p) => p.content)).toEqual([
+      'Manual\n\nIntro text.',
+      'Manual › Install\n\nRun the installer.',
+      'Manual › Install › On Linux\n\nUse the package manager.',
+      'Manual › Upgrade\n\nRead the notes.',
+      'Manual › Upgrade\n\nA sentence over a short rule\n---',
+      'Manual › Upgrade\n\nis no heading.',
+    ]);
+    expect(firstHeading(rst)).toBe('Manual');
+    expect(firstHeading('Plain text\n\nwith no heading at all.')).toBeNull();
+    expect(firstHeading('Notes\n=====\n\nbody')).toBe('Notes');
   });
 
   it('given block by block, makes exactly the passages of the whole text', () => {

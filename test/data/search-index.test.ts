@@ -8,7 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddingSpace, RetrievalQuery } from '../../server/data/search/chunk-index.js';
 import { Collections } from '../../server/data/search/collections.js';
-import { PgChunkIndex, PgRetriever, SEARCHABLE_STATUS } from '../../server/data/search/pg-chunk-index.js';
+import { PgChunkIndex, SEARCHABLE_STATUS } from '../../server/data/search/pg-chunk-index.js';
+import { DEFAULT_RANKING, PgRetriever } from '../../server/data/search/pg-retriever.js';
 import { createLogger } from '../../server/logging.js';
 import { HashingEmbedder } from '../../server/providers/local/hashing-embedder.js';
 import { openDatabase, type Database } from '../../server/storage/index.js';
@@ -167,7 +168,7 @@ function searchIndexSuite(open: () => Promise<Database>) {
       const text = 'harbour seals rocks resting';
       const [v] = await embedder.embed([text]);
       expect(await index.stage(staging.id, SPACE, Array.from({ length: 30 }, (_, ordinal) => ({ ordinal, content: text, tokenCount: 4, embedding: v! })), { first: true })).toBe(true);
-      const narrow = new PgRetriever(db.prisma, db.capabilities, new Collections(db.prisma, 'GlooProd', SPACE), async (_space, q) => (await embedder.embed([q]))[0]!, { candidates: 10 });
+      const narrow = new PgRetriever(db.prisma, db.capabilities, new Collections(db.prisma, 'GlooProd', SPACE), async (_space, q) => (await embedder.embed([q]))[0]!, { ...DEFAULT_RANKING, vectorCandidates: 10, documentCandidates: 10 });
       for (const mode of ['vector', 'text', 'hybrid'] as const) {
         const found = await narrow.retrieve(query(text, { mode, limit: 1 }));
         expect(found.map((p) => p.itemId), mode).toEqual([live.id]);
@@ -203,26 +204,63 @@ function searchIndexSuite(open: () => Promise<Database>) {
       expect(await retriever.retrieve(query('zzzqqq', { mode: 'text' }))).toEqual([]);
     });
 
-    it('words alone: a passage must hold at least half the query words, any of them', async () => {
-      const item = await indexItem(org.publisherId, ['Harvest moon over quiet orchards', 'Orchard ladders and harvest baskets', 'A quiet harbour at dusk', 'Ladders']);
-      const found = async (text: string) =>
-        (await retriever.retrieve(query(text, { mode: 'text', certainty: 0 }))).filter((p) => p.itemId === item.id).map((p) => p.content).sort();
-      // Four words, two needed: each passage holding two of them, whichever two; one alone is not enough.
-      expect(await found('harvest orchard ladder dusk')).toEqual(['Harvest moon over quiet orchards', 'Orchard ladders and harvest baskets']);
-      expect(await found('quiet dusk ladder basket')).toEqual(['A quiet harbour at dusk', 'Orchard ladders and harvest baskets']);
-      // Three words, two needed.
-      expect(await found('moon harbour basket')).toEqual([]);
-      // Two words, one needed.
-      expect(await found('ladder zzzqqq')).toEqual(['Ladders', 'Orchard ladders and harvest baskets']);
-      // More words than are combined in the tsquery itself (12): the coverage count still needs six.
-      const long = await indexItem(org.publisherId, ['Harvest moon over a quiet orchard, a ladder, a basket, the harbour at dusk', 'Harvest moon over quiet orchards']);
-      const passages = await retriever.retrieve(query('harvest moon quiet orchard ladder basket harbour dusk zzza zzzb zzzc zzzd zzze zzzf zzzg zzzh', { mode: 'text', certainty: 0 }));
-      expect(passages.filter((p) => p.itemId === long.id).map((p) => p.content)).toEqual(['Harvest moon over a quiet orchard, a ladder, a basket, the harbour at dusk']);
+    it('words alone: Okapi BM25 over whole documents, with the statistics of the tenants searched', async () => {
+      // A word in every document of one tenant tells nothing there; in the other, where it is
+      // rare, it decides. Each tenant ranks by its own document frequencies.
+      const [a, b] = await Promise.all(['BM25 Tenant A', 'BM25 Tenant B'].map((name) => db.prisma.publisher.create({ data: { name, organizationId: org.id } })));
+      const common = await Promise.all(Array.from({ length: 6 }, (_, i) => indexItem(a!.id, [`kestrel report number ${i} about the weather`])));
+      const aRare = await indexItem(a!.id, ['a note on the merlin, with little else']);
+      await indexItem(b!.id, ['merlin sightings on the moor', 'merlin again', 'merlin once more']);
+      const bRare = await indexItem(b!.id, ['one kestrel, seen from the tower window at noon']);
+      await Promise.all(Array.from({ length: 5 }, (_, i) => indexItem(b!.id, [`merlin log ${i}`])));
+      const top = async (publisherId: string) =>
+        (await retriever.retrieve(query('kestrel merlin', { mode: 'text', certainty: 0, publisherIds: [publisherId] })))[0]?.itemId;
+      expect(await top(a!.id)).toBe(aRare.id);
+      expect(await top(b!.id)).toBe(bRare.id);
+      expect(common).toHaveLength(6);
     });
 
-    it('bounds the pending list of the full-text index, which inserts merge once it passes 256 kB (no autovacuum needed)', async () => {
-      const [index] = await db.prisma.$queryRawUnsafe<{ reloptions: string[] | null }[]>(`SELECT reloptions FROM pg_class WHERE relname = 'chunks_content_tsv_idx'`);
-      expect(index?.reloptions).toEqual(expect.arrayContaining(['fastupdate=on', 'gin_pending_list_limit=256']));
+    it('words alone: an identifier is matched whole before its parts, and a document holding the words across passages is found', async () => {
+      const exact = await indexItem(org.publisherId, ['Set max_wal_senders to the number of standby servers plus one.']);
+      const parts = await indexItem(org.publisherId, ['The max number of senders is limited; the WAL is written first.', 'More about the wal and max senders.']);
+      const spread = await indexItem(org.publisherId, ['Quokkas live on Rottnest island.', 'Unrelated middle passage.', 'Their diet is mostly grasses and leaves.']);
+      const ranked = (await retriever.retrieve(query('max_wal_senders', { mode: 'text', certainty: 0 }))).map((p) => p.itemId);
+      expect(ranked.indexOf(exact.id)).toBe(0);
+      expect(ranked).toContain(parts.id);
+      // No passage holds both words; the document does, and its passages are returned.
+      const found = await retriever.retrieve(query('quokka diet', { mode: 'text', certainty: 0 }));
+      expect(found[0]?.itemId).toBe(spread.id);
+    });
+
+    it('keeps each document\'s postings equal to the sum of its passages, and forgets them with its passages', async () => {
+      const postings = async (itemId: string) =>
+        Object.fromEntries((await db.prisma.itemTerm.findMany({ where: { itemId }, orderBy: { term: 'asc' } })).map((t) => [t.term, [t.tf, t.docTerms, t.publisherId]]));
+      const item = await indexItem(org.publisherId, ['Tawny owls hunt at night.', 'Owls: tawny, barn and little owls.'], 'Owls of the night');
+      const terms = await postings(item.id);
+      expect(terms.owl).toEqual([3, 9, org.publisherId]);
+      expect(terms.tawni).toEqual([2, 9, org.publisherId]);
+      const row = await db.prisma.item.findUniqueOrThrow({ where: { id: item.id } });
+      expect(row.termCount).toBe(9);
+      expect(row.titleTerms).toEqual(['owl', 'night']);
+      // Re-indexing starts afresh: the earlier postings go with the earlier passages.
+      const [v] = await embedder.embed(['Barn owls only.']);
+      await index.stage(item.id, SPACE, [{ ordinal: 0, content: 'Barn owls only.', tokenCount: 3, embedding: v! }], { first: true });
+      expect(await postings(item.id)).toEqual({});
+      await index.publish(item.id, 1);
+      expect(Object.keys(await postings(item.id))).toEqual(['barn', 'owl']);
+      // Moved to another publisher (a patch), its postings follow; deleted, they go.
+      await db.prisma.$transaction((tx) => tx.chunk.updateMany({ where: { itemId: item.id }, data: { publisherId: org.otherPublisherId } }));
+      expect(Object.values(await postings(item.id)).every(([, , publisher]) => publisher === org.otherPublisherId)).toBe(true);
+      await db.prisma.chunk.deleteMany({ where: { itemId: item.id } });
+      expect(await postings(item.id)).toEqual({});
+      expect((await db.prisma.item.findUniqueOrThrow({ where: { id: item.id } })).termCount).toBe(0);
+    });
+
+    it('a title holding the query\'s exact name ranks its document above a near miss with the same words', async () => {
+      const right = await indexItem(org.publisherId, ['Rebuilds one or more indexes, replacing the old copy of the index.'], 'REINDEX');
+      const near = await indexItem(org.publisherId, ['Builds an index on a table; the index can be rebuilt later.'], 'CREATE INDEX');
+      const ranked = (await retriever.retrieve(query('reindex a table', { mode: 'text', certainty: 0 }))).map((p) => p.itemId);
+      expect(ranked.indexOf(right.id)).toBeLessThan(ranked.indexOf(near.id));
     });
 
     it('returns nothing for an organization that has indexed nothing', async () => {
@@ -238,7 +276,7 @@ function searchIndexSuite(open: () => Promise<Database>) {
       const weather = 'fog gale calm drizzle squall frost haze sleet'.split(' ');
       await indexItem(org.publisherId, Array.from({ length: 80 }, (_, i) => `Lighthouse log: ${birds[i % 10]} seen in ${weather[Math.floor(i / 10)]}`));
       // pgvector's default ef_search (40), without iterative scans, would stop the scan at 40.
-      const wide = new PgRetriever(db.prisma, db.capabilities, new Collections(db.prisma, 'GlooProd', SPACE), async (_space, q) => (await embedder.embed([q]))[0]!, { candidates: 60 });
+      const wide = new PgRetriever(db.prisma, db.capabilities, new Collections(db.prisma, 'GlooProd', SPACE), async (_space, q) => (await embedder.embed([q]))[0]!, { ...DEFAULT_RANKING, vectorCandidates: 60 });
       const found = await wide.retrieve(query('lighthouse log', { mode: 'vector', limit: 60, certainty: 0 }));
       expect(found).toHaveLength(60);
       const [after] = await db.prisma.$queryRawUnsafe<{ ef: string; iterative: string }[]>(

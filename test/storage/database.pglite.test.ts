@@ -16,7 +16,7 @@ describe('openDatabase with PGlite (memory)', { timeout: 20_000 }, () => {
 
   it('is migrated, has pgvector and full-text, and logs no capability warning', () => {
     expect(db.kind).toBe('pglite');
-    expect(db.capabilities).toEqual({ vector: true, fullText: true });
+    expect(db.capabilities).toEqual({ vector: true });
     expect(db.appliedMigrations).toEqual(ALL_MIGRATIONS);
     expect(lines.filter((l) => l.level >= WARN)).toEqual([]);
     expect(lines.find((l) => l.msg === 'database ready')).toMatchObject({ kind: 'pglite' });

@@ -18,11 +18,11 @@ describePostgres('openDatabase with PostgreSQL', () => {
   it('migrates on open and reports that pgvector is missing, once, at warn level', () => {
     expect(db.kind).toBe('postgres');
     expect(db.appliedMigrations).toEqual(ALL_MIGRATIONS);
-    expect(db.capabilities).toEqual({ vector: false, fullText: true });
+    expect(db.capabilities).toEqual({ vector: false });
     const warnings = lines.filter((l) => l.level === WARN);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatchObject({
-      capabilities: { vector: false, fullText: true },
+      capabilities: { vector: false },
       disabled: ['semantic search', 'grounded retrieval', 'recommendations'],
     });
     expect(warnings[0]!.msg).toMatch(/pgvector is not available/);

@@ -40,20 +40,20 @@ describe('applyMigrations on PGlite', { timeout: 20_000 }, () => {
     );
     expect(tables.map((t) => t.table_name)).toEqual([
       '_prisma_migrations', 'agents', 'api_keys', 'billing_accounts', 'billing_instances', 'billing_reservations', 'chats', 'chunks', 'coding_plans', 'collections', 'credit_ledger',
-      'idempotency_records', 'ingestion_job_parts', 'ingestion_jobs', 'items', 'messages', 'oauth_access_tokens', 'oauth_clients', 'organizations', 'publishers', 'rate_limits', 'responses', 'usage_records',
+      'idempotency_records', 'ingestion_job_parts', 'ingestion_jobs', 'item_terms', 'items', 'messages', 'oauth_access_tokens', 'oauth_clients', 'organizations', 'publishers', 'rate_limits', 'responses', 'usage_records',
     ]);
     await expectPrismaBookkeeping(db, DEFAULT_MIGRATIONS_DIR);
   });
 
-  it('creates the pgvector column and the generated tsvector column', async () => {
+  it('creates the pgvector column and the keyword statistics column', async () => {
     await applyMigrations(db, DEFAULT_MIGRATIONS_DIR, captureLogger().logger);
     const columns = await db.query<{ column_name: string; udt_name: string; is_generated: string }>(
       `SELECT column_name, udt_name, is_generated FROM information_schema.columns
-        WHERE table_name = 'chunks' AND column_name IN ('embedding', 'content_tsv') ORDER BY column_name`,
+        WHERE table_name = 'chunks' AND column_name IN ('embedding', 'terms') ORDER BY column_name`,
     );
     expect(columns).toEqual([
-      { column_name: 'content_tsv', udt_name: 'tsvector', is_generated: 'ALWAYS' },
       { column_name: 'embedding', udt_name: 'vector', is_generated: 'NEVER' },
+      { column_name: 'terms', udt_name: 'jsonb', is_generated: 'NEVER' },
     ]);
   });
 

@@ -42,9 +42,9 @@ describePostgres('applyMigrations on PostgreSQL', () => {
     await expectPrismaBookkeeping(db, DEFAULT_MIGRATIONS_DIR);
 
     const columns = await db.query<{ column_name: string }>(
-      `SELECT column_name FROM information_schema.columns WHERE table_name = 'chunks' AND column_name IN ('embedding', 'content_tsv')`,
+      `SELECT column_name FROM information_schema.columns WHERE table_name = 'chunks' AND column_name IN ('embedding', 'terms')`,
     );
-    expect(columns.map((c) => c.column_name)).toEqual(['content_tsv']);
+    expect(columns.map((c) => c.column_name)).toEqual(['terms']);
   });
 
   it('applies once when two instances migrate at the same time (advisory lock)', async () => {

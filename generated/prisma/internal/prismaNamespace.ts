@@ -405,6 +405,7 @@ export const ModelName = {
   Collection: 'Collection',
   Item: 'Item',
   Chunk: 'Chunk',
+  ItemTerm: 'ItemTerm',
   IngestionJob: 'IngestionJob',
   IngestionJobPart: 'IngestionJobPart',
   Agent: 'Agent',
@@ -434,7 +435,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "publisher" | "apiKey" | "oAuthClient" | "oAuthAccessToken" | "collection" | "item" | "chunk" | "ingestionJob" | "ingestionJobPart" | "agent" | "chat" | "message" | "usageRecord" | "creditLedger" | "billingAccount" | "billingReservation" | "codingPlan" | "billingInstance" | "rateLimit" | "idempotencyRecord" | "storedResponse"
+    modelProps: "organization" | "publisher" | "apiKey" | "oAuthClient" | "oAuthAccessToken" | "collection" | "item" | "chunk" | "itemTerm" | "ingestionJob" | "ingestionJobPart" | "agent" | "chat" | "message" | "usageRecord" | "creditLedger" | "billingAccount" | "billingReservation" | "codingPlan" | "billingInstance" | "rateLimit" | "idempotencyRecord" | "storedResponse"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -1027,6 +1028,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         count: {
           args: Prisma.ChunkCountArgs<ExtArgs>
           result: runtime.Types.Utils.Optional<Prisma.ChunkCountAggregateOutputType> | number
+        }
+      }
+    }
+    ItemTerm: {
+      payload: Prisma.$ItemTermPayload<ExtArgs>
+      fields: Prisma.ItemTermFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ItemTermFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ItemTermPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ItemTermFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ItemTermPayload>
+        }
+        findFirst: {
+          args: Prisma.ItemTermFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ItemTermPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ItemTermFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ItemTermPayload>
+        }
+        findMany: {
+          args: Prisma.ItemTermFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ItemTermPayload>[]
+        }
+        create: {
+          args: Prisma.ItemTermCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ItemTermPayload>
+        }
+        createMany: {
+          args: Prisma.ItemTermCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ItemTermCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ItemTermPayload>[]
+        }
+        delete: {
+          args: Prisma.ItemTermDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ItemTermPayload>
+        }
+        update: {
+          args: Prisma.ItemTermUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ItemTermPayload>
+        }
+        deleteMany: {
+          args: Prisma.ItemTermDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ItemTermUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ItemTermUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ItemTermPayload>[]
+        }
+        upsert: {
+          args: Prisma.ItemTermUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ItemTermPayload>
+        }
+        aggregate: {
+          args: Prisma.ItemTermAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateItemTerm>
+        }
+        groupBy: {
+          args: Prisma.ItemTermGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ItemTermGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ItemTermCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ItemTermCountAggregateOutputType> | number
         }
       }
     }
@@ -2211,6 +2286,8 @@ export const ItemScalarFieldEnum = {
   itemExtra: 'itemExtra',
   failureReason: 'failureReason',
   contentHash: 'contentHash',
+  termCount: 'termCount',
+  titleTerms: 'titleTerms',
   etag: 'etag',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt',
@@ -2230,10 +2307,23 @@ export const ChunkScalarFieldEnum = {
   embeddingModel: 'embeddingModel',
   visibleInSearch: 'visibleInSearch',
   visibleInChat: 'visibleInChat',
-  createdAt: 'createdAt'
+  createdAt: 'createdAt',
+  terms: 'terms',
+  termCount: 'termCount'
 } as const
 
 export type ChunkScalarFieldEnum = (typeof ChunkScalarFieldEnum)[keyof typeof ChunkScalarFieldEnum]
+
+
+export const ItemTermScalarFieldEnum = {
+  publisherId: 'publisherId',
+  term: 'term',
+  itemId: 'itemId',
+  tf: 'tf',
+  docTerms: 'docTerms'
+} as const
+
+export type ItemTermScalarFieldEnum = (typeof ItemTermScalarFieldEnum)[keyof typeof ItemTermScalarFieldEnum]
 
 
 export const IngestionJobScalarFieldEnum = {
@@ -2755,6 +2845,7 @@ export type GlobalOmitConfig = {
   collection?: Prisma.CollectionOmit
   item?: Prisma.ItemOmit
   chunk?: Prisma.ChunkOmit
+  itemTerm?: Prisma.ItemTermOmit
   ingestionJob?: Prisma.IngestionJobOmit
   ingestionJobPart?: Prisma.IngestionJobPartOmit
   agent?: Prisma.AgentOmit

@@ -59,6 +59,7 @@ export const ModelName = {
   Collection: 'Collection',
   Item: 'Item',
   Chunk: 'Chunk',
+  ItemTerm: 'ItemTerm',
   IngestionJob: 'IngestionJob',
   IngestionJobPart: 'IngestionJobPart',
   Agent: 'Agent',
@@ -197,6 +198,8 @@ export const ItemScalarFieldEnum = {
   itemExtra: 'itemExtra',
   failureReason: 'failureReason',
   contentHash: 'contentHash',
+  termCount: 'termCount',
+  titleTerms: 'titleTerms',
   etag: 'etag',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt',
@@ -216,10 +219,23 @@ export const ChunkScalarFieldEnum = {
   embeddingModel: 'embeddingModel',
   visibleInSearch: 'visibleInSearch',
   visibleInChat: 'visibleInChat',
-  createdAt: 'createdAt'
+  createdAt: 'createdAt',
+  terms: 'terms',
+  termCount: 'termCount'
 } as const
 
 export type ChunkScalarFieldEnum = (typeof ChunkScalarFieldEnum)[keyof typeof ChunkScalarFieldEnum]
+
+
+export const ItemTermScalarFieldEnum = {
+  publisherId: 'publisherId',
+  term: 'term',
+  itemId: 'itemId',
+  tf: 'tf',
+  docTerms: 'docTerms'
+} as const
+
+export type ItemTermScalarFieldEnum = (typeof ItemTermScalarFieldEnum)[keyof typeof ItemTermScalarFieldEnum]
 
 
 export const IngestionJobScalarFieldEnum = {

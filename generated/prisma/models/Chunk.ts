@@ -30,11 +30,13 @@ export type AggregateChunk = {
 export type ChunkAvgAggregateOutputType = {
   ordinal: number | null
   tokenCount: number | null
+  termCount: number | null
 }
 
 export type ChunkSumAggregateOutputType = {
   ordinal: number | null
   tokenCount: number | null
+  termCount: number | null
 }
 
 export type ChunkMinAggregateOutputType = {
@@ -48,6 +50,7 @@ export type ChunkMinAggregateOutputType = {
   visibleInSearch: boolean | null
   visibleInChat: boolean | null
   createdAt: Date | null
+  termCount: number | null
 }
 
 export type ChunkMaxAggregateOutputType = {
@@ -61,6 +64,7 @@ export type ChunkMaxAggregateOutputType = {
   visibleInSearch: boolean | null
   visibleInChat: boolean | null
   createdAt: Date | null
+  termCount: number | null
 }
 
 export type ChunkCountAggregateOutputType = {
@@ -74,6 +78,8 @@ export type ChunkCountAggregateOutputType = {
   visibleInSearch: number
   visibleInChat: number
   createdAt: number
+  terms: number
+  termCount: number
   _all: number
 }
 
@@ -81,11 +87,13 @@ export type ChunkCountAggregateOutputType = {
 export type ChunkAvgAggregateInputType = {
   ordinal?: true
   tokenCount?: true
+  termCount?: true
 }
 
 export type ChunkSumAggregateInputType = {
   ordinal?: true
   tokenCount?: true
+  termCount?: true
 }
 
 export type ChunkMinAggregateInputType = {
@@ -99,6 +107,7 @@ export type ChunkMinAggregateInputType = {
   visibleInSearch?: true
   visibleInChat?: true
   createdAt?: true
+  termCount?: true
 }
 
 export type ChunkMaxAggregateInputType = {
@@ -112,6 +121,7 @@ export type ChunkMaxAggregateInputType = {
   visibleInSearch?: true
   visibleInChat?: true
   createdAt?: true
+  termCount?: true
 }
 
 export type ChunkCountAggregateInputType = {
@@ -125,6 +135,8 @@ export type ChunkCountAggregateInputType = {
   visibleInSearch?: true
   visibleInChat?: true
   createdAt?: true
+  terms?: true
+  termCount?: true
   _all?: true
 }
 
@@ -225,6 +237,8 @@ export type ChunkGroupByOutputType = {
   visibleInSearch: boolean
   visibleInChat: boolean
   createdAt: Date
+  terms: runtime.JsonValue | null
+  termCount: number
   _count: ChunkCountAggregateOutputType | null
   _avg: ChunkAvgAggregateOutputType | null
   _sum: ChunkSumAggregateOutputType | null
@@ -261,6 +275,8 @@ export type ChunkWhereInput = {
   visibleInSearch?: Prisma.BoolFilter<"Chunk"> | boolean
   visibleInChat?: Prisma.BoolFilter<"Chunk"> | boolean
   createdAt?: Prisma.DateTimeFilter<"Chunk"> | Date | string
+  terms?: Prisma.JsonNullableFilter<"Chunk">
+  termCount?: Prisma.IntFilter<"Chunk"> | number
   item?: Prisma.XOR<Prisma.ItemScalarRelationFilter, Prisma.ItemWhereInput>
   publisher?: Prisma.XOR<Prisma.PublisherScalarRelationFilter, Prisma.PublisherWhereInput>
 }
@@ -276,6 +292,8 @@ export type ChunkOrderByWithRelationInput = {
   visibleInSearch?: Prisma.SortOrder
   visibleInChat?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  terms?: Prisma.SortOrderInput | Prisma.SortOrder
+  termCount?: Prisma.SortOrder
   item?: Prisma.ItemOrderByWithRelationInput
   publisher?: Prisma.PublisherOrderByWithRelationInput
 }
@@ -295,6 +313,8 @@ export type ChunkWhereUniqueInput = Prisma.AtLeast<{
   visibleInSearch?: Prisma.BoolFilter<"Chunk"> | boolean
   visibleInChat?: Prisma.BoolFilter<"Chunk"> | boolean
   createdAt?: Prisma.DateTimeFilter<"Chunk"> | Date | string
+  terms?: Prisma.JsonNullableFilter<"Chunk">
+  termCount?: Prisma.IntFilter<"Chunk"> | number
   item?: Prisma.XOR<Prisma.ItemScalarRelationFilter, Prisma.ItemWhereInput>
   publisher?: Prisma.XOR<Prisma.PublisherScalarRelationFilter, Prisma.PublisherWhereInput>
 }, "id" | "itemId_ordinal">
@@ -310,6 +330,8 @@ export type ChunkOrderByWithAggregationInput = {
   visibleInSearch?: Prisma.SortOrder
   visibleInChat?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  terms?: Prisma.SortOrderInput | Prisma.SortOrder
+  termCount?: Prisma.SortOrder
   _count?: Prisma.ChunkCountOrderByAggregateInput
   _avg?: Prisma.ChunkAvgOrderByAggregateInput
   _max?: Prisma.ChunkMaxOrderByAggregateInput
@@ -331,6 +353,8 @@ export type ChunkScalarWhereWithAggregatesInput = {
   visibleInSearch?: Prisma.BoolWithAggregatesFilter<"Chunk"> | boolean
   visibleInChat?: Prisma.BoolWithAggregatesFilter<"Chunk"> | boolean
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Chunk"> | Date | string
+  terms?: Prisma.JsonNullableWithAggregatesFilter<"Chunk">
+  termCount?: Prisma.IntWithAggregatesFilter<"Chunk"> | number
 }
 
 export type ChunkCreateInput = {
@@ -342,6 +366,8 @@ export type ChunkCreateInput = {
   visibleInSearch?: boolean
   visibleInChat?: boolean
   createdAt?: Date | string
+  terms?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  termCount?: number
   item: Prisma.ItemCreateNestedOneWithoutChunksInput
   publisher: Prisma.PublisherCreateNestedOneWithoutChunksInput
 }
@@ -357,6 +383,8 @@ export type ChunkUncheckedCreateInput = {
   visibleInSearch?: boolean
   visibleInChat?: boolean
   createdAt?: Date | string
+  terms?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  termCount?: number
 }
 
 export type ChunkUpdateInput = {
@@ -368,6 +396,8 @@ export type ChunkUpdateInput = {
   visibleInSearch?: Prisma.BoolFieldUpdateOperationsInput | boolean
   visibleInChat?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  terms?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
   item?: Prisma.ItemUpdateOneRequiredWithoutChunksNestedInput
   publisher?: Prisma.PublisherUpdateOneRequiredWithoutChunksNestedInput
 }
@@ -383,6 +413,8 @@ export type ChunkUncheckedUpdateInput = {
   visibleInSearch?: Prisma.BoolFieldUpdateOperationsInput | boolean
   visibleInChat?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  terms?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
 }
 
 export type ChunkCreateManyInput = {
@@ -396,6 +428,8 @@ export type ChunkCreateManyInput = {
   visibleInSearch?: boolean
   visibleInChat?: boolean
   createdAt?: Date | string
+  terms?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  termCount?: number
 }
 
 export type ChunkUpdateManyMutationInput = {
@@ -407,6 +441,8 @@ export type ChunkUpdateManyMutationInput = {
   visibleInSearch?: Prisma.BoolFieldUpdateOperationsInput | boolean
   visibleInChat?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  terms?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
 }
 
 export type ChunkUncheckedUpdateManyInput = {
@@ -420,6 +456,8 @@ export type ChunkUncheckedUpdateManyInput = {
   visibleInSearch?: Prisma.BoolFieldUpdateOperationsInput | boolean
   visibleInChat?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  terms?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
 }
 
 export type ChunkListRelationFilter = {
@@ -448,11 +486,14 @@ export type ChunkCountOrderByAggregateInput = {
   visibleInSearch?: Prisma.SortOrder
   visibleInChat?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  terms?: Prisma.SortOrder
+  termCount?: Prisma.SortOrder
 }
 
 export type ChunkAvgOrderByAggregateInput = {
   ordinal?: Prisma.SortOrder
   tokenCount?: Prisma.SortOrder
+  termCount?: Prisma.SortOrder
 }
 
 export type ChunkMaxOrderByAggregateInput = {
@@ -466,6 +507,7 @@ export type ChunkMaxOrderByAggregateInput = {
   visibleInSearch?: Prisma.SortOrder
   visibleInChat?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  termCount?: Prisma.SortOrder
 }
 
 export type ChunkMinOrderByAggregateInput = {
@@ -479,11 +521,13 @@ export type ChunkMinOrderByAggregateInput = {
   visibleInSearch?: Prisma.SortOrder
   visibleInChat?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  termCount?: Prisma.SortOrder
 }
 
 export type ChunkSumOrderByAggregateInput = {
   ordinal?: Prisma.SortOrder
   tokenCount?: Prisma.SortOrder
+  termCount?: Prisma.SortOrder
 }
 
 export type ChunkCreateNestedManyWithoutPublisherInput = {
@@ -579,6 +623,8 @@ export type ChunkCreateWithoutPublisherInput = {
   visibleInSearch?: boolean
   visibleInChat?: boolean
   createdAt?: Date | string
+  terms?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  termCount?: number
   item: Prisma.ItemCreateNestedOneWithoutChunksInput
 }
 
@@ -592,6 +638,8 @@ export type ChunkUncheckedCreateWithoutPublisherInput = {
   visibleInSearch?: boolean
   visibleInChat?: boolean
   createdAt?: Date | string
+  terms?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  termCount?: number
 }
 
 export type ChunkCreateOrConnectWithoutPublisherInput = {
@@ -634,6 +682,8 @@ export type ChunkScalarWhereInput = {
   visibleInSearch?: Prisma.BoolFilter<"Chunk"> | boolean
   visibleInChat?: Prisma.BoolFilter<"Chunk"> | boolean
   createdAt?: Prisma.DateTimeFilter<"Chunk"> | Date | string
+  terms?: Prisma.JsonNullableFilter<"Chunk">
+  termCount?: Prisma.IntFilter<"Chunk"> | number
 }
 
 export type ChunkCreateWithoutItemInput = {
@@ -645,6 +695,8 @@ export type ChunkCreateWithoutItemInput = {
   visibleInSearch?: boolean
   visibleInChat?: boolean
   createdAt?: Date | string
+  terms?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  termCount?: number
   publisher: Prisma.PublisherCreateNestedOneWithoutChunksInput
 }
 
@@ -658,6 +710,8 @@ export type ChunkUncheckedCreateWithoutItemInput = {
   visibleInSearch?: boolean
   visibleInChat?: boolean
   createdAt?: Date | string
+  terms?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  termCount?: number
 }
 
 export type ChunkCreateOrConnectWithoutItemInput = {
@@ -696,6 +750,8 @@ export type ChunkCreateManyPublisherInput = {
   visibleInSearch?: boolean
   visibleInChat?: boolean
   createdAt?: Date | string
+  terms?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  termCount?: number
 }
 
 export type ChunkUpdateWithoutPublisherInput = {
@@ -707,6 +763,8 @@ export type ChunkUpdateWithoutPublisherInput = {
   visibleInSearch?: Prisma.BoolFieldUpdateOperationsInput | boolean
   visibleInChat?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  terms?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
   item?: Prisma.ItemUpdateOneRequiredWithoutChunksNestedInput
 }
 
@@ -720,6 +778,8 @@ export type ChunkUncheckedUpdateWithoutPublisherInput = {
   visibleInSearch?: Prisma.BoolFieldUpdateOperationsInput | boolean
   visibleInChat?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  terms?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
 }
 
 export type ChunkUncheckedUpdateManyWithoutPublisherInput = {
@@ -732,6 +792,8 @@ export type ChunkUncheckedUpdateManyWithoutPublisherInput = {
   visibleInSearch?: Prisma.BoolFieldUpdateOperationsInput | boolean
   visibleInChat?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  terms?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
 }
 
 export type ChunkCreateManyItemInput = {
@@ -744,6 +806,8 @@ export type ChunkCreateManyItemInput = {
   visibleInSearch?: boolean
   visibleInChat?: boolean
   createdAt?: Date | string
+  terms?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  termCount?: number
 }
 
 export type ChunkUpdateWithoutItemInput = {
@@ -755,6 +819,8 @@ export type ChunkUpdateWithoutItemInput = {
   visibleInSearch?: Prisma.BoolFieldUpdateOperationsInput | boolean
   visibleInChat?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  terms?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
   publisher?: Prisma.PublisherUpdateOneRequiredWithoutChunksNestedInput
 }
 
@@ -768,6 +834,8 @@ export type ChunkUncheckedUpdateWithoutItemInput = {
   visibleInSearch?: Prisma.BoolFieldUpdateOperationsInput | boolean
   visibleInChat?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  terms?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
 }
 
 export type ChunkUncheckedUpdateManyWithoutItemInput = {
@@ -780,6 +848,8 @@ export type ChunkUncheckedUpdateManyWithoutItemInput = {
   visibleInSearch?: Prisma.BoolFieldUpdateOperationsInput | boolean
   visibleInChat?: Prisma.BoolFieldUpdateOperationsInput | boolean
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  terms?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
 }
 
 
@@ -795,6 +865,8 @@ export type ChunkSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = 
   visibleInSearch?: boolean
   visibleInChat?: boolean
   createdAt?: boolean
+  terms?: boolean
+  termCount?: boolean
   item?: boolean | Prisma.ItemDefaultArgs<ExtArgs>
   publisher?: boolean | Prisma.PublisherDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["chunk"]>
@@ -810,6 +882,8 @@ export type ChunkSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensi
   visibleInSearch?: boolean
   visibleInChat?: boolean
   createdAt?: boolean
+  terms?: boolean
+  termCount?: boolean
   item?: boolean | Prisma.ItemDefaultArgs<ExtArgs>
   publisher?: boolean | Prisma.PublisherDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["chunk"]>
@@ -825,6 +899,8 @@ export type ChunkSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensi
   visibleInSearch?: boolean
   visibleInChat?: boolean
   createdAt?: boolean
+  terms?: boolean
+  termCount?: boolean
   item?: boolean | Prisma.ItemDefaultArgs<ExtArgs>
   publisher?: boolean | Prisma.PublisherDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["chunk"]>
@@ -840,9 +916,11 @@ export type ChunkSelectScalar = {
   visibleInSearch?: boolean
   visibleInChat?: boolean
   createdAt?: boolean
+  terms?: boolean
+  termCount?: boolean
 }
 
-export type ChunkOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "itemId" | "publisherId" | "ordinal" | "content" | "tokenCount" | "embeddingModel" | "visibleInSearch" | "visibleInChat" | "createdAt", ExtArgs["result"]["chunk"]>
+export type ChunkOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "itemId" | "publisherId" | "ordinal" | "content" | "tokenCount" | "embeddingModel" | "visibleInSearch" | "visibleInChat" | "createdAt" | "terms" | "termCount", ExtArgs["result"]["chunk"]>
 export type ChunkInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   item?: boolean | Prisma.ItemDefaultArgs<ExtArgs>
   publisher?: boolean | Prisma.PublisherDefaultArgs<ExtArgs>
@@ -876,6 +954,14 @@ export type $ChunkPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs 
     visibleInSearch: boolean
     visibleInChat: boolean
     createdAt: Date
+    /**
+     * term -> frequency, from server/data/search/analyzer.ts (BM25 of the passage)
+     */
+    terms: runtime.JsonValue | null
+    /**
+     * the passage's length in analyzed terms
+     */
+    termCount: number
   }, ExtArgs["result"]["chunk"]>
   composites: {}
 }
@@ -1311,6 +1397,8 @@ export interface ChunkFieldRefs {
   readonly visibleInSearch: Prisma.FieldRef<"Chunk", 'Boolean'>
   readonly visibleInChat: Prisma.FieldRef<"Chunk", 'Boolean'>
   readonly createdAt: Prisma.FieldRef<"Chunk", 'DateTime'>
+  readonly terms: Prisma.FieldRef<"Chunk", 'Json'>
+  readonly termCount: Prisma.FieldRef<"Chunk", 'Int'>
 }
     
 

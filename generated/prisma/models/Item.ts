@@ -30,10 +30,12 @@ export type AggregateItem = {
 
 export type ItemAvgAggregateOutputType = {
   chunkCount: number | null
+  termCount: number | null
 }
 
 export type ItemSumAggregateOutputType = {
   chunkCount: number | null
+  termCount: number | null
 }
 
 export type ItemMinAggregateOutputType = {
@@ -60,6 +62,7 @@ export type ItemMinAggregateOutputType = {
   itemNumber: string | null
   failureReason: string | null
   contentHash: string | null
+  termCount: number | null
   etag: string | null
   createdAt: Date | null
   updatedAt: Date | null
@@ -90,6 +93,7 @@ export type ItemMaxAggregateOutputType = {
   itemNumber: string | null
   failureReason: string | null
   contentHash: string | null
+  termCount: number | null
   etag: string | null
   createdAt: Date | null
   updatedAt: Date | null
@@ -123,6 +127,8 @@ export type ItemCountAggregateOutputType = {
   itemExtra: number
   failureReason: number
   contentHash: number
+  termCount: number
+  titleTerms: number
   etag: number
   createdAt: number
   updatedAt: number
@@ -133,10 +139,12 @@ export type ItemCountAggregateOutputType = {
 
 export type ItemAvgAggregateInputType = {
   chunkCount?: true
+  termCount?: true
 }
 
 export type ItemSumAggregateInputType = {
   chunkCount?: true
+  termCount?: true
 }
 
 export type ItemMinAggregateInputType = {
@@ -163,6 +171,7 @@ export type ItemMinAggregateInputType = {
   itemNumber?: true
   failureReason?: true
   contentHash?: true
+  termCount?: true
   etag?: true
   createdAt?: true
   updatedAt?: true
@@ -193,6 +202,7 @@ export type ItemMaxAggregateInputType = {
   itemNumber?: true
   failureReason?: true
   contentHash?: true
+  termCount?: true
   etag?: true
   createdAt?: true
   updatedAt?: true
@@ -226,6 +236,8 @@ export type ItemCountAggregateInputType = {
   itemExtra?: true
   failureReason?: true
   contentHash?: true
+  termCount?: true
+  titleTerms?: true
   etag?: true
   createdAt?: true
   updatedAt?: true
@@ -346,6 +358,8 @@ export type ItemGroupByOutputType = {
   itemExtra: runtime.JsonValue | null
   failureReason: string | null
   contentHash: string | null
+  termCount: number
+  titleTerms: string[]
   etag: string
   createdAt: Date
   updatedAt: Date
@@ -402,6 +416,8 @@ export type ItemWhereInput = {
   itemExtra?: Prisma.JsonNullableFilter<"Item">
   failureReason?: Prisma.StringNullableFilter<"Item"> | string | null
   contentHash?: Prisma.StringNullableFilter<"Item"> | string | null
+  termCount?: Prisma.IntFilter<"Item"> | number
+  titleTerms?: Prisma.StringNullableListFilter<"Item">
   etag?: Prisma.StringFilter<"Item"> | string
   createdAt?: Prisma.DateTimeFilter<"Item"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Item"> | Date | string
@@ -409,6 +425,7 @@ export type ItemWhereInput = {
   publisher?: Prisma.XOR<Prisma.PublisherScalarRelationFilter, Prisma.PublisherWhereInput>
   chunks?: Prisma.ChunkListRelationFilter
   ingestionJobs?: Prisma.IngestionJobListRelationFilter
+  terms?: Prisma.ItemTermListRelationFilter
 }
 
 export type ItemOrderByWithRelationInput = {
@@ -438,6 +455,8 @@ export type ItemOrderByWithRelationInput = {
   itemExtra?: Prisma.SortOrderInput | Prisma.SortOrder
   failureReason?: Prisma.SortOrderInput | Prisma.SortOrder
   contentHash?: Prisma.SortOrderInput | Prisma.SortOrder
+  termCount?: Prisma.SortOrder
+  titleTerms?: Prisma.SortOrder
   etag?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
@@ -445,6 +464,7 @@ export type ItemOrderByWithRelationInput = {
   publisher?: Prisma.PublisherOrderByWithRelationInput
   chunks?: Prisma.ChunkOrderByRelationAggregateInput
   ingestionJobs?: Prisma.IngestionJobOrderByRelationAggregateInput
+  terms?: Prisma.ItemTermOrderByRelationAggregateInput
 }
 
 export type ItemWhereUniqueInput = Prisma.AtLeast<{
@@ -479,6 +499,8 @@ export type ItemWhereUniqueInput = Prisma.AtLeast<{
   itemExtra?: Prisma.JsonNullableFilter<"Item">
   failureReason?: Prisma.StringNullableFilter<"Item"> | string | null
   contentHash?: Prisma.StringNullableFilter<"Item"> | string | null
+  termCount?: Prisma.IntFilter<"Item"> | number
+  titleTerms?: Prisma.StringNullableListFilter<"Item">
   etag?: Prisma.StringFilter<"Item"> | string
   createdAt?: Prisma.DateTimeFilter<"Item"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Item"> | Date | string
@@ -486,6 +508,7 @@ export type ItemWhereUniqueInput = Prisma.AtLeast<{
   publisher?: Prisma.XOR<Prisma.PublisherScalarRelationFilter, Prisma.PublisherWhereInput>
   chunks?: Prisma.ChunkListRelationFilter
   ingestionJobs?: Prisma.IngestionJobListRelationFilter
+  terms?: Prisma.ItemTermListRelationFilter
 }, "id" | "publisherId_producerId" | "publisherId_contentHash">
 
 export type ItemOrderByWithAggregationInput = {
@@ -515,6 +538,8 @@ export type ItemOrderByWithAggregationInput = {
   itemExtra?: Prisma.SortOrderInput | Prisma.SortOrder
   failureReason?: Prisma.SortOrderInput | Prisma.SortOrder
   contentHash?: Prisma.SortOrderInput | Prisma.SortOrder
+  termCount?: Prisma.SortOrder
+  titleTerms?: Prisma.SortOrder
   etag?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
@@ -556,6 +581,8 @@ export type ItemScalarWhereWithAggregatesInput = {
   itemExtra?: Prisma.JsonNullableWithAggregatesFilter<"Item">
   failureReason?: Prisma.StringNullableWithAggregatesFilter<"Item"> | string | null
   contentHash?: Prisma.StringNullableWithAggregatesFilter<"Item"> | string | null
+  termCount?: Prisma.IntWithAggregatesFilter<"Item"> | number
+  titleTerms?: Prisma.StringNullableListFilter<"Item">
   etag?: Prisma.StringWithAggregatesFilter<"Item"> | string
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Item"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"Item"> | Date | string
@@ -588,6 +615,8 @@ export type ItemCreateInput = {
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   failureReason?: string | null
   contentHash?: string | null
+  termCount?: number
+  titleTerms?: Prisma.ItemCreatetitleTermsInput | string[]
   etag?: string
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -595,6 +624,7 @@ export type ItemCreateInput = {
   publisher: Prisma.PublisherCreateNestedOneWithoutItemsInput
   chunks?: Prisma.ChunkCreateNestedManyWithoutItemInput
   ingestionJobs?: Prisma.IngestionJobCreateNestedManyWithoutItemInput
+  terms?: Prisma.ItemTermCreateNestedManyWithoutItemInput
 }
 
 export type ItemUncheckedCreateInput = {
@@ -624,12 +654,15 @@ export type ItemUncheckedCreateInput = {
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   failureReason?: string | null
   contentHash?: string | null
+  termCount?: number
+  titleTerms?: Prisma.ItemCreatetitleTermsInput | string[]
   etag?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   deletedAt?: Date | string | null
   chunks?: Prisma.ChunkUncheckedCreateNestedManyWithoutItemInput
   ingestionJobs?: Prisma.IngestionJobUncheckedCreateNestedManyWithoutItemInput
+  terms?: Prisma.ItemTermUncheckedCreateNestedManyWithoutItemInput
 }
 
 export type ItemUpdateInput = {
@@ -658,6 +691,8 @@ export type ItemUpdateInput = {
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
+  titleTerms?: Prisma.ItemUpdatetitleTermsInput | string[]
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -665,6 +700,7 @@ export type ItemUpdateInput = {
   publisher?: Prisma.PublisherUpdateOneRequiredWithoutItemsNestedInput
   chunks?: Prisma.ChunkUpdateManyWithoutItemNestedInput
   ingestionJobs?: Prisma.IngestionJobUpdateManyWithoutItemNestedInput
+  terms?: Prisma.ItemTermUpdateManyWithoutItemNestedInput
 }
 
 export type ItemUncheckedUpdateInput = {
@@ -694,12 +730,15 @@ export type ItemUncheckedUpdateInput = {
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
+  titleTerms?: Prisma.ItemUpdatetitleTermsInput | string[]
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   chunks?: Prisma.ChunkUncheckedUpdateManyWithoutItemNestedInput
   ingestionJobs?: Prisma.IngestionJobUncheckedUpdateManyWithoutItemNestedInput
+  terms?: Prisma.ItemTermUncheckedUpdateManyWithoutItemNestedInput
 }
 
 export type ItemCreateManyInput = {
@@ -729,6 +768,8 @@ export type ItemCreateManyInput = {
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   failureReason?: string | null
   contentHash?: string | null
+  termCount?: number
+  titleTerms?: Prisma.ItemCreatetitleTermsInput | string[]
   etag?: string
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -761,6 +802,8 @@ export type ItemUpdateManyMutationInput = {
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
+  titleTerms?: Prisma.ItemUpdatetitleTermsInput | string[]
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -794,6 +837,8 @@ export type ItemUncheckedUpdateManyInput = {
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
+  titleTerms?: Prisma.ItemUpdatetitleTermsInput | string[]
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -847,6 +892,8 @@ export type ItemCountOrderByAggregateInput = {
   itemExtra?: Prisma.SortOrder
   failureReason?: Prisma.SortOrder
   contentHash?: Prisma.SortOrder
+  termCount?: Prisma.SortOrder
+  titleTerms?: Prisma.SortOrder
   etag?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
@@ -855,6 +902,7 @@ export type ItemCountOrderByAggregateInput = {
 
 export type ItemAvgOrderByAggregateInput = {
   chunkCount?: Prisma.SortOrder
+  termCount?: Prisma.SortOrder
 }
 
 export type ItemMaxOrderByAggregateInput = {
@@ -881,6 +929,7 @@ export type ItemMaxOrderByAggregateInput = {
   itemNumber?: Prisma.SortOrder
   failureReason?: Prisma.SortOrder
   contentHash?: Prisma.SortOrder
+  termCount?: Prisma.SortOrder
   etag?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
@@ -911,6 +960,7 @@ export type ItemMinOrderByAggregateInput = {
   itemNumber?: Prisma.SortOrder
   failureReason?: Prisma.SortOrder
   contentHash?: Prisma.SortOrder
+  termCount?: Prisma.SortOrder
   etag?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
@@ -919,6 +969,7 @@ export type ItemMinOrderByAggregateInput = {
 
 export type ItemSumOrderByAggregateInput = {
   chunkCount?: Prisma.SortOrder
+  termCount?: Prisma.SortOrder
 }
 
 export type ItemScalarRelationFilter = {
@@ -976,6 +1027,10 @@ export type ItemCreateitemTagsInput = {
   set: string[]
 }
 
+export type ItemCreatetitleTermsInput = {
+  set: string[]
+}
+
 export type ItemUpdateauthorInput = {
   set?: string[]
   push?: string | string[]
@@ -994,6 +1049,11 @@ export type ItemUpdateitemTagsInput = {
   push?: string | string[]
 }
 
+export type ItemUpdatetitleTermsInput = {
+  set?: string[]
+  push?: string | string[]
+}
+
 export type ItemCreateNestedOneWithoutChunksInput = {
   create?: Prisma.XOR<Prisma.ItemCreateWithoutChunksInput, Prisma.ItemUncheckedCreateWithoutChunksInput>
   connectOrCreate?: Prisma.ItemCreateOrConnectWithoutChunksInput
@@ -1006,6 +1066,20 @@ export type ItemUpdateOneRequiredWithoutChunksNestedInput = {
   upsert?: Prisma.ItemUpsertWithoutChunksInput
   connect?: Prisma.ItemWhereUniqueInput
   update?: Prisma.XOR<Prisma.XOR<Prisma.ItemUpdateToOneWithWhereWithoutChunksInput, Prisma.ItemUpdateWithoutChunksInput>, Prisma.ItemUncheckedUpdateWithoutChunksInput>
+}
+
+export type ItemCreateNestedOneWithoutTermsInput = {
+  create?: Prisma.XOR<Prisma.ItemCreateWithoutTermsInput, Prisma.ItemUncheckedCreateWithoutTermsInput>
+  connectOrCreate?: Prisma.ItemCreateOrConnectWithoutTermsInput
+  connect?: Prisma.ItemWhereUniqueInput
+}
+
+export type ItemUpdateOneRequiredWithoutTermsNestedInput = {
+  create?: Prisma.XOR<Prisma.ItemCreateWithoutTermsInput, Prisma.ItemUncheckedCreateWithoutTermsInput>
+  connectOrCreate?: Prisma.ItemCreateOrConnectWithoutTermsInput
+  upsert?: Prisma.ItemUpsertWithoutTermsInput
+  connect?: Prisma.ItemWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.ItemUpdateToOneWithWhereWithoutTermsInput, Prisma.ItemUpdateWithoutTermsInput>, Prisma.ItemUncheckedUpdateWithoutTermsInput>
 }
 
 export type ItemCreateNestedOneWithoutIngestionJobsInput = {
@@ -1048,12 +1122,15 @@ export type ItemCreateWithoutPublisherInput = {
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   failureReason?: string | null
   contentHash?: string | null
+  termCount?: number
+  titleTerms?: Prisma.ItemCreatetitleTermsInput | string[]
   etag?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   deletedAt?: Date | string | null
   chunks?: Prisma.ChunkCreateNestedManyWithoutItemInput
   ingestionJobs?: Prisma.IngestionJobCreateNestedManyWithoutItemInput
+  terms?: Prisma.ItemTermCreateNestedManyWithoutItemInput
 }
 
 export type ItemUncheckedCreateWithoutPublisherInput = {
@@ -1082,12 +1159,15 @@ export type ItemUncheckedCreateWithoutPublisherInput = {
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   failureReason?: string | null
   contentHash?: string | null
+  termCount?: number
+  titleTerms?: Prisma.ItemCreatetitleTermsInput | string[]
   etag?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   deletedAt?: Date | string | null
   chunks?: Prisma.ChunkUncheckedCreateNestedManyWithoutItemInput
   ingestionJobs?: Prisma.IngestionJobUncheckedCreateNestedManyWithoutItemInput
+  terms?: Prisma.ItemTermUncheckedCreateNestedManyWithoutItemInput
 }
 
 export type ItemCreateOrConnectWithoutPublisherInput = {
@@ -1146,6 +1226,8 @@ export type ItemScalarWhereInput = {
   itemExtra?: Prisma.JsonNullableFilter<"Item">
   failureReason?: Prisma.StringNullableFilter<"Item"> | string | null
   contentHash?: Prisma.StringNullableFilter<"Item"> | string | null
+  termCount?: Prisma.IntFilter<"Item"> | number
+  titleTerms?: Prisma.StringNullableListFilter<"Item">
   etag?: Prisma.StringFilter<"Item"> | string
   createdAt?: Prisma.DateTimeFilter<"Item"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Item"> | Date | string
@@ -1178,12 +1260,15 @@ export type ItemCreateWithoutChunksInput = {
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   failureReason?: string | null
   contentHash?: string | null
+  termCount?: number
+  titleTerms?: Prisma.ItemCreatetitleTermsInput | string[]
   etag?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   deletedAt?: Date | string | null
   publisher: Prisma.PublisherCreateNestedOneWithoutItemsInput
   ingestionJobs?: Prisma.IngestionJobCreateNestedManyWithoutItemInput
+  terms?: Prisma.ItemTermCreateNestedManyWithoutItemInput
 }
 
 export type ItemUncheckedCreateWithoutChunksInput = {
@@ -1213,11 +1298,14 @@ export type ItemUncheckedCreateWithoutChunksInput = {
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   failureReason?: string | null
   contentHash?: string | null
+  termCount?: number
+  titleTerms?: Prisma.ItemCreatetitleTermsInput | string[]
   etag?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   deletedAt?: Date | string | null
   ingestionJobs?: Prisma.IngestionJobUncheckedCreateNestedManyWithoutItemInput
+  terms?: Prisma.ItemTermUncheckedCreateNestedManyWithoutItemInput
 }
 
 export type ItemCreateOrConnectWithoutChunksInput = {
@@ -1262,12 +1350,15 @@ export type ItemUpdateWithoutChunksInput = {
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
+  titleTerms?: Prisma.ItemUpdatetitleTermsInput | string[]
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   publisher?: Prisma.PublisherUpdateOneRequiredWithoutItemsNestedInput
   ingestionJobs?: Prisma.IngestionJobUpdateManyWithoutItemNestedInput
+  terms?: Prisma.ItemTermUpdateManyWithoutItemNestedInput
 }
 
 export type ItemUncheckedUpdateWithoutChunksInput = {
@@ -1297,10 +1388,177 @@ export type ItemUncheckedUpdateWithoutChunksInput = {
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
+  titleTerms?: Prisma.ItemUpdatetitleTermsInput | string[]
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  ingestionJobs?: Prisma.IngestionJobUncheckedUpdateManyWithoutItemNestedInput
+  terms?: Prisma.ItemTermUncheckedUpdateManyWithoutItemNestedInput
+}
+
+export type ItemCreateWithoutTermsInput = {
+  id?: string
+  producerId?: string | null
+  title?: string | null
+  subtitle?: string | null
+  fileName: string
+  type?: string | null
+  ingestionSource?: string | null
+  author?: Prisma.ItemCreateauthorInput | string[]
+  status?: string
+  chunkCount?: number
+  uploadDate?: Date | string | null
+  itemImage?: string | null
+  itemUrl?: string | null
+  itemSummary?: string | null
+  itemTags?: Prisma.ItemCreateitemTagsInput | string[]
+  isbn?: string | null
+  publicationDate?: string | null
+  hostedUrl?: string | null
+  visibleInSearch?: boolean
+  visibleInChat?: boolean
+  evergreen?: boolean
+  itemNumber?: string | null
+  itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: string | null
+  contentHash?: string | null
+  termCount?: number
+  titleTerms?: Prisma.ItemCreatetitleTermsInput | string[]
+  etag?: string
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  deletedAt?: Date | string | null
+  publisher: Prisma.PublisherCreateNestedOneWithoutItemsInput
+  chunks?: Prisma.ChunkCreateNestedManyWithoutItemInput
+  ingestionJobs?: Prisma.IngestionJobCreateNestedManyWithoutItemInput
+}
+
+export type ItemUncheckedCreateWithoutTermsInput = {
+  id?: string
+  publisherId: string
+  producerId?: string | null
+  title?: string | null
+  subtitle?: string | null
+  fileName: string
+  type?: string | null
+  ingestionSource?: string | null
+  author?: Prisma.ItemCreateauthorInput | string[]
+  status?: string
+  chunkCount?: number
+  uploadDate?: Date | string | null
+  itemImage?: string | null
+  itemUrl?: string | null
+  itemSummary?: string | null
+  itemTags?: Prisma.ItemCreateitemTagsInput | string[]
+  isbn?: string | null
+  publicationDate?: string | null
+  hostedUrl?: string | null
+  visibleInSearch?: boolean
+  visibleInChat?: boolean
+  evergreen?: boolean
+  itemNumber?: string | null
+  itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: string | null
+  contentHash?: string | null
+  termCount?: number
+  titleTerms?: Prisma.ItemCreatetitleTermsInput | string[]
+  etag?: string
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  deletedAt?: Date | string | null
+  chunks?: Prisma.ChunkUncheckedCreateNestedManyWithoutItemInput
+  ingestionJobs?: Prisma.IngestionJobUncheckedCreateNestedManyWithoutItemInput
+}
+
+export type ItemCreateOrConnectWithoutTermsInput = {
+  where: Prisma.ItemWhereUniqueInput
+  create: Prisma.XOR<Prisma.ItemCreateWithoutTermsInput, Prisma.ItemUncheckedCreateWithoutTermsInput>
+}
+
+export type ItemUpsertWithoutTermsInput = {
+  update: Prisma.XOR<Prisma.ItemUpdateWithoutTermsInput, Prisma.ItemUncheckedUpdateWithoutTermsInput>
+  create: Prisma.XOR<Prisma.ItemCreateWithoutTermsInput, Prisma.ItemUncheckedCreateWithoutTermsInput>
+  where?: Prisma.ItemWhereInput
+}
+
+export type ItemUpdateToOneWithWhereWithoutTermsInput = {
+  where?: Prisma.ItemWhereInput
+  data: Prisma.XOR<Prisma.ItemUpdateWithoutTermsInput, Prisma.ItemUncheckedUpdateWithoutTermsInput>
+}
+
+export type ItemUpdateWithoutTermsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  producerId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  title?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  subtitle?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  fileName?: Prisma.StringFieldUpdateOperationsInput | string
+  type?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  ingestionSource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  author?: Prisma.ItemUpdateauthorInput | string[]
+  status?: Prisma.StringFieldUpdateOperationsInput | string
+  chunkCount?: Prisma.IntFieldUpdateOperationsInput | number
+  uploadDate?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  itemImage?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  itemUrl?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  itemSummary?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  itemTags?: Prisma.ItemUpdateitemTagsInput | string[]
+  isbn?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  publicationDate?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  hostedUrl?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  visibleInSearch?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  visibleInChat?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  evergreen?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  itemNumber?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
+  titleTerms?: Prisma.ItemUpdatetitleTermsInput | string[]
+  etag?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  publisher?: Prisma.PublisherUpdateOneRequiredWithoutItemsNestedInput
+  chunks?: Prisma.ChunkUpdateManyWithoutItemNestedInput
+  ingestionJobs?: Prisma.IngestionJobUpdateManyWithoutItemNestedInput
+}
+
+export type ItemUncheckedUpdateWithoutTermsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  publisherId?: Prisma.StringFieldUpdateOperationsInput | string
+  producerId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  title?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  subtitle?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  fileName?: Prisma.StringFieldUpdateOperationsInput | string
+  type?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  ingestionSource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  author?: Prisma.ItemUpdateauthorInput | string[]
+  status?: Prisma.StringFieldUpdateOperationsInput | string
+  chunkCount?: Prisma.IntFieldUpdateOperationsInput | number
+  uploadDate?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  itemImage?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  itemUrl?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  itemSummary?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  itemTags?: Prisma.ItemUpdateitemTagsInput | string[]
+  isbn?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  publicationDate?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  hostedUrl?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  visibleInSearch?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  visibleInChat?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  evergreen?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  itemNumber?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
+  titleTerms?: Prisma.ItemUpdatetitleTermsInput | string[]
+  etag?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  chunks?: Prisma.ChunkUncheckedUpdateManyWithoutItemNestedInput
   ingestionJobs?: Prisma.IngestionJobUncheckedUpdateManyWithoutItemNestedInput
 }
 
@@ -1330,12 +1588,15 @@ export type ItemCreateWithoutIngestionJobsInput = {
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   failureReason?: string | null
   contentHash?: string | null
+  termCount?: number
+  titleTerms?: Prisma.ItemCreatetitleTermsInput | string[]
   etag?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   deletedAt?: Date | string | null
   publisher: Prisma.PublisherCreateNestedOneWithoutItemsInput
   chunks?: Prisma.ChunkCreateNestedManyWithoutItemInput
+  terms?: Prisma.ItemTermCreateNestedManyWithoutItemInput
 }
 
 export type ItemUncheckedCreateWithoutIngestionJobsInput = {
@@ -1365,11 +1626,14 @@ export type ItemUncheckedCreateWithoutIngestionJobsInput = {
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   failureReason?: string | null
   contentHash?: string | null
+  termCount?: number
+  titleTerms?: Prisma.ItemCreatetitleTermsInput | string[]
   etag?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   deletedAt?: Date | string | null
   chunks?: Prisma.ChunkUncheckedCreateNestedManyWithoutItemInput
+  terms?: Prisma.ItemTermUncheckedCreateNestedManyWithoutItemInput
 }
 
 export type ItemCreateOrConnectWithoutIngestionJobsInput = {
@@ -1414,12 +1678,15 @@ export type ItemUpdateWithoutIngestionJobsInput = {
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
+  titleTerms?: Prisma.ItemUpdatetitleTermsInput | string[]
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   publisher?: Prisma.PublisherUpdateOneRequiredWithoutItemsNestedInput
   chunks?: Prisma.ChunkUpdateManyWithoutItemNestedInput
+  terms?: Prisma.ItemTermUpdateManyWithoutItemNestedInput
 }
 
 export type ItemUncheckedUpdateWithoutIngestionJobsInput = {
@@ -1449,11 +1716,14 @@ export type ItemUncheckedUpdateWithoutIngestionJobsInput = {
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
+  titleTerms?: Prisma.ItemUpdatetitleTermsInput | string[]
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   chunks?: Prisma.ChunkUncheckedUpdateManyWithoutItemNestedInput
+  terms?: Prisma.ItemTermUncheckedUpdateManyWithoutItemNestedInput
 }
 
 export type ItemCreateManyPublisherInput = {
@@ -1482,6 +1752,8 @@ export type ItemCreateManyPublisherInput = {
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   failureReason?: string | null
   contentHash?: string | null
+  termCount?: number
+  titleTerms?: Prisma.ItemCreatetitleTermsInput | string[]
   etag?: string
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -1514,12 +1786,15 @@ export type ItemUpdateWithoutPublisherInput = {
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
+  titleTerms?: Prisma.ItemUpdatetitleTermsInput | string[]
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   chunks?: Prisma.ChunkUpdateManyWithoutItemNestedInput
   ingestionJobs?: Prisma.IngestionJobUpdateManyWithoutItemNestedInput
+  terms?: Prisma.ItemTermUpdateManyWithoutItemNestedInput
 }
 
 export type ItemUncheckedUpdateWithoutPublisherInput = {
@@ -1548,12 +1823,15 @@ export type ItemUncheckedUpdateWithoutPublisherInput = {
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
+  titleTerms?: Prisma.ItemUpdatetitleTermsInput | string[]
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   chunks?: Prisma.ChunkUncheckedUpdateManyWithoutItemNestedInput
   ingestionJobs?: Prisma.IngestionJobUncheckedUpdateManyWithoutItemNestedInput
+  terms?: Prisma.ItemTermUncheckedUpdateManyWithoutItemNestedInput
 }
 
 export type ItemUncheckedUpdateManyWithoutPublisherInput = {
@@ -1582,6 +1860,8 @@ export type ItemUncheckedUpdateManyWithoutPublisherInput = {
   itemExtra?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   failureReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contentHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  termCount?: Prisma.IntFieldUpdateOperationsInput | number
+  titleTerms?: Prisma.ItemUpdatetitleTermsInput | string[]
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -1596,11 +1876,13 @@ export type ItemUncheckedUpdateManyWithoutPublisherInput = {
 export type ItemCountOutputType = {
   chunks: number
   ingestionJobs: number
+  terms: number
 }
 
 export type ItemCountOutputTypeSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   chunks?: boolean | ItemCountOutputTypeCountChunksArgs
   ingestionJobs?: boolean | ItemCountOutputTypeCountIngestionJobsArgs
+  terms?: boolean | ItemCountOutputTypeCountTermsArgs
 }
 
 /**
@@ -1625,6 +1907,13 @@ export type ItemCountOutputTypeCountChunksArgs<ExtArgs extends runtime.Types.Ext
  */
 export type ItemCountOutputTypeCountIngestionJobsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   where?: Prisma.IngestionJobWhereInput
+}
+
+/**
+ * ItemCountOutputType without action
+ */
+export type ItemCountOutputTypeCountTermsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.ItemTermWhereInput
 }
 
 
@@ -1655,6 +1944,8 @@ export type ItemSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = r
   itemExtra?: boolean
   failureReason?: boolean
   contentHash?: boolean
+  termCount?: boolean
+  titleTerms?: boolean
   etag?: boolean
   createdAt?: boolean
   updatedAt?: boolean
@@ -1662,6 +1953,7 @@ export type ItemSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = r
   publisher?: boolean | Prisma.PublisherDefaultArgs<ExtArgs>
   chunks?: boolean | Prisma.Item$chunksArgs<ExtArgs>
   ingestionJobs?: boolean | Prisma.Item$ingestionJobsArgs<ExtArgs>
+  terms?: boolean | Prisma.Item$termsArgs<ExtArgs>
   _count?: boolean | Prisma.ItemCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["item"]>
 
@@ -1692,6 +1984,8 @@ export type ItemSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensio
   itemExtra?: boolean
   failureReason?: boolean
   contentHash?: boolean
+  termCount?: boolean
+  titleTerms?: boolean
   etag?: boolean
   createdAt?: boolean
   updatedAt?: boolean
@@ -1726,6 +2020,8 @@ export type ItemSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensio
   itemExtra?: boolean
   failureReason?: boolean
   contentHash?: boolean
+  termCount?: boolean
+  titleTerms?: boolean
   etag?: boolean
   createdAt?: boolean
   updatedAt?: boolean
@@ -1760,17 +2056,20 @@ export type ItemSelectScalar = {
   itemExtra?: boolean
   failureReason?: boolean
   contentHash?: boolean
+  termCount?: boolean
+  titleTerms?: boolean
   etag?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   deletedAt?: boolean
 }
 
-export type ItemOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "publisherId" | "producerId" | "title" | "subtitle" | "fileName" | "type" | "ingestionSource" | "author" | "status" | "chunkCount" | "uploadDate" | "itemImage" | "itemUrl" | "itemSummary" | "itemTags" | "isbn" | "publicationDate" | "hostedUrl" | "visibleInSearch" | "visibleInChat" | "evergreen" | "itemNumber" | "itemExtra" | "failureReason" | "contentHash" | "etag" | "createdAt" | "updatedAt" | "deletedAt", ExtArgs["result"]["item"]>
+export type ItemOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "publisherId" | "producerId" | "title" | "subtitle" | "fileName" | "type" | "ingestionSource" | "author" | "status" | "chunkCount" | "uploadDate" | "itemImage" | "itemUrl" | "itemSummary" | "itemTags" | "isbn" | "publicationDate" | "hostedUrl" | "visibleInSearch" | "visibleInChat" | "evergreen" | "itemNumber" | "itemExtra" | "failureReason" | "contentHash" | "termCount" | "titleTerms" | "etag" | "createdAt" | "updatedAt" | "deletedAt", ExtArgs["result"]["item"]>
 export type ItemInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   publisher?: boolean | Prisma.PublisherDefaultArgs<ExtArgs>
   chunks?: boolean | Prisma.Item$chunksArgs<ExtArgs>
   ingestionJobs?: boolean | Prisma.Item$ingestionJobsArgs<ExtArgs>
+  terms?: boolean | Prisma.Item$termsArgs<ExtArgs>
   _count?: boolean | Prisma.ItemCountOutputTypeDefaultArgs<ExtArgs>
 }
 export type ItemIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
@@ -1786,6 +2085,7 @@ export type $ItemPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs =
     publisher: Prisma.$PublisherPayload<ExtArgs>
     chunks: Prisma.$ChunkPayload<ExtArgs>[]
     ingestionJobs: Prisma.$IngestionJobPayload<ExtArgs>[]
+    terms: Prisma.$ItemTermPayload<ExtArgs>[]
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     id: string
@@ -1826,6 +2126,14 @@ export type $ItemPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs =
      * sha256 hex of the uploaded bytes: duplicate detection per publisher
      */
     contentHash: string | null
+    /**
+     * the document's length in analyzed terms (BM25), set when it is published
+     */
+    termCount: number
+    /**
+     * the title's analyzed terms (server/data/search/analyzer.ts)
+     */
+    titleTerms: string[]
     /**
      * changes on every write; the domain layer sets a new one on update
      */
@@ -2230,6 +2538,7 @@ export interface Prisma__ItemClient<T, Null = never, ExtArgs extends runtime.Typ
   publisher<T extends Prisma.PublisherDefaultArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.PublisherDefaultArgs<ExtArgs>>): Prisma.Prisma__PublisherClient<runtime.Types.Result.GetResult<Prisma.$PublisherPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | Null, Null, ExtArgs, GlobalOmitOptions>
   chunks<T extends Prisma.Item$chunksArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Item$chunksArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$ChunkPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   ingestionJobs<T extends Prisma.Item$ingestionJobsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Item$ingestionJobsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$IngestionJobPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  terms<T extends Prisma.Item$termsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Item$termsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$ItemTermPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -2285,6 +2594,8 @@ export interface ItemFieldRefs {
   readonly itemExtra: Prisma.FieldRef<"Item", 'Json'>
   readonly failureReason: Prisma.FieldRef<"Item", 'String'>
   readonly contentHash: Prisma.FieldRef<"Item", 'String'>
+  readonly termCount: Prisma.FieldRef<"Item", 'Int'>
+  readonly titleTerms: Prisma.FieldRef<"Item", 'String[]'>
   readonly etag: Prisma.FieldRef<"Item", 'String'>
   readonly createdAt: Prisma.FieldRef<"Item", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"Item", 'DateTime'>
@@ -2735,6 +3046,30 @@ export type Item$ingestionJobsArgs<ExtArgs extends runtime.Types.Extensions.Inte
   take?: number
   skip?: number
   distinct?: Prisma.IngestionJobScalarFieldEnum | Prisma.IngestionJobScalarFieldEnum[]
+}
+
+/**
+ * Item.terms
+ */
+export type Item$termsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the ItemTerm
+   */
+  select?: Prisma.ItemTermSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the ItemTerm
+   */
+  omit?: Prisma.ItemTermOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.ItemTermInclude<ExtArgs> | null
+  where?: Prisma.ItemTermWhereInput
+  orderBy?: Prisma.ItemTermOrderByWithRelationInput | Prisma.ItemTermOrderByWithRelationInput[]
+  cursor?: Prisma.ItemTermWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.ItemTermScalarFieldEnum | Prisma.ItemTermScalarFieldEnum[]
 }
 
 /**

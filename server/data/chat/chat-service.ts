@@ -10,6 +10,7 @@ import { ApiError } from '../../errors.js';
 import type { ChatCompletionBody, ChatCompletions, CompletionContext } from '../../gateway/chat-completions.js';
 import type { Principal } from '../../identity/principal.js';
 import type { ChatMessage } from '../../providers/types.js';
+import { conversationContext } from '../grounding/conversation.js';
 import { GROUNDING_DEFAULTS } from '../grounding/grounded-completions.js';
 import { groundingMessage } from '../grounding/prompt.js';
 import type { Source, Sources } from '../grounding/sources.js';
@@ -50,6 +51,7 @@ export class ChatService {
         organizationId: principal.organizationId,
         publisherIds: publishers.map((p) => p.id),
         query,
+        context: conversationContext(conversation),
         limit: request.sources_limit ?? GROUNDING_DEFAULTS.sources_limit,
         certainty: GROUNDING_DEFAULTS.certainty,
       },

@@ -1,5 +1,6 @@
 // Grounded chat completions: the v2 (guarded) completion, with passages of a publisher's
-// chat-visible content retrieved for the last user message and put before the conversation
+// chat-visible content retrieved for the last user message (read with the exchange before it,
+// conversation.ts) and put before the conversation
 // (prompt.ts). The model call is the ordinary guarded one (routing, guardrails, tradition,
 // failover, metering unchanged); the answer adds `sources_returned` and, when asked,
 // `citations`, numbered as the prompt numbered them, so an answer's `[n]` is `citations[n-1]`.
@@ -7,6 +8,7 @@ import type { components } from '../../../generated/types/openapi.js';
 import type { ChatCompletionBody, ChatCompletions, CompletionContext } from '../../gateway/chat-completions.js';
 import type { Principal } from '../../identity/principal.js';
 import type { ChatMessage } from '../../providers/types.js';
+import { conversationContext, lastUserText } from './conversation.js';
 import { groundingMessage } from './prompt.js';
 import type { Source, Sources } from './sources.js';
 
@@ -33,13 +35,15 @@ export class GroundedCompletions {
     // Everything the completion would refuse is refused before retrieval: a blocked or
     // misrouted request embeds nothing (and is metered for nothing).
     await this.completions.precheck(completion as ChatCompletionBody, ctx);
-    const question = lastUserText(completion.messages as ChatMessage[]);
+    const messages = completion.messages as ChatMessage[];
+    const question = lastUserText(messages);
     const sources = question
       ? await this.sources.find(
           {
             organizationId: principal.organizationId,
             publisherIds: [publisher.id],
             query: question,
+            context: conversationContext(messages),
             limit: sources_limit ?? GROUNDING_DEFAULTS.sources_limit,
             certainty: certainty ?? GROUNDING_DEFAULTS.certainty,
           },
@@ -61,16 +65,6 @@ export class GroundedCompletions {
   }
 }
 
-/** The text of the last user message: what retrieval looks for. */
-export function lastUserText(messages: readonly ChatMessage[]): string {
-  const last = messages.findLast((m) => m.role === 'user');
-  if (!last) return '';
-  if (typeof last.content === 'string') return last.content.trim();
-  return (last.content ?? [])
-    .flatMap((part) => (part.type === 'text' ? [part.text] : []))
-    .join('\n')
-    .trim();
-}
 
 /**
  * The completion's chunks, preceded by the `citations` event when there are citations to

@@ -14,6 +14,8 @@ export interface SourceQuery {
   organizationId: string;
   publisherIds: string[];
   query: string;
+  /** Earlier turns of the conversation, oldest first (conversation.ts). */
+  context?: string[];
   limit: number;
   certainty: number;
 }

@@ -1,5 +1,6 @@
 // Splits a parsed document into passages for the index. Passages follow the document's own
-// boundaries: a heading always starts a new passage, paragraphs are kept whole and packed
+// boundaries: a heading (Markdown `#`, or a title underlined as Markdown's setext and
+// reStructuredText write them) always starts a new passage, paragraphs are kept whole and packed
 // up to a target size, and only a paragraph too long for the embedder's input is cut (at
 // sentences, then words). Each passage starts with the trail of headings it sits under, so
 // it can be understood (and embedded) on its own and a citation shows where it comes from.
@@ -18,6 +19,44 @@ export interface TextChunk {
 }
 
 const HEADING = /^(#{1,6})[ \t]+(.+)$/;
+/** A line of one repeated punctuation character: the rule under (and over) a setext or reST title. */
+const RULE = /^([=\-~^"'`#*+:.])\1{2,}[ \t]*$/;
+
+/** A heading block's text and style: `#`s, or its rule character (with `over` when the title is overlined too). */
+interface HeadingLine {
+  text: string;
+  /** How much of the block the heading takes (its lines). */
+  length: number;
+  style: string;
+}
+
+/**
+ * The heading a block starts with, if any: a `#` line, a title over a rule (Markdown setext,
+ * reST), or a title between two equal rules (reST). A rule must be at least as long as the
+ * title (as reST requires), which keeps a line of dashes under a sentence from reading as one.
+ */
+function headingAt(block: string): HeadingLine | null {
+  const [first = '', second = '', third = ''] = block.split('\n', 3);
+  const hashes = HEADING.exec(first);
+  if (hashes) return { text: hashes[2]!.trim(), length: first.length, style: hashes[1]! };
+  const title = (line: string) => line.trim() !== '' && !RULE.test(line) && !/^\s/.test(line);
+  if (RULE.test(first) && title(second) && third.trimEnd() === first.trimEnd() && first.trimEnd().length >= second.trimEnd().length) {
+    return { text: second.trim(), length: first.length + second.length + third.length + 2, style: `over${first[0]}` };
+  }
+  if (title(first) && RULE.test(second) && second.trimEnd().length >= first.trimEnd().length) {
+    return { text: first.trim(), length: first.length + second.length + 1, style: second[0]! };
+  }
+  return null;
+}
+
+/** The first heading of a text (its title when it has no other), in any of the styles the chunker reads. */
+export function firstHeading(text: string): string | null {
+  for (const block of splitBlocks(text)) {
+    const heading = headingAt(block.trim());
+    if (heading) return heading.text || null;
+  }
+  return null;
+}
 const TRAIL_SEPARATOR = ' › ';
 
 interface Piece {
@@ -45,6 +84,8 @@ const BLANK_LINE = /\n[ \t]*\n/;
  */
 export class Chunker {
   private readonly headings: string[] = [];
+  /** Underline styles in the order met: as in reST, the first style seen is level 1, the next level 2. */
+  private readonly ruleStyles: string[] = [];
   private trail: Piece | null = null;
   private body: Piece[] = [];
   private bodyTokens = 0;
@@ -55,19 +96,18 @@ export class Chunker {
     const out: TextChunk[] = [];
     let rest = block.trim();
     if (!rest) return out;
-    // A heading line opens a section; text right below it (no blank line) is its first paragraph.
-    const firstLine = rest.split('\n', 1)[0]!;
-    const heading = HEADING.exec(firstLine);
+    // A heading opens a section; text right below it (no blank line) is its first paragraph.
+    const heading = headingAt(rest);
     if (heading) {
       this.flush(out);
-      const level = heading[1]!.length;
+      const level = this.levelOf(heading.style);
       this.headings.length = Math.min(this.headings.length, level - 1);
-      this.headings[level - 1] = heading[2]!.trim();
+      this.headings[level - 1] = heading.text;
       const label = this.headings.filter(Boolean).join(TRAIL_SEPARATOR);
       const tokens = estimateTokens(label);
       // A trail that would crowd out the passage itself is left off.
       this.trail = tokens <= this.options.maxTokens / 4 ? { text: label, tokens } : null;
-      rest = rest.slice(firstLine.length).trim();
+      rest = rest.slice(heading.length).trim();
       if (!rest) return out;
     }
     const trailTokens = this.trail?.tokens ?? 0;
@@ -78,6 +118,12 @@ export class Chunker {
       this.bodyTokens += piece.tokens;
     }
     return out;
+  }
+
+  private levelOf(style: string): number {
+    if (style.startsWith('#')) return style.length;
+    if (!this.ruleStyles.includes(style)) this.ruleStyles.push(style);
+    return Math.min(6, this.ruleStyles.indexOf(style) + 1);
   }
 
   end(): TextChunk[] {

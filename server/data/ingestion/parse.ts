@@ -6,7 +6,7 @@
 import type { FormatCallback } from 'html-to-text';
 import { readFile } from 'node:fs/promises';
 import type { getDocumentProxy } from 'unpdf';
-import { splitBlocks } from './chunker.js';
+import { firstHeading, splitBlocks } from './chunker.js';
 import { UnreadableDocumentError, type DocumentFormat } from './formats.js';
 
 export interface ParsedDocument {
@@ -113,7 +113,7 @@ type StreamedFormat = 'txt' | 'md';
 const TITLE_SCAN_CHARS = 64 * 1024;
 
 /** A text or Markdown file given in parts: its title, then its blocks (the pieces between blank lines) as they decode. */
-export async function streamText(parts: AsyncIterable<Uint8Array>, format: StreamedFormat, fileName: string): Promise<{ title: string | null; blocks: AsyncIterable<string> }> {
+export async function streamText(parts: AsyncIterable<Uint8Array>, fileName: string): Promise<{ title: string | null; blocks: AsyncIterable<string> }> {
   const source = decodedBlocks(parts, fileName)[Symbol.asyncIterator]();
   // The blocks of the file's start are read ahead to find the title, then given first.
   const head: string[] = [];
@@ -128,7 +128,7 @@ export async function streamText(parts: AsyncIterable<Uint8Array>, format: Strea
     head.push(next.value);
     headChars += next.value.length + 2;
   }
-  const title = format === 'md' ? firstHeading(head.join('\n\n')) : null;
+  const title = firstHeading(head.join('\n\n'));
   async function* blocks(): AsyncGenerator<string> {
     yield* head;
     if (ended) return;
@@ -206,9 +206,6 @@ function normalize(text: string): string {
     .trim();
 }
 
-function firstHeading(text: string): string | null {
-  return /^#{1,6}[ \t]+(.+)$/m.exec(text.slice(0, 64 * 1024))?.[1]?.trim() || null;
-}
 
 function htmlTitle(html: string, htmlToText: (html: string) => string): string | null {
   const match = /<title[^>]*>([^<]*)<\/title>/i.exec(html.slice(0, 64 * 1024));

@@ -69,7 +69,7 @@ export async function runJob(job: ClaimedJob, owner: string, deps: PipelineDeps,
   // Text streams from the database while it is chunked; the other formats are read whole here.
   let open: () => Promise<{ title: string | null; blocks: Iterable<string> | AsyncIterable<string> }>;
   if (isStreamed(format)) {
-    open = () => streamText(queue.fileParts(job), format, job.fileName);
+    open = () => streamText(queue.fileParts(job), job.fileName);
   } else {
     const bytes = await queue.readFile(job);
     open = async () => {

@@ -83,6 +83,8 @@ export interface RetrievalQuery {
   /** Restrict to these publishers (all of them must belong to the organization). */
   publisherIds: string[];
   query: string;
+  /** Earlier turns of a conversation, oldest first: a follow-up is read with them, weighted below `query`. */
+  context?: string[];
   limit: number;
   /** Minimum certainty, 0..1. */
   certainty: number;
