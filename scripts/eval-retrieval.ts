@@ -15,6 +15,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { RankingMode, Retriever } from '../server/data/search/chunk-index.js';
+import { loadConfig } from '../server/config.js';
 import { Collections } from '../server/data/search/collections.js';
 import { MIN_TEXT_COVERAGE, PgChunkIndex, PgRetriever, RRF_K } from '../server/data/search/pg-chunk-index.js';
 import { createLogger } from '../server/logging.js';
@@ -152,7 +153,8 @@ export function shortfalls(scores: Record<RankingMode, Scores>, scope = 'all que
 
 async function main(): Promise<void> {
   const set = loadRetrievalSet();
-  const embedder = createLocalEmbedder();
+  // As the server runs it (LOCAL_EMBEDDER_THREADS, LOCAL_EMBEDDER_QUERY_THREAD).
+  const embedder = createLocalEmbedder(loadConfig());
   const started = performance.now();
   const index = await buildEvalIndex(set.documents, embedder);
   const indexed = performance.now();

@@ -14,7 +14,8 @@ const set = loadRetrievalSet();
 // The other tenant's twins of this tenant's passages come along: a leak across tenants would find them.
 const documents = set.documents.filter((d) => d.tenant === TENANT || d.kind === 'twin');
 const queries = set.queries.filter((q) => q.tenant === TENANT);
-const embedder = createLocalEmbedder();
+// One thread, one model: passages and queries share it.
+const embedder = createLocalEmbedder({ localEmbedderThreads: 1, localEmbedderQueryThread: false });
 let index: EvalIndex;
 const scores = {} as Record<RankingMode, Scores>;
 
