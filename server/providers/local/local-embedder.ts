@@ -7,7 +7,7 @@
 //             thread of its own at normal priority, so that a query never waits behind a
 //             batch of passages (~0.5 s). Without it (`queryThread: false`, one model fewer in
 //             memory) they go ahead of queued passages but wait for a running batch.
-// A thread loads the model on its first task (~1 s, ~100 MB) and keeps it: an idle server
+// A thread loads the model on its first task (~1 s, ~125-155 MB) and keeps it: an idle server
 // holds none until first use or warm(); passage threads stop after a minute idle.
 import { Piscina, queueOptionsSymbol, type TaskQueue } from 'piscina';
 import type { Config } from '../../config.js';
@@ -38,6 +38,8 @@ const WARM_RUNS = 24;
 const NICE = 10;
 
 type Task = EmbedTask & { [queueOptionsSymbol]?: { short: boolean } };
+/** A task as piscina queues it. */
+type Queued = Parameters<TaskQueue['push']>[0];
 
 export class SentenceEncoderEmbedder implements Embedder {
   readonly model = 'universal-sentence-encoder-lite';
@@ -99,30 +101,30 @@ export class SentenceEncoderEmbedder implements Embedder {
 
 /** Passage batches in order, with short inputs ahead of them all. */
 class ShortFirstQueue implements TaskQueue {
-  private readonly short: Parameters<TaskQueue['push']>[0][] = [];
-  private readonly long: Parameters<TaskQueue['push']>[0][] = [];
+  private readonly short: Queued[] = [];
+  private readonly long: Queued[] = [];
 
   get size(): number {
     return this.short.length + this.long.length;
   }
 
-  push(task: Parameters<TaskQueue['push']>[0]): void {
+  push(task: Queued): void {
     this.laneOf(task).push(task);
   }
 
-  unshift(task: Parameters<TaskQueue['push']>[0]): void {
+  unshift(task: Queued): void {
     this.laneOf(task).unshift(task);
   }
 
-  shift(): Parameters<TaskQueue['push']>[0] | null {
+  shift(): Queued | null {
     return this.short.shift() ?? this.long.shift() ?? null;
   }
 
-  private laneOf(task: Parameters<TaskQueue['push']>[0]): Parameters<TaskQueue['push']>[0][] {
+  private laneOf(task: Queued): Queued[] {
     return (task[queueOptionsSymbol] as Task[typeof queueOptionsSymbol] | null)?.short ? this.short : this.long;
   }
 
-  remove(task: Parameters<TaskQueue['push']>[0]): void {
+  remove(task: Queued): void {
     for (const list of [this.short, this.long]) {
       const i = list.indexOf(task);
       if (i >= 0) list.splice(i, 1);
