@@ -2,6 +2,8 @@
 // with its malloc settings) is started on the embedded PGlite and on PostgreSQL, left idle,
 // and its resident memory read from /proc with a breakdown from the process's own metrics
 // (V8 heap, external memory such as PGlite's WebAssembly heap and buffers, the rest native).
+// On PGlite the server loads the local embedding model for queries at start (search embeds
+// with it: LOCAL_EMBEDDER_WARM); a second PGlite run without that shows what it holds.
 //
 //   npm run bench:idle-memory [-- --idle-seconds 10] [--postgres postgres://…/test]
 //
@@ -125,6 +127,7 @@ const dataDir = mkdtempSync(join(tmpdir(), 'idle-memory-'));
 const rows: [string, Reading][] = [];
 try {
   rows.push(['PGlite', await measure('PGlite', { DATA_DIR: join(dataDir, 'pglite'), UPLOAD_TMP_DIR: join(dataDir, 'uploads') })]);
+  rows.push(['PGlite, no warm', await measure('PGlite, no warm', { DATA_DIR: join(dataDir, 'pglite-no-warm'), UPLOAD_TMP_DIR: join(dataDir, 'uploads'), LOCAL_EMBEDDER_WARM: 'false' })]);
   const postgres = await withPostgresDatabase((url) => measure('PostgreSQL', { DATABASE_URL: url, UPLOAD_TMP_DIR: join(dataDir, 'uploads') }));
   if (postgres) rows.push(['PostgreSQL', postgres]);
 } finally {
@@ -133,10 +136,10 @@ try {
 
 const f = (n: number) => n.toFixed(0).padStart(6);
 console.log(`\nidle ${IDLE_MS / 1000} s after start and one request (MB)`);
-console.log('database      RSS   anon   file   heap used  heap total  external  native rest');
+console.log('database          RSS   anon   file   heap used  heap total  external  native rest');
 for (const [label, r] of rows) {
   const rest = r.anonMb - r.heapTotalMb - r.externalMb;
-  console.log(`${label.padEnd(11)} ${f(r.rssMb)} ${f(r.anonMb)} ${f(r.fileMb)}      ${f(r.heapUsedMb)}      ${f(r.heapTotalMb)}    ${f(r.externalMb)}       ${f(rest)}`);
+  console.log(`${label.padEnd(15)} ${f(r.rssMb)} ${f(r.anonMb)} ${f(r.fileMb)}      ${f(r.heapUsedMb)}      ${f(r.heapTotalMb)}    ${f(r.externalMb)}       ${f(rest)}`);
 }
 const postgres = rows.find(([label]) => label === 'PostgreSQL')?.[1];
 if (postgres) {

@@ -1,6 +1,7 @@
 // Builds the server for `npm start`: server/main.ts bundled with esbuild into
-// dist/server/main.js (ESM, node_modules left external, generated/ bundled in). Plain
-// JavaScript so that building needs no TypeScript loader.
+// dist/server/main.js (ESM, node_modules left external, generated/ bundled in), and each
+// worker thread's code into a file of its own beside it (server/workers/worker-script.ts finds
+// it there). Plain JavaScript so that building needs no TypeScript loader.
 //
 //   node scripts/build-server.mjs            build
 //   node scripts/build-server.mjs --if-stale build only when a source is newer than the bundle
@@ -12,7 +13,12 @@ import { build } from 'esbuild';
 import bundleOptions from './bundle-options.json' with { type: 'json' };
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const outfile = join(root, 'dist/server/main.js');
+const outdir = join(root, 'dist/server');
+/** Output name (without .js) → entry point. */
+const entryPoints = {
+  main: 'server/main.ts',
+  'sentence-encoder-worker': 'server/providers/local/sentence-encoder/worker.ts',
+};
 // What the bundle is made of: a change to any of these makes it stale.
 const inputs = ['server', 'generated', 'package.json', 'package-lock.json', 'tsconfig.json', 'scripts/build-server.mjs', 'scripts/bundle-options.json'];
 
@@ -27,9 +33,10 @@ function newest(path) {
   return readdirSync(path).reduce((max, name) => Math.max(max, newest(join(path, name))), stat.mtimeMs);
 }
 
+/** When the oldest output was built; -1 when one is missing. */
 function built() {
   try {
-    return statSync(outfile).mtimeMs;
+    return Math.min(...Object.keys(entryPoints).map((name) => statSync(join(outdir, `${name}.js`)).mtimeMs));
   } catch {
     return -1;
   }
@@ -40,8 +47,8 @@ if (process.argv.includes('--if-stale') && built() >= Math.max(...inputs.map((p)
 const started = performance.now();
 await build({
   absWorkingDir: root,
-  entryPoints: ['server/main.ts'],
-  outfile,
+  entryPoints,
+  outdir,
   ...bundleOptions,
 });
-console.error(`built dist/server/main.js in ${Math.round(performance.now() - started)} ms`);
+console.error(`built ${Object.keys(entryPoints).map((name) => `dist/server/${name}.js`).join(', ')} in ${Math.round(performance.now() - started)} ms`);

@@ -16,6 +16,7 @@
 // in .data, so later runs take a minute) and builds the PGlite index (kept in .data too).
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../server/config.js';
 import type { RankingMode } from '../server/data/search/chunk-index.js';
 import { DEFAULT_RANKING, type RankingOptions } from '../server/data/search/pg-retriever.js';
 import { HashingEmbedder } from '../server/providers/local/hashing-embedder.js';
@@ -130,7 +131,7 @@ async function main(): Promise<void> {
   const documents = loadManifest();
   const queries = loadQueries();
   if (queries.length === 0) throw new Error('no labelled queries under test/fixtures/retrieval/queries');
-  const embedder: Embedder = process.argv.includes('--hashing') ? new HashingEmbedder({ dimensions: 512 }) : createLocalEmbedder();
+  const embedder: Embedder = process.argv.includes('--hashing') ? new HashingEmbedder({ dimensions: 512 }) : createLocalEmbedder(loadConfig());
   const log = (line: string) => console.error(line);
   const conversations = loadConversations();
   const texts = [...new Set([...queries.map((q) => q.query), ...conversationTexts(conversations)])];

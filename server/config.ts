@@ -1,6 +1,6 @@
 // Environment → validated configuration. Every bad value is reported at once, by name,
 // before anything starts listening.
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { redactUrl } from './logging.js';
@@ -68,6 +68,10 @@ const schema = z.object({
   INGESTION_LEASE_MS: z.coerce.number().int().min(1_000).default(60_000),
   INGESTION_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
   INGESTION_RETRY_BASE_MS: z.coerce.number().int().min(0).default(2_000),
+  // The local embedding model's passage threads: by default every core but one, which the request thread keeps.
+  LOCAL_EMBEDDER_THREADS: z.coerce.number().int().min(1).max(64).default(Math.max(1, availableParallelism() - 1)),
+  LOCAL_EMBEDDER_QUERY_THREAD: bool(true),
+  LOCAL_EMBEDDER_WARM: bool(true),
   REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(60_000),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
   VALIDATE_RESPONSES: bool(false),
@@ -128,6 +132,12 @@ export type Config = {
   ingestionMaxAttempts: number;
   /** First retry delay; doubles with every failed attempt. */
   ingestionRetryBaseMs: number;
+  /** Worker threads of the local embedding model embedding passages (ingestion, large embeddings calls). */
+  localEmbedderThreads: number;
+  /** A thread of its own for short inputs (search queries), so that they never wait behind passages. */
+  localEmbedderQueryThread: boolean;
+  /** Load the local embedding model for queries in the background at start, when search embeds with it. */
+  localEmbedderWarm: boolean;
   /** A request (headers and body, not the answer) must arrive within this. */
   requestTimeoutMs: number;
   shutdownTimeoutMs: number;
@@ -198,6 +208,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ingestionLeaseMs: c.INGESTION_LEASE_MS,
     ingestionMaxAttempts: c.INGESTION_MAX_ATTEMPTS,
     ingestionRetryBaseMs: c.INGESTION_RETRY_BASE_MS,
+    localEmbedderThreads: c.LOCAL_EMBEDDER_THREADS,
+    localEmbedderQueryThread: c.LOCAL_EMBEDDER_QUERY_THREAD,
+    localEmbedderWarm: c.LOCAL_EMBEDDER_WARM,
     requestTimeoutMs: c.REQUEST_TIMEOUT_MS,
     shutdownTimeoutMs: c.SHUTDOWN_TIMEOUT_MS,
     validateResponses: c.VALIDATE_RESPONSES,

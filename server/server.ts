@@ -84,7 +84,15 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
       health.register({ id: 'redis', name: 'Redis (shared state)', critical: false, probe: async () => (await redis.ping(), 'healthy') });
     }
     const metrics = new Metrics();
-    const embedder = createLocalEmbedder();
+    // The local embedding model (server/providers/local): worker threads, started on first use.
+    const embedder = createLocalEmbedder(config);
+    cleanup.push(() => embedder.close());
+    metrics.gauge('local_embedder_threads', 'Worker threads of the local embedding model, per lane.', ['lane'], (set) => {
+      for (const { lane, threads } of embedder.lanes()) set({ lane }, threads);
+    });
+    metrics.gauge('local_embedder_queued', 'Embedding tasks waiting for a thread of the local model, per lane.', ['lane'], (set) => {
+      for (const { lane, queued } of embedder.lanes()) set({ lane }, queued);
+    });
     const inference = await createInference(options.catalog ?? loadCatalog(), { logger, health, embedder, redis, metrics });
     cleanup.push(() => inference.close());
     // Billing (server/billing): holds in Redis when configured, else in the database; holds a
@@ -183,6 +191,14 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     const apiUrl = urlOf(apiServer, config.host);
     const mgmtUrl = urlOf(mgmtServer, config.host);
     logger.info({ apiUrl, mgmtUrl, database: database.kind, capabilities: database.capabilities }, 'platform listening');
+    // The first search must not wait for the model to load (when search embeds with it, which
+    // needs pgvector). In the background, once listening: start-up and health do not wait either.
+    if (config.localEmbedderWarm && database.capabilities.vector && servedLocally(inference.gateway.catalog, search.collections.defaultSpace?.model)) {
+      embedder.warm().then(
+        () => logger.info('local embedding model loaded for queries'),
+        (error: unknown) => logger.warn({ err: error }, 'loading the local embedding model for queries failed; the first query loads it'),
+      );
+    }
     const stubs = stubbedOperations();
     if (stubs.length > 0) logger.warn({ operations: stubs }, `${stubs.length} operations are still stubs answering 501`);
 
@@ -192,6 +208,11 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     await closeAll();
     throw error;
   }
+}
+
+/** Whether the model is served by the built-in local provider (an upstream's needs no warming). */
+function servedLocally(catalog: Catalog, model: string | undefined): boolean {
+  return model !== undefined && (catalog.models.get(model)?.deployments ?? []).some((id) => catalog.deployments.get(id)?.kind === 'local');
 }
 
 async function listen(server: Server, port: number, host: string): Promise<void> {

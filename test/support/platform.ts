@@ -30,6 +30,8 @@ export async function startTestPlatform(
     validateResponses: true,
     bootstrapAdminKey: false,
     logLevel: 'debug',
+    // Most tests never embed with the local model: they do not load it (a test of warming turns it on).
+    localEmbedderWarm: false,
     ...overrides,
   };
   const logs: string[] = [];

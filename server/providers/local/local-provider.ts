@@ -1,7 +1,7 @@
 // The built-in `local` provider: answers with no upstream configured. Chat comes from the
 // deterministic rule-based responder (responder.ts), shaped here like any upstream's answer:
 // prefix continuation, stop sequences, max tokens, usage and token-by-token streaming.
-// Embeddings come from an Embedder (the real local model by default, loaded on first use).
+// Embeddings come from an Embedder (the server's: the real local model, in worker threads).
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   ProviderError,
@@ -16,19 +16,18 @@ import {
 } from '../types.js';
 import { supportedDimensions, type Embedder } from './embedder.js';
 import { drawPromptPng } from './image.js';
-import { createLocalEmbedder } from './local-embedder.js';
 import { respond } from './responder.js';
 import { estimateMessageTokens, estimateTokens, splitTokens } from './tokens.js';
 
 export interface LocalProviderOptions {
   id?: string;
-  embedder?: Embedder;
+  embedder: Embedder;
   /** Pause between streamed tokens, for demos and benchmarks; none by default. */
   tokenDelayMs?: number;
 }
 
-export function createLocalProvider(options: LocalProviderOptions = {}): Provider {
-  const embedder = options.embedder ?? createLocalEmbedder();
+export function createLocalProvider(options: LocalProviderOptions): Provider {
+  const embedder = options.embedder;
   const delayMs = options.tokenDelayMs ?? 0;
 
   return {
