@@ -61,9 +61,12 @@ export async function joinedContinuation(iterator: AsyncIterator<ChatStreamEvent
   return trimContent(events, cut);
 }
 
+/** A repeat that starts inside a word counts from this length (a few matching letters are chance). */
+const MID_WORD_OVERLAP = 8;
+
 /**
- * The longest end of the partial answer that the continuation starts by repeating. Only
- * ends that begin a word count (a single matching letter is chance), and the whole answer.
+ * The longest end of the partial answer that the continuation starts by repeating: the
+ * whole answer, an end that begins at a word, or a long enough end that begins inside one.
  */
 class Overlap {
   private readonly starts: number[] = [];
@@ -71,7 +74,9 @@ class Overlap {
   constructor(private readonly partial: string) {
     const from = Math.max(1, partial.length - OVERLAP_WINDOW);
     this.starts.push(0);
-    for (let p = from; p < partial.length; p++) if (/\s/.test(partial[p - 1]) || /\s/.test(partial[p])) this.starts.push(p);
+    for (let p = from; p < partial.length; p++) {
+      if (/\s/.test(partial[p - 1]) || /\s/.test(partial[p]) || partial.length - p >= MID_WORD_OVERLAP) this.starts.push(p);
+    }
   }
 
   /** The length to trim once no longer repeat may still come; undefined while one may. */

@@ -26,6 +26,7 @@ describe('a continuation asked for in a user turn', () => {
     ['restarts the word that was cut', 'The quick bro', ['brown fox', ' jumps.', finish]],
     ['repeats the last words, split across pieces', 'The quick brown', ['qu', 'ick br', 'own fox jumps.', finish]],
     ['repeats all of it', 'The quick brown', ['The quick brown fox', ' jumps.', finish]],
+    ['repeats from inside a word, at length', 'The quick brown', ['uick brown', ' fox jumps.', finish]],
   ] as const)('%s', async (_name, partial, pieces) => {
     expect(await joined(partial, ...pieces)).toBe('The quick brown fox jumps.');
   });

@@ -83,7 +83,7 @@ describe('upstream faults (circuits kept closed, so every request meets its faul
       u.config.chunkIntervalMs = 0;
       u.config.omitUsage = false;
       u.config.spaceAfterWords = false;
-      u.config.repeatOnContinue = 0;
+      u.config.repeatWords = 0;
     }
     // A Retry-After keeps its deployment out of rotation for a while: let it pass.
     const { health, catalog } = platform.services.inference.gateway;
@@ -238,7 +238,7 @@ describe('upstream faults (circuits kept closed, so every request meets its faul
       up.primary.faults.push({ type: 'cut', afterChunks: 4 });
       up.fallback.faults.push({ type: 'refuse_prefix' });
       // The fallback starts by repeating the end of what it is shown: the client does not get it twice.
-      up.fallback.config.repeatOnContinue = 6;
+      up.fallback.config.repeatWords = 1;
       const res = await chat(ask('m', { stream: true }));
       const { done, text } = await readStream(res);
       expect(text).toBe(ANSWER);

@@ -67,7 +67,7 @@ beforeEach(() => {
     // Paced, so the words before a fault reach the gateway before the fault does.
     u.config.chunkIntervalMs = 5;
     u.config.spaceAfterWords = false;
-    u.config.repeatOnContinue = 0;
+    u.config.repeatWords = 0;
   }
 });
 
@@ -189,7 +189,7 @@ describe('resuming on upstreams that continue a prefix differently', () => {
   it('asks OpenAI itself (prefix none) for the rest of the quoted answer in a user turn', async () => {
     fallback.faults.push({ type: 'cut', afterChunks: 4 });
     // It repeats the last words it is shown before going on: trimmed.
-    openai.config.repeatOnContinue = 9;
+    openai.config.repeatWords = 2;
     const { chunks, done, text } = await readStream(await chat(ask('fb-oa-an', { stream: true })));
     expect([text, done, finishReasons(chunks)]).toEqual([ANSWER, true, ['stop']]);
     expect([openai.requests.length, anthropic.requests.length]).toEqual([1, 0]);
