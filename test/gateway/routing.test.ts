@@ -240,5 +240,6 @@ describe('the example gateway config', () => {
     const catalog = loadCatalog({ ...env, GATEWAY_CONFIG: new URL('../../examples/gateway.yaml', import.meta.url).pathname });
     expect(catalog.models.get('gloo-openai-gpt-5-mini')!.deployments).toEqual(['openai-gpt-5-mini', 'azure-gpt-5-mini']);
     expect(catalog.deployments.get('azure-gpt-5-mini')!.max_concurrent).toBe(64);
+    expect(catalog.fallbacks.get('gloo-open-source-llama-3.3-70b')!.fallbacks.map((m) => m.id)).toEqual(['gloo-openai-gpt-5-mini', 'gloo-anthropic-claude-haiku-4.5']);
   });
 });
