@@ -4062,7 +4062,7 @@ export type GatewayDeployment = {
      */
     failures: number;
     /**
-     * What its last failed call reported (upstream text may be shortened), null before any failure.
+     * How its last failed call failed: the kind, the upstream's HTTP status or the timeout that fired (e.g. `unavailable (HTTP 503)`, `timeout (first_token timeout)`, `slow answer`); upstream text stays in the logs. Null before any failure.
      */
     lastError: string | null;
     /**

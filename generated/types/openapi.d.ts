@@ -2164,7 +2164,7 @@ export interface components {
             inFlight: number;
             /** @description Unix milliseconds of its last circuit change. */
             lastChange: number;
-            /** @description What its last failed call reported (upstream text may be shortened), null before any failure. */
+            /** @description How its last failed call failed: the kind, the upstream's HTTP status or the timeout that fired (e.g. `unavailable (HTTP 503)`, `timeout (first_token timeout)`, `slow answer`); upstream text stays in the logs. Null before any failure. */
             lastError: string | null;
             /** @description The catalog models it serves. */
             models: string[];

@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import { ProviderError, type CallContext, type Provider } from '../providers/types.js';
 import type { Catalog } from './catalog.js';
-import { kindFacts } from './errors.js';
+import { failureSummary, kindFacts } from './errors.js';
 import type { DeploymentHealth, TrialOutcome } from './health.js';
 
 /** Whether this instance makes a deployment's trial call now (shared-health.ts: one instance per slot of `slotMs`). */
@@ -75,7 +75,7 @@ export class CircuitTrials {
         this.logger.warn({ deployment: deploymentId, err: (error as Error).message }, 'the trial call was refused as a request: set the deployment\'s probe');
         return { ok: true };
       }
-      return { ok: false, error: (error as Error).message, retryAfterMs: error instanceof ProviderError ? error.details.retryAfterMs : undefined };
+      return { ok: false, error: failureSummary(error), retryAfterMs: error instanceof ProviderError ? error.details.retryAfterMs : undefined };
     }
   }
 }

@@ -157,8 +157,8 @@ export class GatewayService {
   /**
    * Opens a stream and waits for its first event: until then every failure fails over and
    * the caller can still answer with an HTTP error. After it, a break is resumed on another
-   * deployment with the partial answer as an assistant prefix (when configured), or ends
-   * the stream with the error (committed-stream.ts).
+   * deployment with the partial answer (when the route resumes streams), or ends the stream
+   * with the error (committed-stream.ts).
    */
   async chatStream(call: ChatCall): Promise<GatewayStream> {
     const attempts: Attempt[] = [];
