@@ -163,6 +163,11 @@ describe('before the first byte', () => {
     const { data, response } = await client.responses.create({ model: 'p-down', input: 'Tell me about the fox.' }).withResponse();
     expect(data).toMatchObject({ model: 'f-down', provider: 'fallback', output_text: ANSWER });
     expect(routeLine(routeOf(response.headers))).toEqual(['f-down ok']);
+    const streamed = await client.responses.create({ model: 'p-down', input: 'Tell me about the fox.', stream: true }).withResponse();
+    let completed: OpenAI.Responses.Response | undefined;
+    for await (const event of streamed.data) if (event.type === 'response.completed') completed = event.response;
+    expect(completed).toMatchObject({ model: 'f-down', provider: 'fallback', output_text: ANSWER });
+    expect(routeLine(routeOf(streamed.response.headers))).toEqual(['f-down ok']);
   });
 
   it('7. a slow first token on a stream: the fallback streams the whole answer', async () => {
