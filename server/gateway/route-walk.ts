@@ -63,14 +63,14 @@ export class RouteWalk {
     for (const m of plan.fallbacks) this.stages.push([m]);
   }
 
-  /** The next deployment to call, after any pause it asked for; null when the route is spent. */
+  /** The next deployment to call, after any pause it asked for; null when the route is spent (or the client left). */
   async next(signal: AbortSignal): Promise<Candidate | null> {
     if (this.again) {
       const candidate = this.again;
       this.again = null;
       return candidate;
     }
-    while (this.stage < this.stages.length) {
+    while (this.stage < this.stages.length && !signal.aborted) {
       const candidate = this.pick(this.stages[this.stage]);
       if (candidate) {
         this.tried.add(candidate.deployment.id);
