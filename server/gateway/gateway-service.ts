@@ -117,9 +117,10 @@ export class GatewayService {
     options?: WalkOptions,
   ): Promise<{ value: T; candidate: Candidate; upstream: UpstreamCall }> {
     const walk = new RouteWalk(this.catalog, this.candidates, this.health, call.plan, (model) => this.retryPolicy(call.operation, model), options);
-    while (attempts.length < this.catalog.failover.max_attempts) {
+    const { max_attempts: maxAttempts } = this.catalog.failover;
+    while (attempts.length < maxAttempts) {
       if (call.signal.aborted) throw new ApiError('INTERNAL_ERROR', 'The client went away.');
-      const candidate = await walk.next(call.signal);
+      const candidate = await walk.next(call.signal, maxAttempts - attempts.length);
       if (!candidate) break;
       const upstream = new UpstreamCall(candidate.deployment.id, candidate.model.id, this.health, this.metrics);
       attempts.push(upstream.attempt);

@@ -63,8 +63,11 @@ export class RouteWalk {
     for (const m of plan.fallbacks) this.stages.push([m]);
   }
 
-  /** The next deployment to call, after any pause it asked for; null when the route is spent (or the client left). */
-  async next(signal: AbortSignal): Promise<Candidate | null> {
+  /**
+   * The next deployment to call, after any pause it asked for; null when the route is spent
+   * (or the client left). `attemptsLeft`: the calls the request may still make.
+   */
+  async next(signal: AbortSignal, attemptsLeft: number): Promise<Candidate | null> {
     if (this.again) {
       const candidate = this.again;
       this.again = null;
@@ -76,7 +79,8 @@ export class RouteWalk {
         this.tried.add(candidate.deployment.id);
         return candidate;
       }
-      const retry = await this.retry(signal);
+      // The last call the request may make goes to the next model rather than to a retry.
+      const retry = attemptsLeft > 1 || this.stage + 1 === this.stages.length ? await this.retry(signal) : null;
       if (retry) return retry;
       this.stage++;
       this.lastInStage = null;

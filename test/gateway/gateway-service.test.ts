@@ -287,6 +287,14 @@ describe('model fallbacks and the retry policy', () => {
     expect(tried((await gateway.chat(callOf(catalog))).attempts)).toEqual(['m/a server', 'm/b unavailable', 'm/b unavailable', 'f/f ok']);
   });
 
+  it('gives the last attempt max_attempts allows to the fallback model, not to a retry', async () => {
+    const a = scripted('a', [fail('server')]);
+    const b = scripted('b', [fail('unavailable')]);
+    const f = scripted('f', [{ text: 'from f' }]);
+    const { gateway, catalog } = fallbackGateway([a, b], [f], { extra: { failover: { max_attempts: 3 } } });
+    expect(tried((await gateway.chat(callOf(catalog))).attempts)).toEqual(['m/a server', 'm/b unavailable', 'f/f ok']);
+  });
+
   it('does not retry a timeout, nor a 429 without Retry-After: the fallback at once', async () => {
     for (const error of [fail('timeout', { timeout: 'first_token' }), fail('rate_limit', { status: 429 })]) {
       const a = scripted('a', [error]);
