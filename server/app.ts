@@ -78,6 +78,7 @@ export const CORS_EXPOSED_HEADERS = [
   'Sunset',
   'Link',
   'X-Sources-Returned',
+  'X-Gateway-Route',
 ];
 /** Request headers beyond the CORS-safelisted ones that callers send. */
 export const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id'];

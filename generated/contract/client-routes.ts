@@ -52,6 +52,7 @@ export const clientRoutesById: Readonly<Record<OperationId, ClientRoute>> = {
   getUsage: { operationId: "getUsage", method: "get", path: "/api/v1/usage", api: "management", bearer: true, deprecated: false, replacedBy: null, sunset: null, sse: null, idempotent: false },
   ingestFiles: { operationId: "ingestFiles", method: "post", path: "/ingestion/v2/files", api: "api", bearer: true, deprecated: false, replacedBy: null, sunset: null, sse: null, idempotent: true },
   listAgents: { operationId: "listAgents", method: "get", path: "/api/v1/agents", api: "management", bearer: true, deprecated: false, replacedBy: null, sunset: null, sse: null, idempotent: false },
+  listGatewayDeployments: { operationId: "listGatewayDeployments", method: "get", path: "/api/v1/gateway/deployments", api: "management", bearer: true, deprecated: false, replacedBy: null, sunset: null, sse: null, idempotent: false },
   listKeys: { operationId: "listKeys", method: "get", path: "/api/v1/keys", api: "management", bearer: true, deprecated: false, replacedBy: null, sunset: null, sse: null, idempotent: false },
   listModels: { operationId: "listModels", method: "get", path: "/ai/v2/models", api: "api", bearer: true, deprecated: false, replacedBy: null, sunset: null, sse: null, idempotent: false },
   listModelsV1: { operationId: "listModelsV1", method: "get", path: "/ai/v1/models", api: "api", bearer: true, deprecated: true, replacedBy: "listModels", sunset: null, sse: null, idempotent: false },

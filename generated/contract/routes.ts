@@ -67,6 +67,7 @@ export type OperationId =
   | "getUsage"
   | "ingestFiles"
   | "listAgents"
+  | "listGatewayDeployments"
   | "listKeys"
   | "listModels"
   | "listModelsV1"
@@ -90,7 +91,7 @@ export const scopes = {
   "keys:manage": "Create, list, read and revoke API keys.",
   "agents:read": "List and read agents.",
   "agents:write": "Create, update and delete agents.",
-  "metrics:read": "Read the Prometheus metrics of the platform.",
+  "metrics:read": "Read the Prometheus metrics of the platform and the gateway's deployments with their circuits.",
   "billing:read": "Read the organization's billing account (balance, holds, weekly cap, coding-agent plans) and usage.",
   "billing:manage": "Add prepaid credit to the organization (give it only to the system that takes payment).",
 } as const;
@@ -696,6 +697,26 @@ export const routes: readonly RouteDefinition[] = [
     idempotent: true,
     sse: null,
     errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","409":"ManagementError","413":"ManagementError","415":"ManagementError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
+  },
+  {
+    operationId: "listGatewayDeployments",
+    method: "get",
+    path: "/api/v1/gateway/deployments",
+    expressPath: "/api/v1/gateway/deployments",
+    api: "management",
+    tag: "management",
+    summary: "Gateway deployments and their circuits",
+    deprecated: false,
+    replacedBy: null,
+    sunset: null,
+    deprecatedAt: null,
+    auth: {"scheme":"bearer","scopes":["metrics:read"]},
+    requestMediaType: null,
+    uploads: {},
+    successStatus: 200,
+    idempotent: false,
+    sse: null,
+    errorBodies: {"401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
     operationId: "getHealth",

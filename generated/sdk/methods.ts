@@ -34,6 +34,7 @@ export const resourceMethods: ReadonlyArray<readonly [at: string, operationId: s
   ["recommendations.listVerbose", "getRecommendationsVerbose", [], 1, 0],
   ["management.health", "getHealth", [], 0, 0],
   ["management.metrics", "getMetrics", [], 0, 0],
+  ["management.gateway.deployments", "listGatewayDeployments", [], 0, 0],
   ["management.billing.get", "getBillingAccount", [], 0, 0],
   ["management.billing.addCredit", "addCredit", [], 1, 0],
   ["management.usage.get", "getUsage", [], 0, 1],

@@ -3,7 +3,7 @@
 import type { APIPromise, PageItem, PagePromise } from '../../sdk/src/core/api-promise.js';
 import type { ChatCompletionStream, ResponseStream } from '../../sdk/src/core/streaming.js';
 import type { OperationMethod, RequestOptions } from '../../sdk/src/operations.js';
-import type { AffiliateReferencedItemsParams, AffiliateReferencedItemsResponse, AgentCreateParams, AgentDeletedResponse, AgentListParams, AgentListResponse, AgentResponse, AgentUpdateParams, BillingAccountResponse, ChatCompletion, ChatCompletionCreateParams, ChatCompletionCreateParamsNonStreaming, ChatCompletionCreateParamsStreaming, CodingChatCompletionCreateParams, CodingChatCompletionCreateParamsNonStreaming, CodingChatCompletionCreateParamsStreaming, CreatedKeyResponse, CreditAddParams, CreditEntryResponse, DeleteItemsResponse, EmbeddingCreateParams, EmbeddingsResponse, FileRecord, FileUploadParams, FileUploadQuery, FileUploadRealTimeParams, GroundedChatCompletion, GroundedChatCompletionCreateParams, GroundedChatCompletionCreateParamsNonStreaming, GroundedChatCompletionCreateParamsStreaming, GroundedResponse, GroundedResponseCreateParams, GroundedResponseCreateParamsNonStreaming, GroundedResponseCreateParamsStreaming, HealthResponse, IngestFilesResponse, Item, ItemDeleteParams, ItemUpdateManyParams, ItemUpdateManyQuery, ItemUpdateParams, ItemsByProducerParams, ItemsByProducerResponse, KeyCreateParams, KeyListParams, KeyListResponse, KeyResponse, MetricsResponse, ModelList, PatchItemResponse, PatchItemsResponse, PublisherItemListResponse, RealTimeUploadResponse, RecommendationListParams, RecommendationListResponse, RecommendationListVerboseParams, RecommendationListVerboseResponse, ResponseCreateParams, ResponseCreateParamsNonStreaming, ResponseCreateParamsStreaming, ResponseObject, SearchQueryParams, SearchResponse, UsageReportParams, UsageReportResponse } from './types.js';
+import type { AffiliateReferencedItemsParams, AffiliateReferencedItemsResponse, AgentCreateParams, AgentDeletedResponse, AgentListParams, AgentListResponse, AgentResponse, AgentUpdateParams, BillingAccountResponse, ChatCompletion, ChatCompletionCreateParams, ChatCompletionCreateParamsNonStreaming, ChatCompletionCreateParamsStreaming, CodingChatCompletionCreateParams, CodingChatCompletionCreateParamsNonStreaming, CodingChatCompletionCreateParamsStreaming, CreatedKeyResponse, CreditAddParams, CreditEntryResponse, DeleteItemsResponse, EmbeddingCreateParams, EmbeddingsResponse, FileRecord, FileUploadParams, FileUploadQuery, FileUploadRealTimeParams, GatewayDeploymentListResponse, GroundedChatCompletion, GroundedChatCompletionCreateParams, GroundedChatCompletionCreateParamsNonStreaming, GroundedChatCompletionCreateParamsStreaming, GroundedResponse, GroundedResponseCreateParams, GroundedResponseCreateParamsNonStreaming, GroundedResponseCreateParamsStreaming, HealthResponse, IngestFilesResponse, Item, ItemDeleteParams, ItemUpdateManyParams, ItemUpdateManyQuery, ItemUpdateParams, ItemsByProducerParams, ItemsByProducerResponse, KeyCreateParams, KeyListParams, KeyListResponse, KeyResponse, MetricsResponse, ModelList, PatchItemResponse, PatchItemsResponse, PublisherItemListResponse, RealTimeUploadResponse, RecommendationListParams, RecommendationListResponse, RecommendationListVerboseParams, RecommendationListVerboseResponse, ResponseCreateParams, ResponseCreateParamsNonStreaming, ResponseCreateParamsStreaming, ResponseObject, SearchQueryParams, SearchResponse, UsageReportParams, UsageReportResponse } from './types.js';
 
 /** `client` */
 export interface PlatformResources {
@@ -44,6 +44,7 @@ export interface ManagementResource {
    * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
    */
   metrics(options?: RequestOptions): APIPromise<MetricsResponse>;
+  readonly gateway: ManagementGatewayResource;
   readonly billing: ManagementBillingResource;
   readonly usage: ManagementUsageResource;
   readonly keys: ManagementKeysResource;
@@ -208,6 +209,23 @@ export interface ManagementBillingResource {
    * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
    */
   addCredit(body: CreditAddParams, options?: RequestOptions): APIPromise<CreditEntryResponse>;
+}
+
+/** `client.management.gateway` */
+export interface ManagementGatewayResource {
+  /**
+   * Gateway deployments and their circuits
+   *
+   * Every deployment of the gateway's catalog (a provider serving one upstream model)
+   * with its circuit breaker as this instance sees it: `closed` (taking traffic),
+   * `open` (failing: no traffic until a trial call succeeds) or `half_open` (a trial
+   * call is running), its consecutive failures, its last error, and when its next
+   * trial call is due. Platform-wide, like the metrics: it needs `metrics:read`.
+   *
+   * `GET /api/v1/gateway/deployments` (operation `listGatewayDeployments`).
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  deployments(options?: RequestOptions): APIPromise<GatewayDeploymentListResponse>;
 }
 
 /** `client.recommendations` */
@@ -1352,6 +1370,20 @@ export interface PlatformOperations {
    * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
    */
   listAgents: OperationMethod<"listAgents">;
+  /**
+   * Gateway deployments and their circuits
+   *
+   * Every deployment of the gateway's catalog (a provider serving one upstream model)
+   * with its circuit breaker as this instance sees it: `closed` (taking traffic),
+   * `open` (failing: no traffic until a trial call succeeds) or `half_open` (a trial
+   * call is running), its consecutive failures, its last error, and when its next
+   * trial call is due. Platform-wide, like the metrics: it needs `metrics:read`.
+   *
+   * `GET /api/v1/gateway/deployments` (operation `listGatewayDeployments`).
+   * Prefer `client.management.gateway.deployments()`.
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  listGatewayDeployments: OperationMethod<"listGatewayDeployments">;
   /**
    * List API keys
    *

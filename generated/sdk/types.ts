@@ -113,6 +113,8 @@ export type RecommendationListVerboseResponse = DataOf<"getRecommendationsVerbos
 export type HealthResponse = DataOf<"getHealth">;
 /** Answer of `client.management.metrics()` (getMetrics). */
 export type MetricsResponse = DataOf<"getMetrics">;
+/** Answer of `client.management.gateway.deployments()` (listGatewayDeployments). */
+export type GatewayDeploymentListResponse = DataOf<"listGatewayDeployments">;
 /** Answer of `client.management.billing.get()` (getBillingAccount). */
 export type BillingAccountResponse = DataOf<"getBillingAccount">;
 /** Request body of `client.management.billing.addCredit()` (addCredit). */

@@ -36,6 +36,7 @@ import { getRecommendationsVerbose } from '../../server/handlers/search/getRecom
 import { getUsage } from '../../server/handlers/management/getUsage.js';
 import { ingestFiles } from '../../server/handlers/ingestion/ingestFiles.js';
 import { listAgents } from '../../server/handlers/management/listAgents.js';
+import { listGatewayDeployments } from '../../server/handlers/management/listGatewayDeployments.js';
 import { listKeys } from '../../server/handlers/management/listKeys.js';
 import { listModels } from '../../server/handlers/completions/listModels.js';
 import { listModelsV1 } from '../../server/handlers/deprecated/listModelsV1.js';
@@ -87,6 +88,7 @@ export const handlers = {
   getUsage,
   ingestFiles,
   listAgents,
+  listGatewayDeployments,
   listKeys,
   listModels,
   listModelsV1,

@@ -781,6 +781,23 @@ export type ListAgentsResponse =
   | { status: 431; body: operations['listAgents']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['listAgents']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
+/** GET /api/v1/gateway/deployments — Gateway deployments and their circuits */
+export interface ListGatewayDeploymentsRequest {
+  params: Record<string, never>;
+  query: Record<string, never>;
+  body: undefined;
+  headers: IncomingHeaders;
+}
+export type ListGatewayDeploymentsResponse =
+  | { status: 200; body: operations['listGatewayDeployments']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['listGatewayDeployments']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['listGatewayDeployments']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listGatewayDeployments']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['listGatewayDeployments']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 422; body: operations['listGatewayDeployments']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listGatewayDeployments']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['listGatewayDeployments']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
+
 /** GET /api/v1/keys — List API keys */
 export interface ListKeysRequest {
   params: Record<string, never>;
@@ -1085,6 +1102,7 @@ export interface Requests {
   getUsage: GetUsageRequest;
   ingestFiles: IngestFilesRequest;
   listAgents: ListAgentsRequest;
+  listGatewayDeployments: ListGatewayDeploymentsRequest;
   listKeys: ListKeysRequest;
   listModels: ListModelsRequest;
   listModelsV1: ListModelsV1Request;
@@ -1136,6 +1154,7 @@ export interface Responses {
   getUsage: GetUsageResponse;
   ingestFiles: IngestFilesResponse;
   listAgents: ListAgentsResponse;
+  listGatewayDeployments: ListGatewayDeploymentsResponse;
   listKeys: ListKeysResponse;
   listModels: ListModelsResponse;
   listModelsV1: ListModelsV1Response;

@@ -673,6 +673,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/gateway/deployments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Gateway deployments and their circuits
+         * @description Every deployment of the gateway's catalog (a provider serving one upstream model)
+         *     with its circuit breaker as this instance sees it: `closed` (taking traffic),
+         *     `open` (failing: no traffic until a trial call succeeds) or `half_open` (a trial
+         *     call is running), its consecutive failures, its last error, and when its next
+         *     trial call is due. Platform-wide, like the metrics: it needs `metrics:read`.
+         */
+        get: operations["listGatewayDeployments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/health": {
         parameters: {
             query?: never;
@@ -2132,6 +2156,38 @@ export interface components {
             };
             /** @description Whether the model must follow the schema exactly (structured outputs); null lets the provider decide. */
             strict?: boolean | null;
+        };
+        /** @description One deployment of the gateway and its circuit breaker, as this instance sees it. */
+        GatewayDeployment: {
+            /** @description Failures in a row (errors, timeouts, slow answers); 0 after a success. */
+            failures: number;
+            /** @description The deployment's id in the gateway config. */
+            id: string;
+            /** @description Calls it is serving now. */
+            inFlight: number;
+            /** @description Unix milliseconds of its last circuit change. */
+            lastChange: number;
+            /** @description How its last failed call failed: the kind, the upstream's HTTP status or the timeout that fired (e.g. `unavailable (HTTP 503)`, `timeout (first_token timeout)`, `slow answer`); upstream text stays in the logs. Null before any failure. */
+            lastError: string | null;
+            /** @description The catalog models it serves. */
+            models: string[];
+            /** @description Unix milliseconds when an open circuit's next trial call is due; null while closed. */
+            nextTrialAt: number | null;
+            /** @description The provider (upstream endpoint) it calls. */
+            provider: string;
+            /**
+             * @description `closed`: taking traffic; `open`: failing, no traffic until a trial call succeeds; `half_open`: a trial call (or a trial request) is deciding.
+             * @enum {string}
+             */
+            state: "closed" | "open" | "half_open";
+            /** @description The upstream's own model name. */
+            upstreamModel: string;
+        };
+        GatewayDeploymentListResponse: {
+            /** @description Every deployment of the catalog, in catalog order. */
+            data: components["schemas"]["GatewayDeployment"][];
+            /** @description Request metadata of the management API: request id and pagination state (never another page). */
+            meta: components["schemas"]["ManagementMeta"];
         };
         /** @description Error body produced by the API gateway (authentication / authorization). */
         GatewayError: {
@@ -4025,6 +4081,7 @@ export interface components {
         ChatCompletionOK: {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Gateway-Route": components["headers"]["XGatewayRoute"];
                 "X-Request-Id": components["headers"]["XRequestId"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
@@ -4291,6 +4348,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
+                "X-Gateway-Route": components["headers"]["XGatewayRoute"];
                 "X-Request-Id": components["headers"]["XRequestId"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
@@ -4555,6 +4613,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
+                "X-Gateway-Route": components["headers"]["XGatewayRoute"];
                 "X-Request-Id": components["headers"]["XRequestId"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
@@ -4587,6 +4646,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
+                "X-Gateway-Route": components["headers"]["XGatewayRoute"];
                 "X-Request-Id": components["headers"]["XRequestId"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
@@ -4933,6 +4993,7 @@ export interface components {
         GroundedChatCompletionOK: {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Gateway-Route": components["headers"]["XGatewayRoute"];
                 "X-Request-Id": components["headers"]["XRequestId"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
@@ -4950,6 +5011,7 @@ export interface components {
         GroundedResponseOK: {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Gateway-Route": components["headers"]["XGatewayRoute"];
                 "X-Request-Id": components["headers"]["XRequestId"];
                 "X-Sources-Returned": components["headers"]["XSourcesReturned"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
@@ -5186,6 +5248,7 @@ export interface components {
         ResponseOK: {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Gateway-Route": components["headers"]["XGatewayRoute"];
                 "X-Request-Id": components["headers"]["XRequestId"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
@@ -5449,6 +5512,18 @@ export interface components {
          * @example Basic realm="oauth2"
          */
         WWWAuthenticate: string;
+        /**
+         * @description The route the answer took through the gateway: each upstream attempt in order,
+         *     comma-separated, as `model=<catalog model>; deployment=<deployment>;
+         *     outcome=<outcome>`. The outcome is `ok` for the attempt that answered, else how the
+         *     attempt failed (`rate_limit`, `server`, `unavailable`, `timeout`,
+         *     `connection_dropped`, `malformed_stream`, `empty_stream`, `prefix_refused`,
+         *     `context_length`, `content_filter`, ...). A deployment retried appears twice; an
+         *     answer from a fallback model names it here, in `model` and in `provider`. A stream
+         *     sends it with its first event, so it lists the attempts up to then; a stream
+         *     resumed later names the model and provider that finished it on its finish chunk.
+         */
+        XGatewayRoute: string;
         /** @description The trace id again, under the name many proxies and log tools look for. Sent on every answer the platform routes (not on the 408/431 answered before routing). */
         XRequestId: string;
         /**
@@ -6800,6 +6875,35 @@ export interface operations {
             413: components["responses"]["ManagementPayloadTooLarge"];
             415: components["responses"]["ManagementUnsupportedMediaType"];
             422: components["responses"]["ManagementUnprocessable"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ManagementInternalError"];
+        };
+    };
+    listGatewayDeployments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deployments, in catalog order. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayDeploymentListResponse"];
+                };
+            };
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];
         };

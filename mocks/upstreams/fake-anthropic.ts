@@ -5,11 +5,13 @@
 //   GET  /v1/models
 // tool_choice {type:'any'} or {type:'tool'} produces a tool_use block with input
 // {"input": <last user text>}. A trailing assistant message is continued (prefill), unless it
-// ends in whitespace: the real API answers that with 400.
+// ends in whitespace: the real API answers that with 400. A last user turn asking to continue
+// a quoted opening of the answer gets the rest of it (see continuationAsked in faults.ts).
 // Faults and recording: see faults.ts.
 import {
   answerText,
   continuation,
+  continuationAsked,
   countTokens,
   firstTokenDelay,
   halves,
@@ -82,7 +84,9 @@ async function messages(call: Call): Promise<void> {
   if (prefill !== undefined && /\s$/.test(prefill)) {
     return sendJson(call.res, 400, dialect.errorBody('prefix', 'messages: final assistant content cannot end with trailing whitespace'));
   }
-  const text = continuation(answerText(call.config, model), prefill);
+  const answer = answerText(call.config, model);
+  const asked = last?.role === 'user' ? continuationAsked(call.config, answer, promptText(last.content)) : undefined;
+  const text = asked ?? continuation(answer, prefill);
   const tool = body.tool_choice?.type === 'tool' ? body.tool_choice.name : body.tool_choice?.type === 'any' ? body.tools?.[0]?.name : undefined;
   // Only the user's own words: tool results ride in user turns too.
   const lastUser = history.filter((m) => m.role === 'user').at(-1)?.content;

@@ -5,7 +5,8 @@
 //     A trailing assistant message is continued only when asked the way vLLM
 //     (`continue_final_message: true`, `add_generation_prompt: false`; the first alone is
 //     vLLM's 400) or Mistral/DeepSeek (`prefix: true` on it) are; otherwise it gets a fresh
-//     reply, as from OpenAI itself.
+//     reply, as from OpenAI itself. A last user turn asking to continue a quoted opening
+//     of the answer gets the rest of it (see continuationAsked in faults.ts).
 //   POST /v1/embeddings         a deterministic unit vector per input, `dimensions` honoured (default 8)
 //   GET  /v1/models
 //   Azure shape: /openai/deployments/{model}/chat/completions|embeddings?api-version=…
@@ -16,6 +17,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import {
   answerText,
   continuation,
+  continuationAsked,
   countTokens,
   firstTokenDelay,
   halves,
@@ -101,7 +103,9 @@ async function chat(call: Call, deployment: string | undefined): Promise<void> {
     return sendJson(call.res, 400, dialect.errorBody('bad_request', 'Cannot set both `continue_final_message` and `add_generation_prompt` to True.'));
   }
   const prefix = body.continue_final_message || last?.prefix === true ? trailing : undefined;
-  const text = continuation(answerText(call.config, model), prefix);
+  const answer = answerText(call.config, model);
+  const asked = last?.role === 'user' ? continuationAsked(call.config, answer, promptText(last.content)) : undefined;
+  const text = asked ?? continuation(answer, prefix);
   const tool = forcedTool(body);
   const toolArgs = JSON.stringify({ input: promptText(messages.filter((m) => m.role === 'user').at(-1)?.content).trim() });
   const finish = tool ? 'tool_calls' : call.fault?.type === 'content_filter_finish' ? 'content_filter' : 'stop';

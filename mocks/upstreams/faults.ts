@@ -113,6 +113,8 @@ export interface FakeConfig {
   spaceAfterWords?: boolean;
   /** The model refuses: the answer text comes as `refusal` (OpenAI's structured refusal), content null. */
   refuse?: boolean;
+  /** Asked in a user turn to continue a quoted part of its answer, it first repeats this many of the quote's last words (as models often do). */
+  repeatWords?: number;
 }
 
 export interface FakeUpstream {
@@ -307,6 +309,21 @@ export function answerText(config: FakeConfig, model: string): string {
 export function continuation(answer: string, prefix: string | undefined): string {
   if (prefix === undefined) return answer;
   return answer.startsWith(prefix) ? answer.slice(prefix.length) : answer;
+}
+
+/**
+ * When the last user turn asks to continue a quoted part of the answer (a gateway resuming
+ * a stream without an assistant prefix): the rest of the answer after the longest opening
+ * of it that the turn quotes, starting `repeatWords` words early. Else undefined.
+ */
+export function continuationAsked(config: FakeConfig, answer: string, lastUser: string): string | undefined {
+  if (!/continue/i.test(lastUser)) return undefined;
+  let quoted = answer.length;
+  while (quoted > 0 && !lastUser.includes(answer.slice(0, quoted))) quoted--;
+  if (quoted === 0) return undefined;
+  let from = quoted;
+  for (let word = 0; word < (config.repeatWords ?? 0); word++) from = answer.slice(0, from).search(/\S+\s*$/);
+  return answer.slice(Math.max(0, from));
 }
 
 /** Word-by-word pieces that concatenate back to the text ("Hello", " world", "."). */

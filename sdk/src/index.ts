@@ -25,7 +25,7 @@ export type * from '../../generated/sdk/resources.js';
 
 export { APIPromise, PagePromise, type CursorPage, type PageItem, type WithResponse } from './core/api-promise.js';
 export type { ClientCredentials } from './core/auth.js';
-export type { RateLimitInfo } from './core/headers.js';
+export type { RateLimitInfo, RouteAttempt } from './core/headers.js';
 export type { RetryPolicy } from './core/retry.js';
 export type { Fetch, RetryEvent } from './core/transport.js';
 export {

@@ -1,7 +1,7 @@
 // Prices and periods. Money is integer micro-dollars; the catalog prices per 1M tokens, so
 // a token costs `price_per_1m` micro-dollars exactly: cost = tokens × price (rounded up),
 // plus `per_image` dollars for each image a model drew.
-import type { Catalog, ModelConfig } from '../gateway/catalog.js';
+import { FALLBACK_KINDS, type Catalog, type ModelConfig } from '../gateway/catalog.js';
 import type { Usage as TokenUsage } from '../providers/types.js';
 
 export type { TokenUsage };
@@ -45,21 +45,24 @@ export function periodStart(period: PlanPeriod, now: Date = new Date()): Date {
  * The model an admission estimate prices: the request's `model` when it names one of the
  * catalog; else (auto_routing, model_family, or a model the catalog lacks, which the
  * handler refuses anyway) the most expensive candidate: the family's chat models, or
- * every chat model for auto-routing. Erring high only holds more credit for the request.
+ * every chat model for auto-routing. A request may end on a fallback of its model, priced
+ * its own way: the most expensive of the candidates' fallbacks counts too. Erring high
+ * only holds more credit for the request.
  */
 export function estimateModel(catalog: Catalog, selector: { model?: unknown; model_family?: unknown }, kind: 'chat' | 'embedding'): ModelConfig | undefined {
-  if (typeof selector.model === 'string') {
-    const named = catalog.models.get(selector.model);
-    if (named) return named;
-  }
+  const named = typeof selector.model === 'string' ? catalog.models.get(selector.model) : undefined;
   let candidates = [...catalog.models.values()].filter((m) => m.type === kind && !m.deprecated);
-  if (typeof selector.model_family === 'string') {
+  if (named) candidates = [named];
+  else if (typeof selector.model_family === 'string') {
     const family = candidates.filter((m) => m.family === selector.model_family);
     if (family.length > 0) candidates = family;
   }
   let best: ModelConfig | undefined;
-  for (const m of candidates) {
-    if (!best || m.pricing.input_per_1m + m.pricing.output_per_1m > best.pricing.input_per_1m + best.pricing.output_per_1m) best = m;
+  for (const candidate of candidates) {
+    const chains = catalog.fallbacks.get(candidate.id);
+    for (const m of [candidate, ...FALLBACK_KINDS.flatMap((k) => chains?.[k] ?? [])]) {
+      if (!best || m.pricing.input_per_1m + m.pricing.output_per_1m > best.pricing.input_per_1m + best.pricing.output_per_1m) best = m;
+    }
   }
   return best;
 }

@@ -50,6 +50,20 @@ const deploymentSchema = z.object({
   prefix: z.enum(PREFIX_MODES).optional(),
   /** The upstream's image model for the Responses `image_generation` tool (default: `model`). */
   image_model: z.string().min(1).optional(),
+  /**
+   * The trial call an open circuit gets (recovery): the smallest real request, a prompt with
+   * `max_tokens` 1 (an embedding deployment embeds the prompt). Set it for an upstream that
+   * refuses such a request.
+   */
+  probe: z.object({ prompt: z.string().min(1).default('Hi'), max_tokens: z.number().int().min(1).default(1) }).default({ prompt: 'Hi', max_tokens: 1 }),
+});
+
+/** How a model, a route or the whole gateway retries before leaving a model (see `failover`). */
+const retrySchema = z.object({
+  /** Retries of the same deployment after a transient 5xx or a reset, before leaving the model (0: none). */
+  retries: z.number().int().min(0).max(3).optional(),
+  /** An upstream Retry-After up to this long is waited out, then the same deployment retried; a longer one is not. */
+  retry_after_cap_ms: z.number().int().min(0).optional(),
 });
 
 const capabilitiesSchema = z.object({
@@ -76,7 +90,18 @@ const modelSchema = z.object({
     .default({ input_per_1m: 0, output_per_1m: 0, per_image: 0 }),
   deprecated: z.boolean().default(false),
   deployments: z.array(id).min(1),
+  /** Other chat models tried, in order, once this one's deployments all failed (their own fallbacks after them). */
+  fallbacks: z.array(id).default([]),
+  /** Larger models for a prompt that does not fit this one: chosen before any call, or after the upstream's context-length refusal. */
+  context_window_fallbacks: z.array(id).default([]),
+  /** Opt-in: models tried after this one's upstream refused the request by its content filter (another provider's may accept it). */
+  content_policy_fallbacks: z.array(id).default([]),
+  /** This model's retry policy (over `failover`'s; a route's own settings win). */
+  failover: retrySchema.default({}),
 });
+
+export const FALLBACK_KINDS = ['fallbacks', 'context_window_fallbacks', 'content_policy_fallbacks'] as const;
+export type FallbackKind = (typeof FALLBACK_KINDS)[number];
 
 const configSchema = z.object({
   providers: z.array(providerSchema).default([]),
@@ -99,12 +124,14 @@ const configSchema = z.object({
       max_attempts: z.number().int().min(1).max(10).default(3),
       /** An upstream Retry-After longer than this is not waited for. */
       retry_after_cap_ms: z.number().int().min(0).default(2_000),
+      /** Retries of the same deployment after a transient 5xx or a reset, before leaving its model (0: none). */
+      retries: z.number().int().min(0).max(3).default(1),
       /** Continue a broken stream on another deployment with the partial answer as prefix. */
       resume_streams: z.boolean().default(true),
-      /** Per operation (operationId), e.g. `createChatCompletionV1: {resume_streams: false}`. */
-      routes: z.record(z.string(), z.object({ resume_streams: z.boolean() })).default({}),
+      /** Per operation (operationId), e.g. `createChatCompletionV1: {resume_streams: false, retries: 0}`. */
+      routes: z.record(z.string(), retrySchema.extend({ resume_streams: z.boolean().optional() })).default({}),
     })
-    .default({ max_attempts: 3, retry_after_cap_ms: 2_000, resume_streams: true, routes: {} }),
+    .default({ max_attempts: 3, retry_after_cap_ms: 2_000, retries: 1, resume_streams: true, routes: {} }),
   circuit: z
     .object({
       /** Consecutive failures that open a deployment's circuit. */
@@ -115,10 +142,16 @@ const configSchema = z.object({
       cooldown_ms: z.number().int().min(100).default(30_000),
       /** Answers slower than this count as failures. */
       slow_ms: z.number().int().min(1).default(60_000),
-      /** Background probe of every provider (0: off): health shows a failing one, an open circuit gets its trial when it answers. */
+      /** Background probe of every provider (GET /models; 0: off): health shows one that is down or refuses the key. */
       probe_interval_ms: z.number().int().min(0).default(15_000),
+      /** An open circuit's first trial call (the deployment's `probe`) comes this long after it opened (0: no trial calls, only the cooldown). */
+      trial_ms: z.number().int().min(0).default(1_000),
+      /** Each failed trial doubles the wait for the next, up to this; every wait is jittered (half to all of it). */
+      trial_max_ms: z.number().int().min(1).default(5_000),
+      /** A trial call that takes longer fails. */
+      trial_timeout_ms: z.number().int().min(1).default(3_000),
     })
-    .default({ failure_threshold: 3, failure_rate: 0.5, cooldown_ms: 30_000, slow_ms: 60_000, probe_interval_ms: 15_000 }),
+    .default({ failure_threshold: 3, failure_rate: 0.5, cooldown_ms: 30_000, slow_ms: 60_000, probe_interval_ms: 15_000, trial_ms: 1_000, trial_max_ms: 5_000, trial_timeout_ms: 3_000 }),
   guardrails: z
     .object({
       /** The local rule set (server/gateway/guardrails.ts) on input and output. */
@@ -157,6 +190,8 @@ export interface Catalog {
   providers: ReadonlyMap<string, ProviderConfig>;
   deployments: ReadonlyMap<string, DeploymentConfig & { kind: ProviderKind }>;
   models: ReadonlyMap<string, ModelConfig>;
+  /** Each chat model's fallbacks of each kind, resolved once: its own list, then theirs (breadth first, each model once). */
+  fallbacks: ReadonlyMap<string, Readonly<Record<FallbackKind, readonly ModelConfig[]>>>;
   tiers: Readonly<Record<Tier, readonly string[]>>;
   families: Readonly<Partial<Record<ModelFamily, readonly string[]>>>;
   timeouts: GatewayFileConfig['timeouts'];
@@ -247,6 +282,7 @@ export function buildCatalog(raw: unknown, source: string, env: NodeJS.ProcessEn
       if (models.get(m) && models.get(m)!.family !== family) problems.push(`routing.families.${family}: "${m}" is of family ${models.get(m)!.family}`);
     }
   }
+  checkFallbacks(models, chatModel, problems);
   const moderation = config.guardrails.moderation;
   if (moderation) {
     const provider = providers.get(moderation.provider);
@@ -262,6 +298,7 @@ export function buildCatalog(raw: unknown, source: string, env: NodeJS.ProcessEn
     providers,
     deployments,
     models,
+    fallbacks: resolveFallbacks(models),
     tiers: config.routing.tiers as Record<Tier, string[]>,
     families: config.routing.families,
     timeouts: config.timeouts,
@@ -269,6 +306,58 @@ export function buildCatalog(raw: unknown, source: string, env: NodeJS.ProcessEn
     circuit: config.circuit,
     guardrails: config.guardrails,
   };
+}
+
+/** Each fallback names another chat model of the catalog, and no kind of fallback loops back (each cycle named). */
+function checkFallbacks(models: ReadonlyMap<string, ModelConfig>, chatModel: (where: string, id: string) => void, problems: string[]): void {
+  for (const kind of FALLBACK_KINDS) {
+    for (const model of models.values()) {
+      const list = model[kind];
+      if (list.length > 0 && model.type !== 'chat') problems.push(`model "${model.id}": ${kind} are for chat models (embeddings never fail over)`);
+      for (const id of list) {
+        if (id === model.id) problems.push(`model "${model.id}": ${kind} names the model itself`);
+        else chatModel(`model "${model.id}" ${kind}`, id);
+      }
+    }
+    // Depth-first over the kind's edges: a model met again on the current path closes a cycle.
+    const done = new Set<string>();
+    const reported = new Set<string>();
+    const visit = (id: string, path: string[]) => {
+      const at = path.indexOf(id);
+      if (at >= 0) {
+        const cycle = [...path.slice(at), id];
+        const key = [...cycle.slice(0, -1)].sort().join(' ');
+        if (!reported.has(key)) problems.push(`${kind} form a cycle: ${cycle.join(' → ')}`);
+        reported.add(key);
+        return;
+      }
+      const model = models.get(id);
+      if (done.has(id) || !model) return;
+      for (const next of model[kind]) if (next !== id) visit(next, [...path, id]);
+      done.add(id);
+    };
+    for (const id of models.keys()) visit(id, []);
+  }
+}
+
+function resolveFallbacks(models: ReadonlyMap<string, ModelConfig>): Map<string, Record<FallbackKind, ModelConfig[]>> {
+  const chain = (model: ModelConfig, kind: FallbackKind): ModelConfig[] => {
+    const seen = new Set([model.id]);
+    const out: ModelConfig[] = [];
+    for (let i = -1; i < out.length; i++) {
+      for (const id of (i < 0 ? model : out[i])[kind]) {
+        if (seen.has(id)) continue;
+        seen.add(id);
+        out.push(models.get(id)!);
+      }
+    }
+    return out;
+  };
+  const resolved = new Map<string, Record<FallbackKind, ModelConfig[]>>();
+  for (const model of models.values()) {
+    resolved.set(model.id, { fallbacks: chain(model, 'fallbacks'), context_window_fallbacks: chain(model, 'context_window_fallbacks'), content_policy_fallbacks: chain(model, 'content_policy_fallbacks') });
+  }
+  return resolved;
 }
 
 const LOCAL_CHAT = {

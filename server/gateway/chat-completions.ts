@@ -9,6 +9,7 @@ import { LogsThrough } from '../logging.js';
 import type { ChatMessage, ChatRequest, ChatStreamEvent, ResponseFormat, ToolChoice, ToolDefinition } from '../providers/types.js';
 import { streamUsage, type CallScope, type ChatCall, type GatewayService, type GatewayStream, type Served } from './gateway-service.js';
 import type { Guardrails, StreamModeration } from './guardrails.js';
+import { routeHeader } from './route-header.js';
 import { planRoute, requestFeatures, type RoutePlan, type RouteSelector } from './routing.js';
 import { withTradition, type Tradition } from './tradition.js';
 
@@ -48,7 +49,8 @@ class CompletionCall extends LogsThrough implements ChatCall {
   }
 }
 
-export type CompletionAnswer = { kind: 'json'; body: ChatCompletion } | { kind: 'stream'; stream: AsyncIterable<ChatCompletionChunk> };
+/** `headers`: the route the answer took (route-header.ts). */
+export type CompletionAnswer = { kind: 'json'; body: ChatCompletion; headers: Record<string, string> } | { kind: 'stream'; stream: AsyncIterable<ChatCompletionChunk>; headers: Record<string, string> };
 
 interface Routed {
   messages: ChatMessage[];
@@ -81,7 +83,7 @@ export class ChatCompletions {
     const call = chatCall(ctx, plan, request);
 
     if (!body.stream) {
-      const { result, served } = await this.gateway.chat(call);
+      const { result, served, attempts } = await this.gateway.chat(call);
       let { content, finishReason } = result;
       if (guarded && content && (await this.guardrails.blocksOutput(content, ctx.signal))) {
         content = '';
@@ -109,12 +111,13 @@ export class ChatCompletions {
           usage: usageOf(result.usage),
           ...facts(served),
         },
+        headers: routeHeader(attempts),
       };
     }
 
     const upstream = await this.gateway.chatStream(call);
     const shape = { id, created, facts, includeUsage: body.stream_options?.include_usage === true };
-    return { kind: 'stream', stream: new ChunkStream(upstream, guarded ? this.guardrails.monitor(ctx.signal) : null, shape) };
+    return { kind: 'stream', stream: new ChunkStream(upstream, guarded ? this.guardrails.monitor(ctx.signal) : null, shape), headers: routeHeader(upstream.attempts) };
   }
 
   /** The messages, the provider request and its route: what `create` refuses before any check or call. */

@@ -1,6 +1,7 @@
 // A stream past its commit point (its first event has arrived, the client may already have
 // it): relays the upstream's events, and when the upstream breaks, resumes the answer on
-// another deployment with the partial text as an assistant prefix, or ends with the error.
+// another deployment with the partial text (as an assistant prefix, or quoted in a user
+// turn), or ends with the original error.
 //
 // A hand-written iterator rather than an async generator: on a slow stream every pending
 // read of a generator (its request, promise and suspended frame) outlives V8's young

@@ -58,3 +58,13 @@ export function toCallerError(error: unknown): ApiError {
   if (error.kind === 'rate_limit' && error.details.retryAfterMs) headers['Retry-After'] = String(Math.ceil(error.details.retryAfterMs / 1000));
   return new ApiError(facts.error, MESSAGES[error.kind] ?? error.message, { cause: error, headers });
 }
+
+/**
+ * A failure as deployment health keeps it (and the management API shows it): its kind, the
+ * upstream's HTTP status and which timeout fired, never upstream text, which may echo a key.
+ */
+export function failureSummary(error: unknown): string {
+  if (!(error instanceof ProviderError)) return 'error';
+  const { status, timeout } = error.details;
+  return `${error.kind}${status ? ` (HTTP ${status})` : ''}${timeout ? ` (${timeout} timeout)` : ''}`;
+}

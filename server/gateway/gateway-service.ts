@@ -2,7 +2,6 @@
 // completions, the Responses API, grounded answers, embeddings). It picks a deployment for
 // a route plan, fails over before the first byte reaches the client, resumes a stream that
 // breaks after it started, and keeps each deployment's health.
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { ApiError } from '../errors.js';
 import { LogsThrough } from '../logging.js';
@@ -29,6 +28,8 @@ import type { DeploymentHealth } from './health.js';
 import type { RoutePlan } from './routing.js';
 import { CommittedStream, type OpenStream, type StreamScope } from './committed-stream.js';
 import { estimateUsage, UpstreamCall, type Attempt } from './upstream-call.js';
+import { continuationRequest, joinedContinuation, restartProbe, startsOver } from './continuation.js';
+import { RouteWalk, type Candidate, type RetryPolicy, type WalkOptions } from './route-walk.js';
 import { trackUsage, type UsageMeter } from './usage-scope.js';
 
 export type { Served } from './catalog.js';
@@ -67,12 +68,6 @@ export interface GatewayStream extends AsyncIterable<ChatStreamEvent> {
   readonly attempts: Attempt[];
 }
 
-interface Candidate {
-  model: ModelConfig;
-  deployment: DeploymentConfig;
-  served: Served;
-}
-
 export class GatewayService {
   /** Each model's deployments as routing candidates, built once. */
   private readonly candidates = new Map<string, Candidate[]>();
@@ -101,88 +96,32 @@ export class GatewayService {
     return { signal, timeouts: this.timeouts };
   }
 
-  private eligible(c: Candidate, tried: ReadonlySet<string>, filter: ((c: Candidate) => boolean) | undefined): boolean {
-    return !tried.has(c.deployment.id) && this.health.available(c.deployment.id) && (filter === undefined || filter(c));
+  /** How a model is retried before it is left: the route's settings, else the model's, else the gateway's. */
+  private retryPolicy(operation: string | undefined, model: ModelConfig): RetryPolicy {
+    const { routes, retries, retry_after_cap_ms: cap } = this.catalog.failover;
+    const route = operation !== undefined ? routes[operation] : undefined;
+    return {
+      retries: route?.retries ?? model.failover.retries ?? retries,
+      retryAfterCapMs: route?.retry_after_cap_ms ?? model.failover.retry_after_cap_ms ?? cap,
+    };
   }
 
   /**
-   * The next deployment to try: healthy and not tried yet. Auto-routing and direct
-   * selection keep the plan's model order; model_family weighs all of the family's
-   * deployments together. Among those of the lowest `order`, the least loaded (in flight
-   * per unit of weight) compete: one is drawn at random by weight, so that sequential
-   * traffic spreads by weight too.
-   */
-  private next(plan: RoutePlan, tried: ReadonlySet<string>, filter?: (c: Candidate) => boolean): Candidate | null {
-    const { models } = plan;
-    let order = Infinity;
-    let least = Infinity;
-    let total = 0;
-    let scope = models.length;
-    for (let m = 0; m < models.length; m++) {
-      for (const c of this.candidates.get(models[m].id)!) {
-        if (c.deployment.order > order || !this.eligible(c, tried, filter)) continue;
-        const load = this.health.load(c.deployment.id);
-        if (c.deployment.order < order || load < least) {
-          order = c.deployment.order;
-          least = load;
-          total = c.deployment.weight;
-        } else if (load === least) total += c.deployment.weight;
-      }
-      if (plan.mechanism !== 'model_family' && total > 0) {
-        scope = m + 1;
-        break;
-      }
-    }
-    if (total === 0) return null;
-    let pick = Math.random() * total;
-    let last: Candidate | null = null;
-    for (let m = 0; m < scope; m++) {
-      for (const c of this.candidates.get(models[m].id)!) {
-        if (c.deployment.order !== order || !this.eligible(c, tried, filter) || this.health.load(c.deployment.id) !== least) continue;
-        last = c;
-        pick -= c.deployment.weight;
-        if (pick < 0) return c;
-      }
-    }
-    return last;
-  }
-
-  /** When nothing is available: the last upstream failure, else 503. */
-  private noCandidate(plan: RoutePlan, last: unknown): ApiError {
-    if (last) return toCallerError(last);
-    return new ApiError('PROVIDER_UNAVAILABLE', `No healthy deployment can serve ${plan.models.map((m) => m.id).join(', ')} right now.`);
-  }
-
-  /**
-   * Runs one upstream call per attempt until one succeeds, failing over on what another
-   * deployment may survive and honouring a short upstream Retry-After when no peer is left.
+   * Runs one upstream call per attempt along the route (route-walk.ts) until one succeeds.
    * The returned call is still open: the caller settles it.
    */
   private async withFailover<T>(
-    call: { plan: RoutePlan; signal: AbortSignal; log: Logger },
+    call: ChatCall,
     attempts: Attempt[],
     run: (candidate: Candidate, signal: AbortSignal) => Promise<T>,
-    filter?: (c: Candidate) => boolean,
+    options?: WalkOptions,
   ): Promise<{ value: T; candidate: Candidate; upstream: UpstreamCall }> {
-    const tried = new Set<string>();
-    let last: unknown = null;
-    let lastDeployment = '';
-    const { max_attempts: maxAttempts, retry_after_cap_ms: retryCap } = this.catalog.failover;
+    const walk = new RouteWalk(this.catalog, this.candidates, this.health, call.plan, (model) => this.retryPolicy(call.operation, model), options);
+    const { max_attempts: maxAttempts } = this.catalog.failover;
     while (attempts.length < maxAttempts) {
       if (call.signal.aborted) throw new ApiError('INTERNAL_ERROR', 'The client went away.');
-      let candidate = this.next(call.plan, tried, filter);
-      const retryAfter = last instanceof ProviderError && last.kind === 'rate_limit' ? last.details.retryAfterMs : undefined;
-      if (!candidate && retryAfter !== undefined && retryAfter <= retryCap && tried.size > 0) {
-        // Every peer is spent and the upstream asked for a short pause: wait it out (by the
-        // health clock, which a timer may beat by a millisecond) and retry once.
-        for (let wait = retryAfter; wait > 0 && !call.signal.aborted; wait = this.health.pauseLeft(lastDeployment)) {
-          await sleep(wait, undefined, { signal: call.signal }).catch(() => undefined);
-        }
-        tried.clear();
-        candidate = this.next(call.plan, tried, filter);
-      }
+      const candidate = await walk.next(call.signal, maxAttempts - attempts.length);
       if (!candidate) break;
-      tried.add(candidate.deployment.id);
       const upstream = new UpstreamCall(candidate.deployment.id, candidate.model.id, this.health, this.metrics);
       attempts.push(upstream.attempt);
       try {
@@ -192,14 +131,11 @@ export class GatewayService {
       } catch (error) {
         upstream.fail(error, call.signal.aborted);
         if (call.signal.aborted) throw error;
-        const facts = kindFacts(error);
-        call.log.warn({ deployment: candidate.deployment.id, kind: facts.kind, err: error }, 'upstream call failed');
-        if (!facts.failover) throw toCallerError(error);
-        last = error;
-        lastDeployment = candidate.deployment.id;
+        call.log.warn({ deployment: candidate.deployment.id, kind: kindFacts(error).kind, err: error }, 'upstream call failed');
+        walk.failed(candidate, error);
       }
     }
-    throw this.noCandidate(call.plan, last);
+    throw walk.exhausted();
   }
 
   async chat(call: ChatCall): Promise<ChatOutcome> {
@@ -222,45 +158,64 @@ export class GatewayService {
   /**
    * Opens a stream and waits for its first event: until then every failure fails over and
    * the caller can still answer with an HTTP error. After it, a break is resumed on another
-   * deployment with the partial answer as an assistant prefix (when configured), or ends
-   * the stream with the error (committed-stream.ts).
+   * deployment with the partial answer (when the route resumes streams), or ends the stream
+   * with the error (committed-stream.ts).
    */
   async chatStream(call: ChatCall): Promise<GatewayStream> {
     const attempts: Attempt[] = [];
-    const tried = new Set<string>();
+    // Deployments that streamed in this request (their stream broke, or is the one running).
+    const streamed = new Set<string>();
     // Metering hook (usage-scope.ts): final when the stream ends, breaks or is left.
     const metered = trackUsage(call.meter, attempts);
-    const first = await this.openStream(call, attempts, undefined, tried).catch((error: unknown) => {
+    const first = await this.openStream(call, attempts, undefined, streamed).catch((error: unknown) => {
       metered();
       throw error;
     });
-    const resume = this.resumes(call.operation) ? (prefix: string) => this.openStream(call, attempts, prefix, tried) : undefined;
+    const resume = this.resumes(call.operation) ? (prefix: string) => this.openStream(call, attempts, prefix, streamed) : undefined;
     return new CommittedStream(first, attempts, new CallStreamScope(call, resume, metered));
   }
 
-  /** Tries deployments until one yields a first event that continues `prefix` (when resuming). */
-  private async openStream(call: ChatCall, attempts: Attempt[], prefix: string | undefined, tried: Set<string>): Promise<OpenStream> {
+  /**
+   * Tries deployments until one yields a first event. When resuming, that event continues
+   * `prefix`: asked as an assistant prefix where the deployment continues one, else (prefix
+   * `none`, or it refused the prefixed request) for the rest of the quoted answer in a user
+   * turn (continuation.ts).
+   */
+  private async openStream(call: ChatCall, attempts: Attempt[], prefix: string | undefined, streamed: Set<string>): Promise<OpenStream> {
+    // Deployments asked in a user turn: declared `prefix: none`, or found refusing the prefix in this request.
+    const userTurn = new Set<string>();
     const { value, candidate, upstream } = await this.withFailover(
       call,
       attempts,
       async (c, signal) => {
         const controller = new LinkedAbortController(signal);
-        const request = forCandidate(call.request, c);
-        if (prefix) request.assistantPrefix = { text: prefix, mode: c.deployment.prefix };
+        let request = forCandidate(call.request, c);
+        const asked = prefix === undefined ? undefined : userTurn.has(c.deployment.id) || c.deployment.prefix === 'none' ? 'user_turn' : 'prefix';
+        if (asked === 'prefix') request.assistantPrefix = { text: prefix!, mode: c.deployment.prefix };
+        if (asked === 'user_turn') request = continuationRequest(request, prefix!);
         const iterator = this.provider(c).chatStream(request, this.callContext(controller.signal))[Symbol.asyncIterator]();
         try {
-          return { iterator, controller, buffered: await firstEvents(iterator, prefix) };
+          const buffered = asked === 'user_turn' ? await joinedContinuation(iterator, prefix!) : await firstEvents(iterator, prefix);
+          return { iterator, controller, buffered };
         } catch (error) {
           controller.abort();
           await iterator.return?.().catch(() => undefined);
           throw error;
         }
       },
-      // A deployment whose stream broke earlier in this request is not asked to resume it,
-      // nor one whose upstream cannot continue a prefix.
-      (c) => !tried.has(c.deployment.id) && (prefix === undefined || c.deployment.prefix !== 'none'),
+      {
+        // A deployment whose stream broke earlier in this request is not asked to resume it.
+        filter: (c) => !streamed.has(c.deployment.id),
+        // One that refused the prefix (a 400, or starting over) is asked again at once, in a user turn.
+        tryAgain: (c, error) => {
+          if (prefix === undefined || userTurn.has(c.deployment.id) || c.deployment.prefix === 'none') return false;
+          if (!(error instanceof ProviderError) || error.kind !== 'prefix_refused') return false;
+          userTurn.add(c.deployment.id);
+          return true;
+        },
+      },
     );
-    tried.add(candidate.deployment.id);
+    streamed.add(candidate.deployment.id);
     const { iterator, controller, buffered } = value;
     return {
       served: candidate.served,
@@ -357,7 +312,7 @@ function forCandidate(request: Omit<ChatRequest, 'model'>, c: Candidate): ChatRe
  */
 async function firstEvents(iterator: AsyncIterator<ChatStreamEvent>, prefix: string | undefined): Promise<ChatStreamEvent[]> {
   const events: ChatStreamEvent[] = [];
-  const probe = prefix ? Math.min(prefix.trim().length, 24) : 0;
+  const probe = prefix ? restartProbe(prefix) : 0;
   let text = '';
   do {
     const next = await iterator.next();
@@ -369,10 +324,7 @@ async function firstEvents(iterator: AsyncIterator<ChatStreamEvent>, prefix: str
     if (next.value.type !== 'delta') break;
     text += next.value.content ?? '';
   } while (text.trimStart().length < probe);
-  const start = text.trimStart();
-  if (probe > 0 && start.length >= probe && prefix!.trimStart().startsWith(start.slice(0, probe))) {
-    throw new ProviderError('prefix_refused', 'The fallback started the answer over instead of continuing it.');
-  }
+  if (prefix && startsOver(prefix, text)) throw new ProviderError('prefix_refused', 'The fallback started the answer over instead of continuing it.');
   return events;
 }
 

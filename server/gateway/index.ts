@@ -1,6 +1,7 @@
 // Composition of the inference gateway: catalog → providers → health → service, and the
 // OpenAI-shaped surfaces the handlers call. Built once at start.
 import type { Logger } from 'pino';
+import type { components } from '../../generated/types/openapi.js';
 import type { HealthService, HealthStatus } from '../health/health-service.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Embedder } from '../providers/local/embedder.js';
@@ -15,7 +16,8 @@ import { DeploymentHealth } from './health.js';
 import { ModerationCheck } from './moderation.js';
 import { modelList } from './models.js';
 import { createProvider } from './provider-factory.js';
-import { shareHealth } from './shared-health.js';
+import { CircuitTrials, everyInstance } from './circuit-trials.js';
+import { shareHealth, sharedTrialGate } from './shared-health.js';
 
 export interface Inference {
   gateway: GatewayService;
@@ -24,8 +26,12 @@ export interface Inference {
   guardrails: Guardrails;
   /** The `listModels` answer, built once: the catalog does not change while running. */
   models: ReturnType<typeof modelList>;
+  /** Each deployment and its circuit, now (the `listGatewayDeployments` answer). */
+  deployments(): DeploymentState[];
   close(): Promise<void>;
 }
+
+type DeploymentState = components['schemas']['GatewayDeployment'];
 
 export async function createInference(
   catalog: Catalog,
@@ -61,12 +67,15 @@ export async function createInference(
   }
   const unshare = options.redis ? await shareHealth(deploymentHealth, options.redis, options.logger) : async () => undefined;
   const prober = startProbes(catalog, providers, deploymentHealth, options.logger);
+  const trials = new CircuitTrials(catalog, providers, deploymentHealth, options.redis ? sharedTrialGate(options.redis, options.logger) : everyInstance, options.logger);
   return {
     gateway,
     completions,
     guardrails,
     models: modelList(catalog, Math.floor(Date.now() / 1000)),
+    deployments: deploymentStates(catalog, deploymentHealth),
     close: async () => {
+      trials.stop();
       clearInterval(prober);
       await unshare();
       await Promise.all([gateway.close(), moderation?.close()]);
@@ -74,12 +83,33 @@ export async function createInference(
   };
 }
 
+/** What `listGatewayDeployments` reads: each deployment (the models it serves, found once) with its circuit now. */
+function deploymentStates(catalog: Catalog, health: DeploymentHealth): () => DeploymentState[] {
+  const served = new Map<string, string[]>();
+  for (const model of catalog.models.values()) for (const id of model.deployments) served.set(id, [...(served.get(id) ?? []), model.id]);
+  return () =>
+    [...catalog.deployments.values()].map((d) => {
+      const state = health.snapshot(d.id);
+      return {
+        id: d.id,
+        provider: d.provider,
+        upstreamModel: d.model,
+        models: served.get(d.id) ?? [],
+        state: state.circuit,
+        failures: state.consecutiveFailures,
+        lastError: state.lastError,
+        lastChange: state.lastChange,
+        nextTrialAt: state.nextTrialAt,
+        inFlight: state.inFlight,
+      };
+    });
+}
+
 /**
  * Active probes: every provider with deployments is probed every `probe_interval_ms`, so one
- * that is down or misconfigured shows in the health report before traffic finds it, and an
- * open circuit whose upstream answers gets its half-open trial at once. A probe answered
- * with an error of the request's own (a 404 for an upstream without GET /models) still
- * shows the upstream is up.
+ * that is down or misconfigured shows in the health report before traffic finds it (open
+ * circuits get trial calls instead: circuit-trials.ts). A probe answered with an error of
+ * the request's own (a 404 for an upstream without GET /models) still shows the upstream is up.
  */
 function startProbes(catalog: Catalog, providers: ReadonlyMap<string, Provider>, health: DeploymentHealth, logger: Logger): NodeJS.Timeout | undefined {
   const interval = catalog.circuit.probe_interval_ms;

@@ -1,7 +1,9 @@
 // Turns a request's routing selector into an ordered list of models to try, before any
 // upstream call: exactly one of auto_routing, model, model_family (else 400), every
 // candidate able to take the request (tools, images) and large enough for it (prompt
-// estimate + max tokens within the context window, else 400).
+// estimate + max tokens within the context window, else 400). A model too small for the
+// prompt gives its place to the first of its `context_window_fallbacks` that fits; the
+// models' `fallbacks` that can take the request follow the plan's own models.
 //
 // Auto-routing rule (README "Auto-routing"): the request's features pick a tier.
 //   tier_3  images, a reasoning hint (step by step, prove, derive, analyse, a code block)
@@ -45,6 +47,10 @@ export interface RoutePlan {
   confidence: number | null;
   /** Candidate models, in the order they are tried. */
   models: ModelConfig[];
+  /** The models' `fallbacks` that can take the request, tried one model at a time after `models`. */
+  fallbacks: ModelConfig[];
+  /** What the request needs of a model: the gateway picks a context-length or content-policy fallback by it. */
+  features: RequestFeatures;
 }
 
 const REASONING_HINT = /\b(step[- ]by[- ]step|prove|proof|derive|analy[sz]e|reason(ing)? through|think (it )?through|trade-?offs?)\b|`{3}/i;
@@ -88,8 +94,9 @@ export function planRoute(catalog: Catalog, selector: RouteSelector, features: R
     }
     if (model.deprecated) throw new ApiError('UNSUPPORTED_MODEL', `${model.id} is deprecated and no longer served.`, { param: 'model' });
     requireCapable(model, features, 'model');
-    requireFits(model, features);
-    return { mechanism: 'direct_model_selection', tier: null, confidence: null, models: [model] };
+    const usable = fitting(catalog, model, features);
+    if (!usable) requireFits(model, features);
+    return withFallbacks(catalog, { mechanism: 'direct_model_selection', tier: null, confidence: null, models: [usable!] }, features);
   }
   if (selector.model_family !== undefined) {
     const family = selector.model_family as ModelFamily;
@@ -101,30 +108,60 @@ export function planRoute(catalog: Catalog, selector: RouteSelector, features: R
     }
     const capable = configured.filter((m) => isCapable(m, features));
     if (capable.length === 0) requireCapable(configured[0], features, 'model_family');
-    const fitting = capable.filter((m) => fits(m, features));
-    if (fitting.length === 0) requireFits(capable[0], features);
-    return { mechanism: 'model_family', tier: null, confidence: null, models: fitting };
+    const usable = unique(capable.map((m) => fitting(catalog, m, features)));
+    if (usable.length === 0) requireFits(capable[0], features);
+    return withFallbacks(catalog, { mechanism: 'model_family', tier: null, confidence: null, models: usable }, features);
   }
   const { tier, confidence } = classify(features);
   const index = TIERS.indexOf(tier);
   const order = [tier, ...TIERS.slice(index + 1), ...TIERS.slice(0, index).reverse()];
   const seen = new Set<string>();
-  const models: ModelConfig[] = [];
+  const candidates: (ModelConfig | undefined)[] = [];
   for (const t of order) {
     for (const id of catalog.tiers[t] ?? []) {
       const model = catalog.models.get(id)!;
       if (seen.has(id) || model.deprecated) continue;
       seen.add(id);
-      if (isCapable(model, features) && fits(model, features)) models.push(model);
+      if (isCapable(model, features)) candidates.push(fitting(catalog, model, features));
     }
   }
+  const models = unique(candidates);
   if (models.length === 0) {
     const any = [...seen].map((id) => catalog.models.get(id)!);
     const capableAny = any.filter((m) => isCapable(m, features));
     if (capableAny.length === 0) throw new ApiError('UNSUPPORTED_MODEL', `No configured model can take this request (${missingCapability(features)}).`, { param: 'messages' });
     requireFits(capableAny.reduce((a, b) => (a.context_window >= b.context_window ? a : b)), features);
   }
-  return { mechanism: 'auto_routing', tier, confidence, models };
+  return withFallbacks(catalog, { mechanism: 'auto_routing', tier, confidence, models }, features);
+}
+
+/** The model itself when the request fits it, else the first of its context-window fallbacks that can take the request. */
+function fitting(catalog: Catalog, model: ModelConfig, features: RequestFeatures): ModelConfig | undefined {
+  if (fits(model, features)) return model;
+  return catalog.fallbacks.get(model.id)!.context_window_fallbacks.find((m) => !m.deprecated && isCapable(m, features) && fits(m, features));
+}
+
+/** Each model once, in order; the gaps of models nothing could replace dropped. */
+function unique(models: (ModelConfig | undefined)[]): ModelConfig[] {
+  return [...new Set(models.filter((m) => m !== undefined))];
+}
+
+function withFallbacks(catalog: Catalog, plan: Omit<RoutePlan, 'fallbacks' | 'features'>, features: RequestFeatures): RoutePlan {
+  const fallbacks: ModelConfig[] = [];
+  for (const model of plan.models) {
+    for (const m of catalog.fallbacks.get(model.id)!.fallbacks) {
+      if (!m.deprecated && !plan.models.includes(m) && !fallbacks.includes(m) && isCapable(m, features) && fits(m, features)) fallbacks.push(m);
+    }
+  }
+  return { ...plan, fallbacks, features };
+}
+
+/** The fallbacks of `model` for a refusal of its upstream (context length, content filter) that can take the request. */
+export function refusalFallbacks(catalog: Catalog, model: ModelConfig, kind: 'context_length' | 'content_filter', features: RequestFeatures): ModelConfig[] {
+  const chains = catalog.fallbacks.get(model.id)!;
+  // After the upstream's own context-length refusal the estimate is known to be short: the fallback's window decides upstream.
+  if (kind === 'context_length') return chains.context_window_fallbacks.filter((m) => !m.deprecated && isCapable(m, features));
+  return chains.content_policy_fallbacks.filter((m) => !m.deprecated && isCapable(m, features) && fits(m, features));
 }
 
 function isCapable(model: ModelConfig, features: RequestFeatures): boolean {

@@ -4,7 +4,7 @@
 import type { Metrics } from '../observability/metrics.js';
 import { estimateMessageTokens, estimateTokens } from '../providers/local/tokens.js';
 import { ProviderError, type ChatMessage, type ToolCall, type Usage } from '../providers/types.js';
-import { kindFacts } from './errors.js';
+import { failureSummary, kindFacts } from './errors.js';
 import type { DeploymentHealth, HealthOutcome } from './health.js';
 
 /** One upstream call of a request, for logs and billing. */
@@ -63,7 +63,7 @@ export class UpstreamCall {
     this.metrics?.upstreamCalls.inc({ deployment: attempt.deploymentId, outcome: attempt.outcome });
     this.end({
       ok: false,
-      error: aborted ? 'client went away' : (error as Error).message,
+      error: aborted ? 'client went away' : failureSummary(error),
       countsAsFailure: !aborted && facts.unhealthy,
       retryAfterMs: error instanceof ProviderError ? error.details.retryAfterMs : undefined,
     });

@@ -67,8 +67,8 @@ export interface ChatRequest {
 
 /**
  * How an upstream continues a trailing assistant message:
- * - `none`: it cannot (OpenAI answers such a conversation with a fresh reply), so it is
- *   never asked to;
+ * - `none`: it cannot (OpenAI answers such a conversation with a fresh reply): the gateway
+ *   asks it for the rest in a user turn instead (gateway/continuation.ts);
  * - `native`: a plain trailing assistant message is continued (Anthropic, `local`);
  * - `vllm`: with `continue_final_message: true` and `add_generation_prompt: false`;
  * - `mistral`: with `prefix: true` on the message (Mistral, DeepSeek).

@@ -7,6 +7,7 @@ import type { Sources } from '../data/grounding/sources.js';
 import { ApiError } from '../errors.js';
 import type { GatewayService, Served } from '../gateway/gateway-service.js';
 import { chatCall, type CompletionContext } from '../gateway/chat-completions.js';
+import { routeHeader } from '../gateway/route-header.js';
 import type { Guardrails } from '../gateway/guardrails.js';
 import type { Principal } from '../identity/principal.js';
 import { planRoute, requestFeatures, type RoutePlan } from '../gateway/routing.js';
@@ -28,8 +29,9 @@ export interface ResponseContext extends CompletionContext {
   describeError(error: unknown): AIErrorObject;
 }
 
-export type ResponseAnswer = { kind: 'json'; body: ResponseObject } | { kind: 'stream'; stream: AsyncIterable<StreamEvent> };
-export type GroundedAnswer = { kind: 'json'; body: GroundedResponseObject } | { kind: 'stream'; stream: AsyncIterable<GroundedStreamEvent> };
+/** `headers`: the route the answer took (route-header.ts). */
+export type ResponseAnswer = { kind: 'json'; body: ResponseObject; headers: Record<string, string> } | { kind: 'stream'; stream: AsyncIterable<StreamEvent>; headers: Record<string, string> };
+export type GroundedAnswer = { kind: 'json'; body: GroundedResponseObject; headers: Record<string, string> } | { kind: 'stream'; stream: AsyncIterable<GroundedStreamEvent>; headers: Record<string, string> };
 
 type Routed = ProviderRequest & { plan: RoutePlan };
 
@@ -135,7 +137,7 @@ export class ResponsesService {
     };
 
     if (!body.stream) {
-      const { result, served } = await this.gateway.chat(call);
+      const { result, served, attempts } = await this.gateway.chat(call);
       let { content, finishReason } = result;
       if (guarded && content && (await this.guardrails.blocksOutput(content, ctx.signal))) {
         content = null;
@@ -158,7 +160,7 @@ export class ResponsesService {
         incomplete,
       });
       await finished(response);
-      return { kind: 'json', body: { ...response, ...grounding?.report } };
+      return { kind: 'json', body: { ...response, ...grounding?.report }, headers: routeHeader(attempts) };
     }
 
     // The commit point: until the first upstream event a failure is still an HTTP error.
@@ -178,7 +180,7 @@ export class ResponsesService {
       },
       finished,
     });
-    return { kind: 'stream', stream };
+    return { kind: 'stream', stream, headers: routeHeader(upstream.attempts) };
   }
 
   /** Tokens of the stored conversation `previousId` names, as the model would be sent it (0 when not found). */

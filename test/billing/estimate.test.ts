@@ -18,6 +18,17 @@ const question = [{ role: 'user', content: 'What does the text say about rest?' 
 const BIG_IMAGE = `data:image/png;base64,${'A'.repeat(1_000_000)}`;
 
 describe('estimateRequest', () => {
+  it('prices a model at the most expensive model the request may end on: itself or one of its fallbacks', () => {
+    const withFallbacks = pricedCatalog({
+      models: [
+        { id: 'thrifty', family: 'local', context_window: 32_768, max_output_tokens: 4_096, pricing: { input_per_1m: 1, output_per_1m: 1 }, deployments: ['local-chat'], fallbacks: ['cheap'], context_window_fallbacks: ['priced'] },
+      ],
+    });
+    const body = { model: 'thrifty', max_tokens: 10, messages: question };
+    expect(estimateRequest(withFallbacks, routesById.createGuardedChatCompletion, body).model!.id).toBe('priced');
+    expect(estimateRequest(withFallbacks, routesById.createGuardedChatCompletion, { ...body, model: 'cheap' }).model!.id).toBe('cheap');
+  });
+
   it('makes room for every passage sources_limit allows on grounded routes', () => {
     const base = estimate('createGuardedChatCompletion', { model: 'priced', max_tokens: 10, messages: question });
     for (const operation of ['createGroundedChatCompletion', 'createGroundedChatCompletionAlias'] as const) {

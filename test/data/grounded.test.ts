@@ -209,6 +209,8 @@ function groundedSuite(start: () => Promise<TestPlatform>, retrieves: boolean) {
       const res = await platform.api(CANONICAL, { method: 'POST', body: JSON.stringify({ ...body, stream: true }) });
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
+      expect(res.headers.get('x-gateway-route')).toMatch(/^model=[^;]+; deployment=[^;]+; outcome=ok$/);
+      expect(json.headers.get('x-gateway-route')).toBe(res.headers.get('x-gateway-route'));
       const { events: stream, done } = events(await res.text());
       expect(done).toBe(true);
       for (const event of stream) expect(eventProblems('createGroundedChatCompletion', event)).toEqual([]);

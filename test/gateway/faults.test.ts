@@ -1,7 +1,7 @@
 // Every upstream fault the gateway must survive, end to end: the platform over HTTP in
 // front of real HTTP fake upstreams (mocks/upstreams), checking what the client receives
 // and how many upstream calls were made.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startFakeAnthropic } from '../../mocks/upstreams/fake-anthropic.js';
 import { startFakeOpenAI } from '../../mocks/upstreams/fake-openai.js';
 import type { FakeUpstream } from '../../mocks/upstreams/faults.js';
@@ -47,7 +47,8 @@ function catalogFor(up: Upstreams, circuit: Record<string, number | null>) {
       routing: { tiers: { tier_1: ['m'], tier_2: ['m'], tier_3: ['m'] } },
       timeouts: { connect_ms: 1_000, first_token_ms: 400, idle_ms: 300 },
       failover: { max_attempts: 3, retry_after_cap_ms: 1_500, resume_streams: true, routes: { createChatCompletionV1: { resume_streams: false } } },
-      circuit: { cooldown_ms: 60_000, probe_interval_ms: 0, ...circuit },
+      // No probes nor trial calls in the counts unless a suite asks for them.
+      circuit: { cooldown_ms: 60_000, probe_interval_ms: 0, trial_ms: 0, ...circuit },
     },
     'fault test',
     {},
@@ -82,6 +83,7 @@ describe('upstream faults (circuits kept closed, so every request meets its faul
       u.config.chunkIntervalMs = 0;
       u.config.omitUsage = false;
       u.config.spaceAfterWords = false;
+      u.config.repeatWords = 0;
     }
     // A Retry-After keeps its deployment out of rotation for a while: let it pass.
     const { health, catalog } = platform.services.inference.gateway;
@@ -232,16 +234,22 @@ describe('upstream faults (circuits kept closed, so every request meets its faul
       expect([finished.provider, finished.model, usage.provider, usage.model]).toEqual(['fallback', 'm', 'fallback', 'm']);
     });
 
-    it('skips a fallback that refuses the prefix and continues on the next one (Anthropic)', async () => {
+    it('asks a fallback that refuses the prefix (400) again at once, for the rest of the quoted answer in a user turn', async () => {
       up.primary.faults.push({ type: 'cut', afterChunks: 4 });
       up.fallback.faults.push({ type: 'refuse_prefix' });
+      // The fallback starts by repeating the end of what it is shown: the client does not get it twice.
+      up.fallback.config.repeatWords = 1;
       const res = await chat(ask('m', { stream: true }));
       const { done, text } = await readStream(res);
       expect(text).toBe(ANSWER);
       expect(done).toBe(true);
-      expect(calls()).toEqual([1, 1, 1]);
-      const claude = up.claude.requests[0].body;
-      expect(claude.messages.at(-1).role).toBe('assistant');
+      expect(calls()).toEqual([1, 2, 0]);
+      const [prefixed, asked] = up.fallback.requests.map((r) => r.body);
+      expect(prefixed.messages.at(-1).role).toBe('assistant');
+      expect(asked.messages.at(-1).role).toBe('user');
+      expect(asked.messages.at(-1).content).toContain(prefixed.messages.at(-1).content);
+      expect(asked.continue_final_message).toBeUndefined();
+      expect(res.headers.get('x-gateway-route')).toBe('model=m; deployment=d-primary; outcome=ok');
     });
 
     it('ends with finish_reason "error", the enriched error and the trace id when no deployment can continue', async () => {
@@ -371,31 +379,34 @@ describe('a flapping primary', () => {
   });
 });
 
-describe('active probes', () => {
+describe('recovery', () => {
   let up: Upstreams;
   let platform: TestPlatform;
   beforeAll(async () => {
-    ({ up, platform } = await setUp({ failure_threshold: 2, cooldown_ms: 60_000, probe_interval_ms: 100 }));
+    ({ up, platform } = await setUp({ failure_threshold: 2, cooldown_ms: 60_000, probe_interval_ms: 100, trial_ms: 50, trial_max_ms: 200 }));
   });
   afterAll(async () => {
     await platform?.close();
     await Promise.all(Object.values(up ?? {}).map((u) => u.close()));
   });
 
-  it('give a recovered deployment its trial long before the cooldown ends', async () => {
+  it('tries an open circuit with one-token calls long before the cooldown ends, and sends traffic back once one is answered', async () => {
     const chat = () => platform.api('/ai/v2/guarded/chat/completions', { method: 'POST', body: JSON.stringify(ask('m')) });
     up.primary.faults.always({ type: 'unavailable' });
     for (let i = 0; i < 3; i++) expect((await chat()).status).toBe(200);
     const { health } = platform.services.inference.gateway;
-    expect(health.circuit('d-primary')).toBe('open');
+    expect(health.circuit('d-primary')).not.toBe('closed');
+    // GET /models answers all along: it no longer reopens an overloaded upstream.
+    const trials = () => up.primary.requests.filter((r) => r.method === 'POST' && r.body.max_tokens === 1);
+    await vi.waitFor(() => expect(trials().length).toBeGreaterThanOrEqual(2), { timeout: 3_000, interval: 20 });
+    expect(health.circuit('d-primary')).not.toBe('closed');
     up.primary.faults.clear();
-    // The probe (GET /v1/models) answers within a probe interval or two.
-    const until = Date.now() + 2_000;
-    while (!health.available('d-primary') && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-    expect(up.primary.requests.some((r) => r.method === 'GET' && r.path.endsWith('/models'))).toBe(true);
+    const healed = Date.now();
+    await vi.waitFor(() => expect(health.circuit('d-primary')).toBe('closed'), { timeout: 3_000, interval: 10 });
+    expect(Date.now() - healed).toBeLessThan(1_000);
+    expect(trials().at(-1)!.body).toMatchObject({ model: 'primary-model', messages: [{ role: 'user', content: 'Hi' }] });
     const body = await (await chat()).json();
     expect(body.provider).toBe('primary');
-    expect(health.circuit('d-primary')).toBe('closed');
   });
 
   it('probe every provider, so a misconfigured one shows offline before traffic finds it, checked when its probe ran', async () => {

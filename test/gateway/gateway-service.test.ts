@@ -180,12 +180,13 @@ describe('gateway failover before the first byte', () => {
     expect(health.circuit('a')).toBe('closed');
   });
 
-  it('answers 503 PROVIDER_UNAVAILABLE when every deployment is down', async () => {
+  it('answers 503 PROVIDER_UNAVAILABLE when every deployment is down, the last one tried once more', async () => {
     const a = scripted('a', [{ error: new ProviderError('unavailable', 'refused') }]);
-    const b = scripted('b', [{ error: new ProviderError('unavailable', 'refused') }]);
+    const b = scripted('b', [{ error: new ProviderError('unavailable', 'refused') }, { error: new ProviderError('unavailable', 'refused') }]);
     const { gateway, catalog } = gatewayOf([a, b]);
     const error = (await gateway.chat(callOf(catalog)).catch((e) => e)) as ApiError;
     expect([error.errorName, error.status]).toEqual(['PROVIDER_UNAVAILABLE', 503]);
+    expect([a.requests.length, b.requests.length]).toEqual([1, 2]);
   });
 
   it('spreads sequential model_family traffic by weight, and prefers the least loaded', async () => {
@@ -229,6 +230,175 @@ describe('gateway failover before the first byte', () => {
   });
 });
 
+/**
+ * Model `m` on the `primary` providers' deployments (tried in order), with `f` on the
+ * `fallback` ones; `m` takes `model` (its fallback lists, its own retry policy).
+ * `userTurn`: deployments that cannot continue a prefix (prefix none).
+ */
+function fallbackGateway(primary: Provider[], fallback: Provider[], options: { model?: Record<string, unknown>; extra?: Record<string, unknown>; userTurn?: string[] } = {}) {
+  const ids = [...primary, ...fallback].map((p) => p.id);
+  const catalog = buildCatalog(
+    {
+      providers: ids.map((id) => ({ id, type: 'openai', base_url: 'http://127.0.0.1:9/v1', prefix: options.userTurn?.includes(id) ? 'none' : 'native' })),
+      deployments: ids.map((id, i) => ({ id, provider: id, model: `upstream-${id}`, order: i + 1 })),
+      models: [
+        { id: 'm', family: 'openai', context_window: 1000, max_output_tokens: 100, deployments: primary.map((p) => p.id), ...(options.model ?? { fallbacks: ['f'] }) },
+        { id: 'f', family: 'anthropic', context_window: 100_000, max_output_tokens: 100, deployments: fallback.map((p) => p.id) },
+      ],
+      routing: { tiers: { tier_1: ['m'], tier_2: ['m'], tier_3: ['m'] } },
+      ...options.extra,
+    },
+    'test',
+    {},
+  );
+  const health = new DeploymentHealth(catalog);
+  return { gateway: new GatewayService(catalog, new Map([...primary, ...fallback].map((p) => [p.id, p])), health), catalog, health };
+}
+
+const tried = (attempts: { modelId: string; deploymentId: string; outcome: string }[]) => attempts.map((a) => `${a.modelId}/${a.deploymentId} ${a.outcome}`);
+const fail = (kind: ProviderError['kind'], details: ProviderError['details'] = {}) => ({ error: new ProviderError(kind, kind, details) });
+
+describe('model fallbacks and the retry policy', () => {
+  it('retries the same deployment once after a 5xx before leaving the model', async () => {
+    const a = scripted('a', [fail('server', { status: 500 }), { text: 'a again' }]);
+    const f = scripted('f', [{ text: 'unused' }]);
+    const { gateway, catalog } = fallbackGateway([a], [f]);
+    const outcome = await gateway.chat(callOf(catalog));
+    expect([outcome.result.content, outcome.served.model.id]).toEqual(['a again', 'm']);
+    expect(tried(outcome.attempts)).toEqual(['m/a server', 'm/a ok']);
+    expect(f.requests).toHaveLength(0);
+  });
+
+  it('then goes to the fallback model, which the answer names (503 for good)', async () => {
+    const a = scripted('a', [fail('unavailable', { status: 503 }), fail('unavailable', { status: 503 })]);
+    const f = scripted('f', [{ text: 'from f' }]);
+    const { gateway, catalog } = fallbackGateway([a], [f]);
+    const outcome = await gateway.chat(callOf(catalog));
+    expect([outcome.result.content, outcome.served.model.id, outcome.served.deployment.id]).toEqual(['from f', 'f', 'f']);
+    expect(tried(outcome.attempts)).toEqual(['m/a unavailable', 'm/a unavailable', 'f/f ok']);
+    expect(f.requests[0].model).toBe('upstream-f');
+  });
+
+  it("moves on at once among one model's deployments, and retries only the last before leaving it", async () => {
+    const a = scripted('a', [fail('server')]);
+    const b = scripted('b', [fail('unavailable'), fail('unavailable')]);
+    const f = scripted('f', [{ text: 'from f' }]);
+    const { gateway, catalog } = fallbackGateway([a, b], [f], { extra: { failover: { max_attempts: 4 } } });
+    expect(tried((await gateway.chat(callOf(catalog))).attempts)).toEqual(['m/a server', 'm/b unavailable', 'm/b unavailable', 'f/f ok']);
+  });
+
+  it('gives the last attempt max_attempts allows to the fallback model, not to a retry', async () => {
+    const a = scripted('a', [fail('server')]);
+    const b = scripted('b', [fail('unavailable')]);
+    const f = scripted('f', [{ text: 'from f' }]);
+    const { gateway, catalog } = fallbackGateway([a, b], [f], { extra: { failover: { max_attempts: 3 } } });
+    expect(tried((await gateway.chat(callOf(catalog))).attempts)).toEqual(['m/a server', 'm/b unavailable', 'f/f ok']);
+  });
+
+  it('does not retry a timeout, nor a 429 without Retry-After: the fallback at once', async () => {
+    for (const error of [fail('timeout', { timeout: 'first_token' }), fail('rate_limit', { status: 429 })]) {
+      const a = scripted('a', [error]);
+      const f = scripted('f', [{ text: 'from f' }]);
+      const { gateway, catalog } = fallbackGateway([a], [f]);
+      expect((await gateway.chat(callOf(catalog))).served.model.id).toBe('f');
+    }
+  });
+
+  it('waits out a short Retry-After on the same deployment before leaving the model', async () => {
+    const a = scripted('a', [fail('rate_limit', { status: 429, retryAfterMs: 60 }), { text: 'after the pause' }]);
+    const f = scripted('f', [{ text: 'unused' }]);
+    const { gateway, catalog } = fallbackGateway([a], [f]);
+    const started = Date.now();
+    const outcome = await gateway.chat(callOf(catalog));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(55);
+    expect([outcome.result.content, f.requests.length]).toEqual(['after the pause', 0]);
+  });
+
+  it('takes the retry policy of the route over the model, and of the model over the gateway', async () => {
+    const run = async (options: Parameters<typeof fallbackGateway>[2], operation?: string) => {
+      const a = scripted('a', [fail('server'), { text: 'a again' }]);
+      const f = scripted('f', [{ text: 'from f' }]);
+      const { gateway, catalog } = fallbackGateway([a], [f], options);
+      return (await gateway.chat({ ...callOf(catalog), operation })).served.model.id;
+    };
+    expect(await run({ model: { fallbacks: ['f'], failover: { retries: 0 } } })).toBe('f');
+    expect(await run({ extra: { failover: { retries: 0 } } })).toBe('f');
+    expect(await run({ model: { fallbacks: ['f'], failover: { retries: 0 } }, extra: { failover: { routes: { op: { retries: 1 } } } } }, 'op')).toBe('m');
+    expect(await run({ extra: { failover: { routes: { op: { retries: 0 } } } } }, 'op')).toBe('f');
+    expect(await run({ extra: { failover: { routes: { op: { retries: 0 } } } } }, 'other')).toBe('m');
+  });
+
+  it("a context-length refusal goes to the model's context-window fallbacks (not its general ones)", async () => {
+    const a = scripted('a', [fail('context_length', { status: 400 })]);
+    const f = scripted('f', [{ text: 'a larger window' }]);
+    const { gateway, catalog } = fallbackGateway([a], [f], { model: { context_window_fallbacks: ['f'] } });
+    const outcome = await gateway.chat(callOf(catalog));
+    expect([outcome.served.model.id, ...tried(outcome.attempts)]).toEqual(['f', 'm/a context_length', 'f/f ok']);
+    // Only a context-window fallback takes it.
+    const b = scripted('a', [fail('context_length', { status: 400 })]);
+    const other = fallbackGateway([b], [scripted('f', [])]);
+    expect(((await other.gateway.chat(callOf(other.catalog)).catch((e) => e)) as ApiError).errorName).toBe('CONTEXT_WINDOW_EXCEEDED');
+  });
+
+  it('a content-filter refusal goes to the content-policy fallbacks only when the model opts in', async () => {
+    const a = scripted('a', [fail('content_filter', { status: 400 })]);
+    const f = scripted('f', [{ text: 'accepted here' }]);
+    const { gateway, catalog } = fallbackGateway([a], [f], { model: { content_policy_fallbacks: ['f'] } });
+    expect((await gateway.chat(callOf(catalog))).served.model.id).toBe('f');
+    const b = scripted('a', [fail('content_filter', { status: 400 })]);
+    const other = fallbackGateway([b], [scripted('f', [])]);
+    expect(((await other.gateway.chat(callOf(other.catalog)).catch((e) => e)) as ApiError).errorName).toBe('CONTENT_FILTERED');
+  });
+
+  it('resumes a stream cut on the primary model on its fallback model, named on the stream', async () => {
+    const a = scripted('a', [{ stream: [delta('The quick'), fail('connection_dropped').error] }]);
+    const f = scripted('f', [{ stream: [delta(' brown fox.'), finish] }]);
+    const { gateway, catalog } = fallbackGateway([a], [f]);
+    const stream = await gateway.chatStream(callOf(catalog));
+    expect(stream.served.model.id).toBe('m');
+    expect(await collect(stream)).toBe('The quick brown fox.');
+    expect([stream.served.model.id, ...tried(stream.attempts)]).toEqual(['f', 'm/a connection_dropped', 'f/f ok']);
+  });
+});
+
+describe('continuation without a prefix', () => {
+  const cut = () => ({ stream: [delta('The quick'), delta(' brown'), fail('connection_dropped').error] });
+
+  it('asks an upstream that cannot continue a prefix (prefix none) in a user turn, and trims what it repeats', async () => {
+    const a = scripted('a', [cut()]);
+    const f = scripted('f', [{ stream: [delta('brown f'), delta('ox jumps.'), finish] }]);
+    const { gateway, catalog } = fallbackGateway([a], [f], { userTurn: ['f'] });
+    const stream = await gateway.chatStream(callOf(catalog));
+    expect(await collect(stream)).toBe('The quick brown fox jumps.');
+    const asked = f.requests[0];
+    expect(asked.assistantPrefix).toBeUndefined();
+    expect(asked.messages.map((m) => m.role)).toEqual(['user', 'user']);
+    expect(asked.messages[1].content).toContain('<<<\nThe quick brown\n>>>');
+  });
+
+  it('asks in a user turn at once on the deployment that refused the prefix with a 400', async () => {
+    const a = scripted('a', [cut()]);
+    const f = scripted('f', [fail('prefix_refused', { status: 400 }), { stream: [delta('The quick brown fox.'), finish] }]);
+    const { gateway, catalog } = fallbackGateway([a], [f]);
+    const stream = await gateway.chatStream(callOf(catalog));
+    // All of it repeated: all of it trimmed.
+    expect(await collect(stream)).toBe('The quick brown fox.');
+    expect(f.requests[0].assistantPrefix).toEqual({ text: 'The quick brown', mode: 'native' });
+    expect(f.requests[1].assistantPrefix).toBeUndefined();
+    expect(tried(stream.attempts)).toEqual(['m/a connection_dropped', 'f/f prefix_refused', 'f/f ok']);
+  });
+
+  it('ends with the original failure (the cut), not the fallback\'s refusal, when none can continue', async () => {
+    const a = scripted('a', [cut()]);
+    const f = scripted('f', [fail('prefix_refused', { status: 400 }), fail('bad_request', { status: 400 })]);
+    const { gateway, catalog } = fallbackGateway([a], [f]);
+    const stream = await gateway.chatStream(callOf(catalog));
+    const error = (await collect(stream).catch((e) => e)) as ApiError;
+    expect([error.errorName, error.status]).toEqual(['CONNECTION_DROPPED', 500]);
+    expect(f.requests).toHaveLength(2);
+  });
+});
+
 describe('gateway streams', () => {
   it('fails over when a stream breaks before its first event', async () => {
     const a = scripted('a', [{ stream: [new ProviderError('timeout', 'slow first token', { timeout: 'first_token' })] }]);
@@ -253,9 +423,9 @@ describe('gateway streams', () => {
     expect(getEventListeners(signal, 'abort')).toHaveLength(0);
   });
 
-  it('skips a fallback that starts the answer over instead of continuing the prefix', async () => {
+  it('skips a fallback that starts the answer over, whether given the prefix or asked in a user turn', async () => {
     const a = scripted('a', [{ stream: [delta('The quick brown fox'), new ProviderError('malformed_stream', 'bad chunk')] }]);
-    const b = scripted('b', [{ stream: [delta('The quick brown fox jumps'), finish] }]);
+    const b = scripted('b', [{ stream: [delta('The quick brown dog'), finish] }, { stream: [delta('The quick brown dog'), finish] }]);
     const c = scripted('c', [{ stream: [delta(' jumps over.'), finish] }]);
     const { gateway, catalog } = gatewayOf([a, b, c], { failover: { max_attempts: 4 } });
     const stream = await gateway.chatStream(callOf(catalog));
@@ -263,8 +433,12 @@ describe('gateway streams', () => {
     expect(stream.attempts.map((x) => [x.deploymentId, x.outcome])).toEqual([
       ['a', 'malformed_stream'],
       ['b', 'prefix_refused'],
+      ['b', 'prefix_refused'],
       ['c', 'ok'],
     ]);
+    // Refusing the prefix, b was asked again at once in a user turn quoting the partial answer.
+    expect(b.requests[1].assistantPrefix).toBeUndefined();
+    expect(b.requests[1].messages.at(-1)).toMatchObject({ role: 'user', content: expect.stringContaining('<<<\nThe quick brown fox\n>>>') });
   });
 
   it('ends with the error when no deployment can continue', async () => {

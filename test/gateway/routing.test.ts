@@ -105,6 +105,78 @@ describe('auto-routing', () => {
   });
 });
 
+describe('model fallbacks in the plan', () => {
+  const chain = buildCatalog(
+    {
+      providers: [{ id: 'p', type: 'local' }],
+      deployments: ['a', 'b', 'c', 'd', 'big', 'huge', 'e'].map((id) => ({ id, provider: 'p', model: id })),
+      models: [
+        { id: 'a', family: 'openai', context_window: 1_000, max_output_tokens: 100, deployments: ['a'], fallbacks: ['b', 'c'], context_window_fallbacks: ['big'] },
+        { id: 'b', family: 'openai', context_window: 1_000, max_output_tokens: 100, deployments: ['b'], fallbacks: ['d'] },
+        { id: 'c', family: 'anthropic', context_window: 1_000, max_output_tokens: 100, capabilities: { tools: true }, deployments: ['c'], fallbacks: ['b'] },
+        { id: 'd', family: 'openai', context_window: 1_000, max_output_tokens: 100, deployments: ['d'] },
+        { id: 'big', family: 'openai', context_window: 10_000, max_output_tokens: 100, deployments: ['big'], context_window_fallbacks: ['huge'] },
+        { id: 'huge', family: 'openai', context_window: 100_000, max_output_tokens: 100, deployments: ['huge'] },
+        { id: 'e', family: 'openai', type: 'embedding', context_window: 100, dimensions: 8, deployments: ['e'] },
+      ],
+      routing: { tiers: { tier_1: ['a'], tier_2: ['a'], tier_3: ['a'] } },
+    },
+    'test',
+    {},
+  );
+  const ids = (plan: { models: { id: string }[]; fallbacks: { id: string }[] }) => [plan.models.map((m) => m.id), plan.fallbacks.map((m) => m.id)];
+
+  it("follows the plan's models with their fallbacks, then the fallbacks' own, each model once", () => {
+    expect(ids(planRoute(chain, { model: 'a' }, base))).toEqual([['a'], ['b', 'c', 'd']]);
+    // c falls back to b, which falls back to d.
+    expect(ids(planRoute(chain, { model: 'c' }, base))).toEqual([['c'], ['b', 'd']]);
+    expect(ids(planRoute(chain, { auto_routing: true }, base))).toEqual([['a'], ['b', 'c', 'd']]);
+  });
+
+  it('keeps only the fallbacks that can take the request', () => {
+    expect(ids(planRoute(chain, { model: 'c' }, { ...base, hasTools: true }))).toEqual([['c'], []]);
+  });
+
+  it('plans a prompt too big for the model on the first context-window fallback it fits, before any call', () => {
+    expect(ids(planRoute(chain, { model: 'a' }, { ...base, promptTokens: 5_000 }))).toEqual([['big'], []]);
+    expect(ids(planRoute(chain, { model: 'a' }, { ...base, promptTokens: 50_000 }))).toEqual([['huge'], []]);
+    expect(ids(planRoute(chain, { auto_routing: true }, { ...base, promptTokens: 5_000 }))).toEqual([['big'], []]);
+    expect(refusal(() => planRoute(chain, { model: 'a' }, { ...base, promptTokens: 500_000 }))).toEqual(['CONTEXT_WINDOW_EXCEEDED', 400, 'messages']);
+    expect(refusal(() => planRoute(chain, { model: 'b' }, { ...base, promptTokens: 5_000 }))).toEqual(['CONTEXT_WINDOW_EXCEEDED', 400, 'messages']);
+  });
+
+  it('names every bad fallback at start: unknown, not a chat model, the model itself, and each cycle', () => {
+    const error = catalogError({
+      providers: [{ id: 'p', type: 'local' }],
+      deployments: [{ id: 'd', provider: 'p', model: 'x' }],
+      models: [
+        { id: 'a', family: 'openai', context_window: 10, max_output_tokens: 5, deployments: ['d'], fallbacks: ['b', 'ghost'], content_policy_fallbacks: ['a'] },
+        { id: 'b', family: 'openai', context_window: 10, max_output_tokens: 5, deployments: ['d'], fallbacks: ['c'] },
+        { id: 'c', family: 'openai', context_window: 10, max_output_tokens: 5, deployments: ['d'], fallbacks: ['a'], context_window_fallbacks: ['e'] },
+        { id: 'e', family: 'openai', type: 'embedding', context_window: 10, dimensions: 8, deployments: ['d'], fallbacks: ['a'] },
+      ],
+      routing: { tiers: { tier_1: ['a'], tier_2: ['a'], tier_3: ['a'] } },
+    });
+    expect(error.problems).toEqual([
+      'model "a" fallbacks: unknown model "ghost"',
+      'model "e": fallbacks are for chat models (embeddings never fail over)',
+      'fallbacks form a cycle: a → b → c → a',
+      'model "c" context_window_fallbacks: "e" is not a chat model',
+      'model "a": content_policy_fallbacks names the model itself',
+    ]);
+  });
+});
+
+/** The CatalogError a config is refused with. */
+function catalogError(raw: unknown): CatalogError {
+  try {
+    buildCatalog(raw, 'gateway.yaml', {});
+  } catch (e) {
+    return e as CatalogError;
+  }
+  throw new Error('expected the config to be refused');
+}
+
 describe('catalog', () => {
   it('names every problem of a config file at once', () => {
     let error: CatalogError | undefined;
@@ -129,22 +201,13 @@ describe('catalog', () => {
   });
 
   it('checks references between providers, deployments, models and tiers', () => {
-    let error: CatalogError | undefined;
-    try {
-      buildCatalog(
-        {
-          providers: [{ id: 'up', type: 'openai', api_key_env: 'MISSING_KEY' }],
-          deployments: [{ id: 'd', provider: 'ghost', model: 'x' }],
-          models: [{ id: 'chat', family: 'openai', context_window: 10, deployments: ['d', 'nowhere'] }],
-          routing: { tiers: { tier_1: ['chat'], tier_2: ['unknown'] } },
-        },
-        'gateway.yaml',
-        {},
-      );
-    } catch (e) {
-      error = e as CatalogError;
-    }
-    expect(error!.problems).toEqual([
+    const error = catalogError({
+      providers: [{ id: 'up', type: 'openai', api_key_env: 'MISSING_KEY' }],
+      deployments: [{ id: 'd', provider: 'ghost', model: 'x' }],
+      models: [{ id: 'chat', family: 'openai', context_window: 10, deployments: ['d', 'nowhere'] }],
+      routing: { tiers: { tier_1: ['chat'], tier_2: ['unknown'] } },
+    });
+    expect(error.problems).toEqual([
       'provider "up": base_url is required for type openai',
       'provider "up": environment variable MISSING_KEY is not set',
       'deployment "d": unknown provider "ghost"',
@@ -153,7 +216,7 @@ describe('catalog', () => {
       'routing.tiers.tier_2: unknown model "unknown"',
       'routing.tiers.tier_3: missing (auto_routing needs a model per tier)',
     ]);
-    expect(error!.message).toContain('gateway.yaml');
+    expect(error.message).toContain('gateway.yaml');
   });
 
   it('holds the local models with nothing configured, and OpenAI / Anthropic once their key is set', () => {
@@ -177,5 +240,6 @@ describe('the example gateway config', () => {
     const catalog = loadCatalog({ ...env, GATEWAY_CONFIG: new URL('../../examples/gateway.yaml', import.meta.url).pathname });
     expect(catalog.models.get('gloo-openai-gpt-5-mini')!.deployments).toEqual(['openai-gpt-5-mini', 'azure-gpt-5-mini']);
     expect(catalog.deployments.get('azure-gpt-5-mini')!.max_concurrent).toBe(64);
+    expect(catalog.fallbacks.get('gloo-open-source-llama-3.3-70b')!.fallbacks.map((m) => m.id)).toEqual(['gloo-openai-gpt-5-mini', 'gloo-anthropic-claude-haiku-4.5']);
   });
 });

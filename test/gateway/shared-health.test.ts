@@ -4,8 +4,9 @@ import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { afterAll, expect, it } from 'vitest';
 import { buildCatalog } from '../../server/gateway/catalog.js';
+import type { TrialGate } from '../../server/gateway/circuit-trials.js';
 import { DeploymentHealth } from '../../server/gateway/health.js';
-import { CIRCUIT_HASH, shareHealth } from '../../server/gateway/shared-health.js';
+import { CIRCUIT_HASH, shareHealth, sharedTrialGate, TRIAL_KEY } from '../../server/gateway/shared-health.js';
 import { connectRedis, type RedisConnections } from '../../server/storage/redis.js';
 import { describeRedis, TEST_REDIS_URL } from '../support/redis.js';
 
@@ -29,6 +30,7 @@ const stops: (() => Promise<void>)[] = [];
 afterAll(async () => {
   for (const stop of stops) await stop();
   await connections[0]?.client.hdel(CIRCUIT_HASH, deployment);
+  await connections[0]?.client.del(`${TRIAL_KEY}:${deployment}`);
   for (const c of connections) await c.close();
 });
 
@@ -68,5 +70,21 @@ describeRedis('circuit state shared through Redis', () => {
     expect(a.circuit(deployment)).toBe('closed');
     await eventually(() => b.circuit(deployment) === 'closed' && c.circuit(deployment) === 'closed');
     expect(await connections[0].client.hexists(CIRCUIT_HASH, deployment)).toBe(0);
+  });
+});
+
+describeRedis('trial calls shared through Redis', () => {
+  it('lets one instance make each trial call of a slot, and another once the slot is over', async () => {
+    const gates: TrialGate[] = [];
+    for (let i = 0; i < 3; i++) {
+      const redis = await connectRedis(TEST_REDIS_URL, log);
+      connections.push(redis);
+      gates.push(sharedTrialGate(redis, log));
+    }
+    const taken = await Promise.all(gates.map((gate) => gate(deployment, 200)));
+    expect(taken.filter(Boolean)).toHaveLength(1);
+    expect(await gates[1](deployment, 200)).toBe(false);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    expect(await gates[2](deployment, 200)).toBe(true);
   });
 });

@@ -67,6 +67,7 @@ beforeEach(() => {
     // Paced, so the words before a fault reach the gateway before the fault does.
     u.config.chunkIntervalMs = 5;
     u.config.spaceAfterWords = false;
+    u.config.repeatWords = 0;
   }
 });
 
@@ -185,13 +186,27 @@ describe.each(dialects)('$name upstream', ({ upstream, model, opening }) => {
 });
 
 describe('resuming on upstreams that continue a prefix differently', () => {
-  it('skips OpenAI itself (prefix none) and resumes on Anthropic with the prefix trimmed of its trailing space', async () => {
+  it('asks OpenAI itself (prefix none) for the rest of the quoted answer in a user turn', async () => {
+    fallback.faults.push({ type: 'cut', afterChunks: 4 });
+    // It repeats the last words it is shown before going on: trimmed.
+    openai.config.repeatWords = 2;
+    const { chunks, done, text } = await readStream(await chat(ask('fb-oa-an', { stream: true })));
+    expect([text, done, finishReasons(chunks)]).toEqual([ANSWER, true, ['stop']]);
+    expect([openai.requests.length, anthropic.requests.length]).toEqual([1, 0]);
+    const sent = openai.requests[0].body.messages;
+    expect(sent.map((m: { role: string }) => m.role)).toEqual(['system', 'user', 'user']);
+    expect(sent.at(-1).content).toMatch(/<<<\nThe quick/);
+    expect(chunks.at(-1).provider).toBe('oa');
+  });
+
+  it('resumes on Anthropic with the prefix trimmed of its trailing space', async () => {
     // Pieces "The ", "quick ", …: the text cut off ends in a space, which Anthropic refuses in a prefill.
     fallback.config.spaceAfterWords = true;
     fallback.faults.push({ type: 'cut', afterChunks: 4 });
+    openai.faults.push({ type: 'unavailable' });
     const { chunks, done, text } = await readStream(await chat(ask('fb-oa-an', { stream: true })));
     expect([text, done, finishReasons(chunks)]).toEqual([ANSWER, true, ['stop']]);
-    expect(openai.requests).toHaveLength(0);
+    expect(openai.requests).toHaveLength(1);
     expect(anthropic.requests).toHaveLength(1);
     // The words before the cut ("The quick …"), sent without the space the client already has.
     const prefill = anthropic.requests[0].body.messages.at(-1);

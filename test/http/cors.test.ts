@@ -69,7 +69,7 @@ describe('with allowed origins', () => {
     expect(ok.status).toBe(200);
     expect(ok.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
     const exposed = ok.headers.get('access-control-expose-headers')!.toLowerCase().split(/\s*,\s*/);
-    for (const name of ['x-trace-id', 'idempotent-replayed', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'deprecation', 'sunset', 'x-sources-returned']) {
+    for (const name of ['x-trace-id', 'idempotent-replayed', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'deprecation', 'sunset', 'x-sources-returned', 'x-gateway-route']) {
       expect(exposed).toContain(name);
     }
     const unauthorized = await platform.api('/ai/v2/models', { key: null, headers: { origin: 'https://app.example.com' } });

@@ -39,6 +39,7 @@ describe('grounded responses', () => {
     const body = await res.json();
     expect(res.status, JSON.stringify(body)).toBe(200);
     expect(contractProblems('createGroundedResponse', 200, body)).toEqual([]);
+    expect(res.headers.get('x-gateway-route')).toBe('model=local-chat; deployment=local-chat; outcome=ok');
     expect(body.sources_returned).toBe(true);
     // Three passages pass the threshold: the limit keeps the best two.
     expect(body.citations).toHaveLength(2);
@@ -71,6 +72,7 @@ describe('grounded responses', () => {
     const res = await ask({ input: 'How can families with small children keep the Sabbath?', stream: true, certainty_threshold: 0.5 });
     expect(res.status).toBe(200);
     expect(res.headers.get('x-sources-returned')).toBe('true');
+    expect(res.headers.get('x-gateway-route')).toBe('model=local-chat; deployment=local-chat; outcome=ok');
     const events = await readEvents(res);
     for (const e of events) expect(eventProblems('createGroundedResponse', e.data), JSON.stringify(e).slice(0, 400)).toEqual([]);
     const added = events.filter((e) => e.event === 'response.output_text.annotation.added');

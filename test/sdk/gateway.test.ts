@@ -70,6 +70,17 @@ describe('guarded chat completions through the SDK', () => {
     expect(response.status).toBe(200);
   });
 
+  it('tells the route the answer took (X-Gateway-Route): each upstream attempt, plain and streamed', async () => {
+    const attempt = { model: 'local-chat', deployment: 'local-chat', outcome: 'ok' };
+    const { route } = await sdk.createGuardedChatCompletion({ body: { model: 'local-chat', messages } }).withResponse();
+    expect(route).toEqual([attempt]);
+    const stream = await sdk.createGuardedChatCompletion({ body: { model: 'local-chat', messages, stream: true } });
+    expect(stream.route).toEqual([attempt]);
+    await stream.collect();
+    // Not an inference answer: no route.
+    expect((await sdk.management.health().withResponse()).route).toBeUndefined();
+  });
+
   it('auto-routes and echoes the tradition', async () => {
     const data = await sdk.createGuardedChatCompletion({ body: { auto_routing: true, tradition: 'catholic', messages } });
     expect(data).toMatchObject({ model: 'local-chat', routing_mechanism: 'auto_routing', routing_tier: 'tier_1', tradition: 'catholic', auto_routing: true });

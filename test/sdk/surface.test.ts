@@ -96,6 +96,7 @@ describe('resource namespaces', () => {
       'management.agents.delete': 'deleteAgent',
       'management.health': 'getHealth',
       'management.metrics': 'getMetrics',
+      'management.gateway.deployments': 'listGatewayDeployments',
     });
   });
 

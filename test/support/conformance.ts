@@ -23,7 +23,7 @@ export interface ObservedResponse {
  * Headers that carry platform semantics and so must be declared where they are sent.
  * Transport headers (Content-Length, Connection, Date, Vary, ...) are HTTP's business.
  */
-const PLATFORM_HEADERS = ['x-trace-id', 'x-request-id', 'idempotent-replayed', 'deprecation', 'sunset', 'link', 'retry-after', 'x-sources-returned', 'allow', 'www-authenticate', 'x-should-retry'];
+const PLATFORM_HEADERS = ['x-trace-id', 'x-request-id', 'idempotent-replayed', 'deprecation', 'sunset', 'link', 'retry-after', 'x-sources-returned', 'x-gateway-route', 'allow', 'www-authenticate', 'x-should-retry'];
 const isPlatformHeader = (name: string) => PLATFORM_HEADERS.includes(name) || name.startsWith('x-ratelimit-');
 
 type Json = Record<string, any>;

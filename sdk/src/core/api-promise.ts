@@ -1,7 +1,7 @@
 // The value every operation returns: a Promise of the parsed data that can also give the
 // raw response (`withResponse()`); for cursor-paginated lists, also an async iterable of
 // every item across pages.
-import { parseRateLimit, traceIdOf, type RateLimitInfo } from './headers.js';
+import { parseRateLimit, routeOf, traceIdOf, type RateLimitInfo, type RouteAttempt } from './headers.js';
 
 export interface WithResponse<T> {
   data: T;
@@ -10,6 +10,8 @@ export interface WithResponse<T> {
   traceId: string | undefined;
   /** `X-RateLimit-*` of the answer, when sent. */
   rateLimit: RateLimitInfo | undefined;
+  /** Inference answers: every upstream attempt the gateway made (`X-Gateway-Route`): who answered, after what. */
+  route: RouteAttempt[] | undefined;
 }
 
 /**
@@ -28,6 +30,9 @@ export function withResponse<T>(data: T, headers: Headers, response: () => Respo
     },
     get rateLimit() {
       return parseRateLimit(headers);
+    },
+    get route() {
+      return routeOf(headers);
     },
   };
 }

@@ -45,3 +45,23 @@ export function parseRateLimit(headers: Headers): RateLimitInfo | undefined {
 export function traceIdOf(headers: Headers): string | undefined {
   return headers.get('x-trace-id') ?? undefined;
 }
+
+/** One upstream attempt of an inference answer's route: the catalog model, the deployment, and `ok` or how it failed. */
+export interface RouteAttempt {
+  model: string;
+  deployment: string;
+  outcome: string;
+}
+
+/**
+ * `X-Gateway-Route` of an inference answer (`model=…; deployment=…; outcome=…, …`): every
+ * upstream attempt the gateway made, in order; undefined when the answer has none.
+ */
+export function routeOf(headers: Headers): RouteAttempt[] | undefined {
+  const value = headers.get('x-gateway-route');
+  if (!value) return undefined;
+  return value.split(',').map((attempt) => {
+    const fields = new Map(attempt.split(';').map((field) => field.trim().split('=', 2) as [string, string]));
+    return { model: fields.get('model') ?? '', deployment: fields.get('deployment') ?? '', outcome: fields.get('outcome') ?? '' };
+  });
+}

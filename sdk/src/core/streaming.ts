@@ -15,7 +15,7 @@ import type {
   ResponseUsage,
 } from '../../../generated/client/types.gen.js';
 import { APIConnectionError, APIUserAbortError, makeStreamError, PlatformError, type APIError } from './errors.js';
-import { traceIdOf } from './headers.js';
+import { routeOf, traceIdOf, type RouteAttempt } from './headers.js';
 import { readJsonLines, readServerSentEvents, type Reading, type ServerSentEvent } from './sse.js';
 import type { IdleTimer } from './timeouts.js';
 
@@ -62,6 +62,14 @@ export abstract class Stream<T> implements AsyncIterable<T> {
   /** `X-Trace-Id` of the streaming response. */
   get traceId(): string | undefined {
     return traceIdOf(this.response.headers);
+  }
+
+  /**
+   * The upstream attempts the gateway made before the stream's first event
+   * (`X-Gateway-Route`); a stream resumed later names who finished it on its last chunk.
+   */
+  get route(): RouteAttempt[] | undefined {
+    return routeOf(this.response.headers);
   }
 
   /** Grounded streams: whether any source was retrieved (`X-Sources-Returned`), when the server says. */

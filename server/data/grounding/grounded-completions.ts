@@ -16,9 +16,10 @@ type Schemas = components['schemas'];
 export type GroundedBody = Schemas['GroundedChatCompletionRequest'];
 type StreamEvent = Schemas['ChatCompletionStreamEvent'];
 
+/** `headers`: the route the answer took. */
 export type GroundedAnswer =
-  | { kind: 'json'; body: Schemas['GroundedChatCompletion'] }
-  | { kind: 'stream'; stream: AsyncIterable<StreamEvent> };
+  | { kind: 'json'; body: Schemas['GroundedChatCompletion']; headers: Record<string, string> }
+  | { kind: 'stream'; stream: AsyncIterable<StreamEvent>; headers: Record<string, string> };
 
 /** The contract's defaults (the validator checks the values but does not fill them in). */
 export const GROUNDING_DEFAULTS = { sources_limit: 3, certainty: 0.75 } as const;
@@ -59,9 +60,9 @@ export class GroundedCompletions {
     const answer = await this.completions.create(grounded, ctx, { inputChecked: true });
     const sourcesReturned = sources.length > 0;
     if (answer.kind === 'json') {
-      return { kind: 'json', body: { ...answer.body, sources_returned: sourcesReturned, ...(cite ? { citations: sources } : {}) } };
+      return { kind: 'json', body: { ...answer.body, sources_returned: sourcesReturned, ...(cite ? { citations: sources } : {}) }, headers: answer.headers };
     }
-    return { kind: 'stream', stream: withCitations(answer.stream, sourcesReturned, cite ? sources : []) };
+    return { kind: 'stream', stream: withCitations(answer.stream, sourcesReturned, cite ? sources : []), headers: answer.headers };
   }
 }
 

@@ -29,5 +29,5 @@ class HandlerCompletionContext extends LogsThrough implements CompletionContext 
 
 export async function chatAnswer(ctx: RequestContext, body: ChatCompletionBody, mode: CompletionContext['mode']) {
   const answer = await ctx.services.inference.completions.create(body, completionContext(ctx, mode));
-  return answer.kind === 'json' ? ({ status: 200, body: answer.body } as const) : ({ status: 200, stream: answer.stream } as const);
+  return answer.kind === 'json' ? ({ status: 200, body: answer.body, headers: answer.headers } as const) : ({ status: 200, stream: answer.stream, headers: answer.headers } as const);
 }

@@ -16,5 +16,5 @@ export function responseContext(ctx: RequestContext, mode: ResponseContext['mode
 
 export async function responseAnswer(ctx: RequestContext, body: ResponseBody, mode: ResponseContext['mode']) {
   const answer = await ctx.services.responses.create(body, responseContext(ctx, mode));
-  return answer.kind === 'json' ? ({ status: 200, body: answer.body } as const) : ({ status: 200, stream: answer.stream } as const);
+  return answer.kind === 'json' ? ({ status: 200, body: answer.body, headers: answer.headers } as const) : ({ status: 200, stream: answer.stream, headers: answer.headers } as const);
 }
