@@ -43,7 +43,10 @@ const frame = (data: { type: string } & Record<string, unknown>) => `event: ${da
 
 const dialect: Dialect = {
   errorBody: (kind, message) => ({ type: 'error', error: { type: ERRORS[kind].type, message: message || ERRORS[kind].message } }),
-  errorFrame: (kind) => frame({ type: 'error', error: ERRORS[STREAM_ERRORS[kind]] }),
+  errorFrame: (kind, message) => {
+    const error = ERRORS[STREAM_ERRORS[kind]];
+    return frame({ type: 'error', error: { ...error, message: message || error.message } });
+  },
   malformedFrame: 'event: content_block_delta\ndata: {not json\n\n',
   pingFrame: frame({ type: 'ping' }),
   openingFrames: 2,

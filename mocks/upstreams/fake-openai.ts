@@ -55,7 +55,10 @@ const STREAM_ERRORS: Record<StreamErrorKind, ErrorKind> = { rate_limit: 'rate_li
 
 const dialect: Dialect = {
   errorBody: (kind, message) => ({ error: { ...ERRORS[kind], message: message || ERRORS[kind].message, param: null } }),
-  errorFrame: (kind) => `data: ${JSON.stringify({ error: ERRORS[STREAM_ERRORS[kind]] })}\n\n`,
+  errorFrame: (kind, message) => {
+    const error = ERRORS[STREAM_ERRORS[kind]];
+    return `data: ${JSON.stringify({ error: { ...error, message: message || error.message } })}\n\n`;
+  },
   malformedFrame: 'data: {not json\n\n',
   pingFrame: ': keep-alive\n\n',
   openingFrames: 1,

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { PREFIX_MODES, type PrefixMode, type ProviderKind } from '../providers/types.js';
+import { ImageUrlPolicy } from './image-urls.js';
 
 export const MODEL_FAMILIES = ['openai', 'anthropic', 'google', 'open source', 'local'] as const;
 export type ModelFamily = (typeof MODEL_FAMILIES)[number];
@@ -137,6 +138,13 @@ const configSchema = z.object({
         .optional(),
     })
     .default({ rules: true }),
+  /** Image URLs of requests (image-urls.ts): https and data:image only, public hosts unless allowed here. */
+  image_urls: z
+    .object({
+      allow_private_hosts: z.boolean().default(false),
+      allow_hosts: z.array(z.string().min(1)).default([]),
+    })
+    .default({ allow_private_hosts: false, allow_hosts: [] }),
 });
 
 export type GatewayFileConfig = z.infer<typeof configSchema>;
@@ -163,6 +171,8 @@ export interface Catalog {
   failover: GatewayFileConfig['failover'];
   circuit: GatewayFileConfig['circuit'];
   guardrails: GatewayFileConfig['guardrails'];
+  /** Which image URLs may reach an upstream. */
+  imageUrls: ImageUrlPolicy;
 }
 
 export class CatalogError extends Error {
@@ -268,6 +278,7 @@ export function buildCatalog(raw: unknown, source: string, env: NodeJS.ProcessEn
     failover: config.failover,
     circuit: config.circuit,
     guardrails: config.guardrails,
+    imageUrls: new ImageUrlPolicy(config.image_urls),
   };
 }
 

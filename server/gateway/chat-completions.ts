@@ -124,6 +124,7 @@ export class ChatCompletions {
     if (guarded && !messages.some((m) => m.role === 'user')) {
       throw new ApiError('NO_USER_MESSAGE', 'messages must contain at least one message with role "user".', { param: 'messages' });
     }
+    this.gateway.catalog.imageUrls.check(messages, (i, j) => `messages[${i}].content[${j}].image_url.url`);
     const request = providerRequest(body, guarded ? withTradition(messages, body.tradition) : messages);
     const plan = planRoute(this.gateway.catalog, guarded ? body : { model: body.model }, requestFeatures(request));
     return { messages, request, plan };

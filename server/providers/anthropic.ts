@@ -2,6 +2,7 @@
 // `POST /v1/messages` and the answer (plain or streamed) back.
 import { createHttpClient, streamError, type JsonCall } from './http-client.js';
 import { cannotContinue, prefixRefused, TrimmedPrefix } from './prefix.js';
+import { Redactor } from './redact.js';
 import { openOnFirstPull, readSse, type SseTranslator } from './sse-reader.js';
 import {
   ProviderError,
@@ -51,7 +52,7 @@ interface WireAnswer {
 const DEFAULT_MAX_TOKENS = 4096;
 
 export function createAnthropicProvider(options: AnthropicOptions): Provider {
-  const http = createHttpClient(options.baseUrl);
+  const http = createHttpClient(options.baseUrl, new Redactor([options.apiKey]));
   const headers: Record<string, string> = { 'anthropic-version': options.version ?? '2023-06-01' };
   if (options.apiKey) headers['x-api-key'] = options.apiKey;
   const messagesCall = (request: ChatRequest, prefill: TrimmedPrefix | undefined, stream: boolean): JsonCall => ({
@@ -79,7 +80,7 @@ export function createAnthropicProvider(options: AnthropicOptions): Provider {
         const upstream = await http.stream(messagesCall(request, prefill, true), ctx).catch((err: unknown) => {
           throw prefixRefused(err, request);
         });
-        return readSse(upstream, messagesTranslator(prefill), 'upstream stream closed before message_stop');
+        return readSse(upstream, messagesTranslator(prefill, http.redact), 'upstream stream closed before message_stop');
       });
     },
 
@@ -242,7 +243,7 @@ interface WireStreamEvent {
 }
 
 /** One stream's Messages events as chat events; `message_stop` ends it with the stop reason and usage. */
-function messagesTranslator(prefill: TrimmedPrefix | undefined): SseTranslator {
+function messagesTranslator(prefill: TrimmedPrefix | undefined, redact: Redactor): SseTranslator {
   // Content block index → OpenAI tool-call index (tool_use blocks counted from 0).
   const toolIndex = new Map<number, number>();
   let promptUsage = 0;
@@ -291,7 +292,7 @@ function messagesTranslator(prefill: TrimmedPrefix | undefined): SseTranslator {
         if (!sawOutput && !stopReason) throw new ProviderError('empty_stream', 'upstream stream ended without any output');
         return { type: 'finish', finishReason: finishReason(stopReason), usage: { promptTokens: promptUsage, completionTokens } };
       case 'error':
-        throw streamError(event.error);
+        throw streamError(event.error, redact);
       default:
         // ping, content_block_stop and unknown future events carry nothing we need (and meet no deadline).
         return undefined;

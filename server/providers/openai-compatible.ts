@@ -3,6 +3,7 @@
 // auth header and whether `usage` is reported, so one adapter serves them all.
 import { createHttpClient, streamError, type JsonCall } from './http-client.js';
 import { cannotContinue, prefixRefused } from './prefix.js';
+import { Redactor } from './redact.js';
 import { openOnFirstPull, readSse, type SseTranslator } from './sse-reader.js';
 import {
   ProviderError,
@@ -52,7 +53,7 @@ interface WireChunk {
 }
 
 export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions): Provider {
-  const http = createHttpClient(options.baseUrl);
+  const http = createHttpClient(options.baseUrl, new Redactor([options.apiKey]));
   const headers: Record<string, string> = { ...options.headers };
   if (options.apiKey) {
     if (options.azure) headers['api-key'] = options.apiKey;
@@ -89,7 +90,7 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
         const upstream = await http.stream(chatCall(request, true), ctx).catch((err: unknown) => {
           throw prefixRefused(err, request);
         });
-        return readSse(upstream, chatTranslator(), 'upstream stream closed before [DONE]');
+        return readSse(upstream, chatTranslator(http.redact), 'upstream stream closed before [DONE]');
       });
     },
 
@@ -181,7 +182,7 @@ function usage(wire: WireUsage | null | undefined): Usage | undefined {
 }
 
 /** One stream's chunks as chat events; `[DONE]` ends it with the finish reason and usage. */
-function chatTranslator(): SseTranslator {
+function chatTranslator(redact: Redactor): SseTranslator {
   let finish: string | undefined;
   let finalUsage: Usage | undefined;
   let sawOutput = false;
@@ -191,7 +192,7 @@ function chatTranslator(): SseTranslator {
       // The usage chunk follows the finish_reason chunk, so `finish` waits for [DONE].
       return { type: 'finish', finishReason: finishReason(finish), ...(finalUsage ? { usage: finalUsage } : {}) };
     }
-    const chunk = parseChunk(data);
+    const chunk = parseChunk(data, redact);
     if (chunk.usage) {
       finalUsage = usage(chunk.usage);
       progress();
@@ -216,7 +217,7 @@ function chatTranslator(): SseTranslator {
   };
 }
 
-function parseChunk(data: string): WireChunk {
+function parseChunk(data: string, redact: Redactor): WireChunk {
   let chunk: WireChunk;
   try {
     chunk = JSON.parse(data) as WireChunk;
@@ -224,7 +225,7 @@ function parseChunk(data: string): WireChunk {
     throw new ProviderError('malformed_stream', 'upstream sent a chunk that is not JSON', { cause: err });
   }
   if (typeof chunk !== 'object' || chunk === null) throw new ProviderError('malformed_stream', 'upstream sent a non-object chunk');
-  if (chunk.error !== undefined) throw streamError(chunk.error);
+  if (chunk.error !== undefined) throw streamError(chunk.error, redact);
   if (!Array.isArray(chunk.choices)) throw new ProviderError('malformed_stream', 'upstream chunk has no choices');
   return chunk;
 }
