@@ -295,6 +295,25 @@ export type RequestMetadata = {
     [key: string]: string;
 };
 
+/**
+ * A prompt-cache breakpoint (Anthropic's `cache_control`): the prompt up to and
+ * including this part (or the message's last part) is cached by the upstream, and a
+ * later request starting with the same prefix reads it at the cached-input price
+ * (`usage.prompt_tokens_details`). Sent to Anthropic deployments; others cache
+ * repeated prefixes by themselves and do not receive it.
+ *
+ */
+export type CacheControl = {
+    /**
+     * Breakpoint kind: always `ephemeral`.
+     */
+    type: 'ephemeral';
+    /**
+     * How long the upstream keeps the cached prefix (5 minutes when absent); writes kept an hour cost more.
+     */
+    ttl?: '5m' | '1h';
+};
+
 export type ChatContentPartText = {
     /**
      * Content part kind: always `text`.
@@ -304,6 +323,10 @@ export type ChatContentPartText = {
      * Text of this part of the message.
      */
     text: string;
+    /**
+     * Cache the prompt up to and including this part (Anthropic).
+     */
+    cache_control?: CacheControl;
 };
 
 export type ChatContentPartImage = {
@@ -316,7 +339,10 @@ export type ChatContentPartImage = {
      */
     image_url: {
         /**
-         * HTTPS URL or `data:` URL of the image.
+         * HTTPS URL or base64 `data:image/…` URL of the image. Any other scheme, and an
+         * https URL whose host is loopback, private or link-local (however written),
+         * is 400 `INVALID_REQUEST` unless the gateway config allows it.
+         *
          */
         url: string;
         /**
@@ -324,6 +350,10 @@ export type ChatContentPartImage = {
          */
         detail?: 'auto' | 'low' | 'high';
     };
+    /**
+     * Cache the prompt up to and including this image (Anthropic).
+     */
+    cache_control?: CacheControl;
 };
 
 export type ChatContentPart = ChatContentPartText | ChatContentPartImage;
@@ -379,6 +409,10 @@ export type ChatMessage = {
      * For `role: tool`, the id of the tool call answered.
      */
     tool_call_id?: string;
+    /**
+     * Cache the prompt up to the end of this message (Anthropic; on its last part).
+     */
+    cache_control?: CacheControl;
 };
 
 export type FunctionDefinition = {
@@ -493,6 +527,13 @@ export type ChatCompletionRequestCommon = {
      * End-user identifier for abuse monitoring.
      */
     user?: string;
+    /**
+     * OpenAI's prompt-cache routing key: requests that share a long prefix and this key
+     * are sent to the same cache, raising the share of cached input. Passed to
+     * OpenAI-compatible deployments; Anthropic's caching is asked for with `cache_control`.
+     *
+     */
+    prompt_cache_key?: string;
     /**
      * Up to 16 string key/value pairs of yours, recorded with the request (logs) for your own correlation.
      */
@@ -614,6 +655,27 @@ export type CompletionUsage = {
      * Prompt plus answer tokens.
      */
     total_tokens: number;
+    /**
+     * Present when part of the prompt was read from or written to the upstream's prompt cache.
+     */
+    prompt_tokens_details?: PromptTokensDetails;
+};
+
+/**
+ * How much of the prompt the upstream's prompt cache served. Both counts are part of
+ * `prompt_tokens` (and `input_tokens`); they are billed at the model's
+ * `cached_input_per_1m` and `cache_write_per_1m` prices instead of `input_per_1m`.
+ *
+ */
+export type PromptTokensDetails = {
+    /**
+     * Prompt tokens read from the cache (OpenAI's `cached_tokens`, Anthropic's `cache_read_input_tokens`).
+     */
+    cached_tokens: number;
+    /**
+     * Prompt tokens written to the cache (Anthropic's `cache_creation_input_tokens`; OpenAI reports none).
+     */
+    cache_write_tokens: number;
 };
 
 export type ChatCompletionResponseMessage = {
@@ -1420,6 +1482,10 @@ export type CreateResponseRequestCommon = {
      * Your identifier of the end user, for abuse monitoring; not shown to the model.
      */
     user?: string;
+    /**
+     * OpenAI's prompt-cache routing key (see the chat completion's `prompt_cache_key`), passed to OpenAI-compatible deployments.
+     */
+    prompt_cache_key?: string;
 };
 
 /**
@@ -1643,6 +1709,10 @@ export type ResponseUsage = {
          */
         reasoning_tokens?: number;
     };
+    /**
+     * Present when part of the input was read from or written to the upstream's prompt cache.
+     */
+    input_tokens_details?: PromptTokensDetails;
 };
 
 /**
@@ -2606,6 +2676,18 @@ export type Model = {
          * Price per image the model draws with the `image_generation` tool (0 for models that do not draw).
          */
         per_image?: number;
+        /**
+         * Price per one million input tokens read from the upstream's prompt cache (`prompt_tokens_details.cached_tokens`).
+         */
+        cached_input_per_1m?: number;
+        /**
+         * Price per one million input tokens written to the prompt cache for 5 minutes (`prompt_tokens_details.cache_write_tokens`).
+         */
+        cache_write_per_1m?: number;
+        /**
+         * Price per one million input tokens written to the prompt cache for an hour (`cache_control.ttl` `1h`).
+         */
+        cache_write_1h_per_1m?: number;
         /**
          * Currency of the prices: always `USD`.
          */

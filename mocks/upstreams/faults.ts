@@ -116,6 +116,12 @@ export interface FakeConfig {
   spaceAfterWords?: boolean;
   /** The model refuses: the answer text comes as `refusal` (OpenAI's structured refusal), content null. */
   refuse?: boolean;
+  /**
+   * OpenAI-compatible: automatic prompt caching, as OpenAI's: a request whose messages before
+   * the last one (with the same `prompt_cache_key`) were seen before reports their tokens as
+   * `prompt_tokens_details.cached_tokens`. (Anthropic's fake always honours `cache_control`.)
+   */
+  promptCaching?: boolean;
 }
 
 export interface FakeUpstream {
@@ -124,6 +130,8 @@ export interface FakeUpstream {
   faults: FaultQueue;
   /** Mutable: changes apply to the next request. */
   config: FakeConfig;
+  /** The prompt prefixes the fake has cached (prompt caching); clear() empties the cache. */
+  promptCache: Set<string>;
   close(): Promise<void>;
 }
 
@@ -148,11 +156,13 @@ export interface Call {
   recorded: RecordedRequest;
   fault: Fault | undefined;
   config: FakeConfig;
+  promptCache: Set<string>;
 }
 
 export async function startUpstream(dialect: Dialect, route: (call: Call) => Promise<void> | void, config: Partial<FakeConfig> = {}): Promise<FakeUpstream> {
   const requests: RecordedRequest[] = [];
   const faults = new FaultQueue();
+  const promptCache = new Set<string>();
   const fullConfig: FakeConfig = { answer: (model) => `This is a fake answer from ${model}.`, chunkIntervalMs: 0, ...config };
 
   const server = http.createServer(async (req, res) => {
@@ -168,7 +178,7 @@ export async function startUpstream(dialect: Dialect, route: (call: Call) => Pro
     };
     res.once('finish', () => (recorded.completed = true));
     requests.push(recorded);
-    const call: Call = { req, res, recorded, fault: faults.next(), config: fullConfig };
+    const call: Call = { req, res, recorded, fault: faults.next(), config: fullConfig, promptCache };
     try {
       if (fullConfig.apiKey !== undefined && dialect.apiKey(req.headers) !== fullConfig.apiKey) {
         sendError(res, dialect, 'auth', 401, 'Invalid API key');
@@ -189,6 +199,7 @@ export async function startUpstream(dialect: Dialect, route: (call: Call) => Pro
     requests,
     faults,
     config: fullConfig,
+    promptCache,
     async close() {
       server.closeAllConnections();
       server.close();

@@ -53,6 +53,28 @@ const deploymentSchema = z.object({
   image_model: z.string().min(1).optional(),
 });
 
+const price = z.number().min(0);
+/**
+ * USD per 1M tokens (per_image: per image drawn). Prompt-cache prices default to the
+ * multipliers OpenAI and Anthropic use: a cached read 0.1 × input, a cache write 1.25 ×
+ * input (2 × when kept for an hour); a cached read is never billed as full input.
+ */
+const pricingSchema = z
+  .object({
+    input_per_1m: price,
+    output_per_1m: price,
+    per_image: price.default(0),
+    cached_input_per_1m: price.optional(),
+    cache_write_per_1m: price.optional(),
+    cache_write_1h_per_1m: price.optional(),
+  })
+  .transform((p) => ({
+    ...p,
+    cached_input_per_1m: p.cached_input_per_1m ?? p.input_per_1m * 0.1,
+    cache_write_per_1m: p.cache_write_per_1m ?? p.input_per_1m * 1.25,
+    cache_write_1h_per_1m: p.cache_write_1h_per_1m ?? p.input_per_1m * 2,
+  }));
+
 const capabilitiesSchema = z.object({
   tools: z.boolean().default(false),
   reasoning: z.boolean().default(false),
@@ -71,10 +93,7 @@ const modelSchema = z.object({
   dimensions: z.number().int().positive().optional(),
   shortenable: z.boolean().default(false),
   capabilities: capabilitiesSchema.default({ tools: false, reasoning: false, vision: false, streaming: true, image_generation: false }),
-  // per_image: USD per image the model draws with the image_generation tool.
-  pricing: z
-    .object({ input_per_1m: z.number().min(0), output_per_1m: z.number().min(0), per_image: z.number().min(0).default(0) })
-    .default({ input_per_1m: 0, output_per_1m: 0, per_image: 0 }),
+  pricing: pricingSchema.default({ input_per_1m: 0, output_per_1m: 0, per_image: 0, cached_input_per_1m: 0, cache_write_per_1m: 0, cache_write_1h_per_1m: 0 }),
   deprecated: z.boolean().default(false),
   deployments: z.array(id).min(1),
 });
@@ -282,6 +301,9 @@ export function buildCatalog(raw: unknown, source: string, env: NodeJS.ProcessEn
   };
 }
 
+/** OpenAI's prompt caching: a cached read at a tenth of input; writes cost nothing extra (it reports none). */
+const OPENAI_CACHE = (input: number) => ({ cached_input_per_1m: input / 10, cache_write_per_1m: input, cache_write_1h_per_1m: input });
+
 const LOCAL_CHAT = {
   id: 'local-chat',
   family: 'local',
@@ -322,8 +344,8 @@ export function defaultConfig(env: NodeJS.ProcessEnv): unknown {
       { id: 'openai-text-embedding-3-small', provider: 'openai', model: 'text-embedding-3-small' },
     );
     models.push(
-      { id: 'gloo-openai-gpt-5-mini', family: 'openai', context_window: 400_000, max_output_tokens: 128_000, capabilities: openai, pricing: { input_per_1m: 0.25, output_per_1m: 2, per_image: 0.04 }, deployments: ['openai-gpt-5-mini'] },
-      { id: 'gloo-openai-gpt-5', family: 'openai', context_window: 400_000, max_output_tokens: 128_000, capabilities: openai, pricing: { input_per_1m: 1.25, output_per_1m: 10, per_image: 0.04 }, deployments: ['openai-gpt-5'] },
+      { id: 'gloo-openai-gpt-5-mini', family: 'openai', context_window: 400_000, max_output_tokens: 128_000, capabilities: openai, pricing: { input_per_1m: 0.25, output_per_1m: 2, per_image: 0.04, ...OPENAI_CACHE(0.25) }, deployments: ['openai-gpt-5-mini'] },
+      { id: 'gloo-openai-gpt-5', family: 'openai', context_window: 400_000, max_output_tokens: 128_000, capabilities: openai, pricing: { input_per_1m: 1.25, output_per_1m: 10, per_image: 0.04, ...OPENAI_CACHE(1.25) }, deployments: ['openai-gpt-5'] },
       { id: 'gloo-openai-text-embedding-3-small', family: 'openai', type: 'embedding', context_window: 8_191, dimensions: 1_536, shortenable: true, pricing: { input_per_1m: 0.02, output_per_1m: 0 }, deployments: ['openai-text-embedding-3-small'] },
     );
     tiers.tier_1.push('gloo-openai-gpt-5-mini');
@@ -338,8 +360,8 @@ export function defaultConfig(env: NodeJS.ProcessEnv): unknown {
       { id: 'anthropic-claude-sonnet-4.5', provider: 'anthropic', model: 'claude-sonnet-4-5' },
     );
     models.push(
-      { id: 'gloo-anthropic-claude-haiku-4.5', family: 'anthropic', context_window: 200_000, max_output_tokens: 64_000, capabilities: vision, pricing: { input_per_1m: 1, output_per_1m: 5 }, deployments: ['anthropic-claude-haiku-4.5'] },
-      { id: 'gloo-anthropic-claude-sonnet-4.5', family: 'anthropic', context_window: 200_000, max_output_tokens: 64_000, capabilities: vision, pricing: { input_per_1m: 3, output_per_1m: 15 }, deployments: ['anthropic-claude-sonnet-4.5'] },
+      { id: 'gloo-anthropic-claude-haiku-4.5', family: 'anthropic', context_window: 200_000, max_output_tokens: 64_000, capabilities: vision, pricing: { input_per_1m: 1, output_per_1m: 5, cached_input_per_1m: 0.1, cache_write_per_1m: 1.25, cache_write_1h_per_1m: 2 }, deployments: ['anthropic-claude-haiku-4.5'] },
+      { id: 'gloo-anthropic-claude-sonnet-4.5', family: 'anthropic', context_window: 200_000, max_output_tokens: 64_000, capabilities: vision, pricing: { input_per_1m: 3, output_per_1m: 15, cached_input_per_1m: 0.3, cache_write_per_1m: 3.75, cache_write_1h_per_1m: 6 }, deployments: ['anthropic-claude-sonnet-4.5'] },
     );
     tiers.tier_1.push('gloo-anthropic-claude-haiku-4.5');
     tiers.tier_2.push('gloo-anthropic-claude-sonnet-4.5');

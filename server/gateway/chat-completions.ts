@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { components } from '../../generated/types/openapi.js';
 import { ApiError } from '../errors.js';
 import { LogsThrough } from '../logging.js';
-import type { ChatMessage, ChatRequest, ChatStreamEvent, ResponseFormat, ToolChoice, ToolDefinition } from '../providers/types.js';
+import type { ChatMessage, ChatRequest, ChatStreamEvent, ResponseFormat, ToolChoice, ToolDefinition, Usage } from '../providers/types.js';
 import { streamUsage, type CallScope, type ChatCall, type GatewayService, type GatewayStream, type Served } from './gateway-service.js';
 import type { Guardrails, StreamModeration } from './guardrails.js';
 import { planRoute, requestFeatures, type RoutePlan, type RouteSelector } from './routing.js';
@@ -268,6 +268,7 @@ function providerRequest(body: ChatCompletionBody, messages: ChatMessage[]): Omi
     parallelToolCalls: body.parallel_tool_calls,
     responseFormat: body.response_format,
     user: body.user,
+    promptCacheKey: body.prompt_cache_key,
   };
 }
 
@@ -283,7 +284,14 @@ function routingFacts(plan: RoutePlan, served: Served, tradition: Tradition | nu
   } as const;
 }
 
-function usageOf(usage: { promptTokens: number; completionTokens: number }) {
-  return { prompt_tokens: usage.promptTokens, completion_tokens: usage.completionTokens, total_tokens: usage.promptTokens + usage.completionTokens };
+/** OpenAI's usage; `prompt_tokens_details` when part of the prompt was read from or written to a prompt cache. */
+function usageOf(usage: Usage) {
+  const { cachedTokens = 0, cacheWriteTokens = 0 } = usage;
+  return {
+    prompt_tokens: usage.promptTokens,
+    completion_tokens: usage.completionTokens,
+    total_tokens: usage.promptTokens + usage.completionTokens,
+    ...(cachedTokens || cacheWriteTokens ? { prompt_tokens_details: { cached_tokens: cachedTokens, cache_write_tokens: cacheWriteTokens } } : {}),
+  };
 }
 

@@ -1,6 +1,7 @@
 // Adapter for every OpenAI-compatible upstream: OpenAI, Azure deployments, vLLM, Ollama,
 // Together, Groq, Gemini's compatible endpoint, OpenRouter. They differ only by base URL,
 // auth header and whether `usage` is reported, so one adapter serves them all.
+import { hasCacheControl, withoutCacheControl } from './cache-control.js';
 import { createHttpClient, streamError, type JsonCall } from './http-client.js';
 import { cannotContinue, prefixRefused } from './prefix.js';
 import { Redactor } from './redact.js';
@@ -32,6 +33,7 @@ export interface OpenAICompatibleOptions {
 interface WireUsage {
   prompt_tokens?: number;
   completion_tokens?: number;
+  prompt_tokens_details?: { cached_tokens?: number } | null;
   completion_tokens_details?: { reasoning_tokens?: number } | null;
 }
 
@@ -130,7 +132,8 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
 
 function chatBody(request: ChatRequest, stream: boolean): Record<string, unknown> {
   const prefix = request.assistantPrefix;
-  let messages: unknown[] = request.messages;
+  // Breakpoints are Anthropic's: OpenAI refuses unknown message fields.
+  let messages: unknown[] = request.messages.some(hasCacheControl) ? request.messages.map(withoutCacheControl) : request.messages;
   if (prefix) {
     // A plain trailing assistant message gets a fresh reply from OpenAI: each upstream has its own flag.
     if (prefix.mode === 'none') throw cannotContinue();
@@ -151,6 +154,7 @@ function chatBody(request: ChatRequest, stream: boolean): Record<string, unknown
     response_format: request.responseFormat,
     reasoning_effort: request.reasoningEffort,
     user: request.user,
+    prompt_cache_key: request.promptCacheKey,
     ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
     ...(vllm ? { continue_final_message: true, add_generation_prompt: false } : {}),
   };
@@ -178,7 +182,13 @@ function finishReason(reason: string | null | undefined): FinishReason {
 function usage(wire: WireUsage | null | undefined): Usage | undefined {
   if (!wire) return undefined;
   const reasoning = wire.completion_tokens_details?.reasoning_tokens;
-  return { promptTokens: wire.prompt_tokens ?? 0, completionTokens: wire.completion_tokens ?? 0, ...(reasoning ? { reasoningTokens: reasoning } : {}) };
+  const cached = wire.prompt_tokens_details?.cached_tokens;
+  return {
+    promptTokens: wire.prompt_tokens ?? 0,
+    completionTokens: wire.completion_tokens ?? 0,
+    ...(reasoning ? { reasoningTokens: reasoning } : {}),
+    ...(cached ? { cachedTokens: cached } : {}),
+  };
 }
 
 /** One stream's chunks as chat events; `[DONE]` ends it with the finish reason and usage. */
