@@ -4455,6 +4455,21 @@ export type OAuthTokenResponse = {
 };
 
 /**
+ * The response cache, for models whose gateway config enables it (`cache: {ttl_ms,
+ * scope}`): an answer is replayed to the same request (same normalised request,
+ * route, answer shape, organization and, unless the model shares answers
+ * organization-wide, API key) until the TTL ends, with no upstream call and nothing
+ * billed. Absent: deterministic requests (`temperature: 0`) are cached, sampled ones
+ * are not. `on`: cache this request even if sampled (every such caller then gets the
+ * same sample). `off`: neither read nor store. `refresh`: skip the lookup and store
+ * the new answer. Errors, content-filtered answers and streams that broke or were left
+ * are never cached; a cached stream replays its events as a stream. `X-Cache` says
+ * whether the cache answered.
+ *
+ */
+export type ResponseCache = 'on' | 'off' | 'refresh';
+
+/**
  * Coding-agent product whose plan allowance is billed; never `guarded` or `grounded`.
  */
 export type CodingProduct = string;
@@ -4558,6 +4573,20 @@ export type CreateGuardedChatCompletionData = {
          *
          */
         'Idempotency-Key'?: string;
+        /**
+         * The response cache, for models whose gateway config enables it (`cache: {ttl_ms,
+         * scope}`): an answer is replayed to the same request (same normalised request,
+         * route, answer shape, organization and, unless the model shares answers
+         * organization-wide, API key) until the TTL ends, with no upstream call and nothing
+         * billed. Absent: deterministic requests (`temperature: 0`) are cached, sampled ones
+         * are not. `on`: cache this request even if sampled (every such caller then gets the
+         * same sample). `off`: neither read nor store. `refresh`: skip the lookup and store
+         * the new answer. Errors, content-filtered answers and streams that broke or were left
+         * are never cached; a cached stream replays its events as a stream. `X-Cache` says
+         * whether the cache answered.
+         *
+         */
+        'X-Response-Cache'?: 'on' | 'off' | 'refresh';
     };
     path?: never;
     query?: never;
@@ -4779,6 +4808,20 @@ export type CreateCodingChatCompletionData = {
          *
          */
         'Idempotency-Key'?: string;
+        /**
+         * The response cache, for models whose gateway config enables it (`cache: {ttl_ms,
+         * scope}`): an answer is replayed to the same request (same normalised request,
+         * route, answer shape, organization and, unless the model shares answers
+         * organization-wide, API key) until the TTL ends, with no upstream call and nothing
+         * billed. Absent: deterministic requests (`temperature: 0`) are cached, sampled ones
+         * are not. `on`: cache this request even if sampled (every such caller then gets the
+         * same sample). `off`: neither read nor store. `refresh`: skip the lookup and store
+         * the new answer. Errors, content-filtered answers and streams that broke or were left
+         * are never cached; a cached stream replays its events as a stream. `X-Cache` says
+         * whether the cache answered.
+         *
+         */
+        'X-Response-Cache'?: 'on' | 'off' | 'refresh';
     };
     path: {
         /**
@@ -7635,6 +7678,20 @@ export type CreateChatCompletionAliasData = {
          *
          */
         'Idempotency-Key'?: string;
+        /**
+         * The response cache, for models whose gateway config enables it (`cache: {ttl_ms,
+         * scope}`): an answer is replayed to the same request (same normalised request,
+         * route, answer shape, organization and, unless the model shares answers
+         * organization-wide, API key) until the TTL ends, with no upstream call and nothing
+         * billed. Absent: deterministic requests (`temperature: 0`) are cached, sampled ones
+         * are not. `on`: cache this request even if sampled (every such caller then gets the
+         * same sample). `off`: neither read nor store. `refresh`: skip the lookup and store
+         * the new answer. Errors, content-filtered answers and streams that broke or were left
+         * are never cached; a cached stream replays its events as a stream. `X-Cache` says
+         * whether the cache answered.
+         *
+         */
+        'X-Response-Cache'?: 'on' | 'off' | 'refresh';
     };
     path?: never;
     query?: never;
@@ -7861,6 +7918,20 @@ export type CreateChatCompletionV1Data = {
          *
          */
         'Idempotency-Key'?: string;
+        /**
+         * The response cache, for models whose gateway config enables it (`cache: {ttl_ms,
+         * scope}`): an answer is replayed to the same request (same normalised request,
+         * route, answer shape, organization and, unless the model shares answers
+         * organization-wide, API key) until the TTL ends, with no upstream call and nothing
+         * billed. Absent: deterministic requests (`temperature: 0`) are cached, sampled ones
+         * are not. `on`: cache this request even if sampled (every such caller then gets the
+         * same sample). `off`: neither read nor store. `refresh`: skip the lookup and store
+         * the new answer. Errors, content-filtered answers and streams that broke or were left
+         * are never cached; a cached stream replays its events as a stream. `X-Cache` says
+         * whether the cache answered.
+         *
+         */
+        'X-Response-Cache'?: 'on' | 'off' | 'refresh';
     };
     path?: never;
     query?: never;

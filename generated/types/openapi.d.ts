@@ -4072,6 +4072,7 @@ export interface components {
         ChatCompletionOK: {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Cache": components["headers"]["XCache"];
                 "X-Request-Id": components["headers"]["XRequestId"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
@@ -4338,6 +4339,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
+                "X-Cache": components["headers"]["XCache"];
                 "X-Request-Id": components["headers"]["XRequestId"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
                 [name: string]: unknown;
@@ -5344,6 +5346,20 @@ export interface components {
          */
         PublisherId: string;
         /**
+         * @description The response cache, for models whose gateway config enables it (`cache: {ttl_ms,
+         *     scope}`): an answer is replayed to the same request (same normalised request,
+         *     route, answer shape, organization and, unless the model shares answers
+         *     organization-wide, API key) until the TTL ends, with no upstream call and nothing
+         *     billed. Absent: deterministic requests (`temperature: 0`) are cached, sampled ones
+         *     are not. `on`: cache this request even if sampled (every such caller then gets the
+         *     same sample). `off`: neither read nor store. `refresh`: skip the lookup and store
+         *     the new answer. Errors, content-filtered answers and streams that broke or were left
+         *     are never cached; a cached stream replays its events as a stream. `X-Cache` says
+         *     whether the cache answered.
+         * @example on
+         */
+        ResponseCache: "on" | "off" | "refresh";
+        /**
          * @description What each line totals: a model, an API key, or a coding-agent product (null: API credit).
          * @example model
          */
@@ -5496,6 +5512,13 @@ export interface components {
          * @example Basic realm="oauth2"
          */
         WWWAuthenticate: string;
+        /**
+         * @description Whether the response cache answered: `hit` (a kept answer replayed, no upstream call,
+         *     nothing billed) or `miss` (the cache was asked and the model answered). Absent when
+         *     the cache does not apply (the model does not enable it, `X-Response-Cache: off`, or a
+         *     sampled request without `on`). See `X-Response-Cache`.
+         */
+        XCache: "hit" | "miss";
         /** @description The trace id again, under the name many proxies and log tools look for. Sent on every answer the platform routes (not on the 408/431 answered before routing). */
         XRequestId: string;
         /**
@@ -5745,6 +5768,20 @@ export interface operations {
                  * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description The response cache, for models whose gateway config enables it (`cache: {ttl_ms,
+                 *     scope}`): an answer is replayed to the same request (same normalised request,
+                 *     route, answer shape, organization and, unless the model shares answers
+                 *     organization-wide, API key) until the TTL ends, with no upstream call and nothing
+                 *     billed. Absent: deterministic requests (`temperature: 0`) are cached, sampled ones
+                 *     are not. `on`: cache this request even if sampled (every such caller then gets the
+                 *     same sample). `off`: neither read nor store. `refresh`: skip the lookup and store
+                 *     the new answer. Errors, content-filtered answers and streams that broke or were left
+                 *     are never cached; a cached stream replays its events as a stream. `X-Cache` says
+                 *     whether the cache answered.
+                 * @example on
+                 */
+                "X-Response-Cache"?: components["parameters"]["ResponseCache"];
             };
             path?: never;
             cookie?: never;
@@ -6201,6 +6238,20 @@ export interface operations {
                  * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description The response cache, for models whose gateway config enables it (`cache: {ttl_ms,
+                 *     scope}`): an answer is replayed to the same request (same normalised request,
+                 *     route, answer shape, organization and, unless the model shares answers
+                 *     organization-wide, API key) until the TTL ends, with no upstream call and nothing
+                 *     billed. Absent: deterministic requests (`temperature: 0`) are cached, sampled ones
+                 *     are not. `on`: cache this request even if sampled (every such caller then gets the
+                 *     same sample). `off`: neither read nor store. `refresh`: skip the lookup and store
+                 *     the new answer. Errors, content-filtered answers and streams that broke or were left
+                 *     are never cached; a cached stream replays its events as a stream. `X-Cache` says
+                 *     whether the cache answered.
+                 * @example on
+                 */
+                "X-Response-Cache"?: components["parameters"]["ResponseCache"];
             };
             path: {
                 /**
@@ -6245,6 +6296,20 @@ export interface operations {
                  * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description The response cache, for models whose gateway config enables it (`cache: {ttl_ms,
+                 *     scope}`): an answer is replayed to the same request (same normalised request,
+                 *     route, answer shape, organization and, unless the model shares answers
+                 *     organization-wide, API key) until the TTL ends, with no upstream call and nothing
+                 *     billed. Absent: deterministic requests (`temperature: 0`) are cached, sampled ones
+                 *     are not. `on`: cache this request even if sampled (every such caller then gets the
+                 *     same sample). `off`: neither read nor store. `refresh`: skip the lookup and store
+                 *     the new answer. Errors, content-filtered answers and streams that broke or were left
+                 *     are never cached; a cached stream replays its events as a stream. `X-Cache` says
+                 *     whether the cache answered.
+                 * @example on
+                 */
+                "X-Response-Cache"?: components["parameters"]["ResponseCache"];
             };
             path?: never;
             cookie?: never;
@@ -6435,6 +6500,20 @@ export interface operations {
                  * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description The response cache, for models whose gateway config enables it (`cache: {ttl_ms,
+                 *     scope}`): an answer is replayed to the same request (same normalised request,
+                 *     route, answer shape, organization and, unless the model shares answers
+                 *     organization-wide, API key) until the TTL ends, with no upstream call and nothing
+                 *     billed. Absent: deterministic requests (`temperature: 0`) are cached, sampled ones
+                 *     are not. `on`: cache this request even if sampled (every such caller then gets the
+                 *     same sample). `off`: neither read nor store. `refresh`: skip the lookup and store
+                 *     the new answer. Errors, content-filtered answers and streams that broke or were left
+                 *     are never cached; a cached stream replays its events as a stream. `X-Cache` says
+                 *     whether the cache answered.
+                 * @example on
+                 */
+                "X-Response-Cache"?: components["parameters"]["ResponseCache"];
             };
             path?: never;
             cookie?: never;

@@ -96,6 +96,17 @@ const modelSchema = z.object({
   pricing: pricingSchema.default({ input_per_1m: 0, output_per_1m: 0, per_image: 0, cached_input_per_1m: 0, cache_write_per_1m: 0, cache_write_1h_per_1m: 0 }),
   deprecated: z.boolean().default(false),
   deployments: z.array(id).min(1),
+  /**
+   * The response cache (cache/response-cache.ts) for this model's chat completions: answers are
+   * kept `ttl_ms`, shared between requests of one API key (`scope: key`) or of the whole
+   * organization. Absent: never cached.
+   */
+  cache: z
+    .object({
+      ttl_ms: z.number().int().min(1_000).max(7 * 24 * 3_600_000),
+      scope: z.enum(['key', 'organization']).default('key'),
+    })
+    .optional(),
 });
 
 const configSchema = z.object({
@@ -157,6 +168,13 @@ const configSchema = z.object({
         .optional(),
     })
     .default({ rules: true }),
+  /** Bounds of the response cache: its memory (per instance, without Redis) and one answer's size. */
+  response_cache: z
+    .object({
+      max_bytes: z.number().int().min(1).default(64 * 1024 * 1024),
+      max_entry_bytes: z.number().int().min(1).default(1024 * 1024),
+    })
+    .default({ max_bytes: 64 * 1024 * 1024, max_entry_bytes: 1024 * 1024 }),
   /** Image URLs of requests (image-urls.ts): https and data:image only, public hosts unless allowed here. */
   image_urls: z
     .object({
@@ -190,6 +208,7 @@ export interface Catalog {
   failover: GatewayFileConfig['failover'];
   circuit: GatewayFileConfig['circuit'];
   guardrails: GatewayFileConfig['guardrails'];
+  responseCache: GatewayFileConfig['response_cache'];
   /** Which image URLs may reach an upstream. */
   imageUrls: ImageUrlPolicy;
 }
@@ -263,6 +282,7 @@ export function buildCatalog(raw: unknown, source: string, env: NodeJS.ProcessEn
     }
     if (model.type === 'embedding' && !model.dimensions) problems.push(`model "${model.id}": embedding models need dimensions`);
     if (model.type === 'chat' && !model.max_output_tokens) problems.push(`model "${model.id}": chat models need max_output_tokens`);
+    if (model.type === 'embedding' && model.cache) problems.push(`model "${model.id}": the response cache is for chat models`);
   }
   const chatModel = (where: string, modelId: string) => {
     const model = models.get(modelId);
@@ -297,6 +317,7 @@ export function buildCatalog(raw: unknown, source: string, env: NodeJS.ProcessEn
     failover: config.failover,
     circuit: config.circuit,
     guardrails: config.guardrails,
+    responseCache: config.response_cache,
     imageUrls: new ImageUrlPolicy(config.image_urls),
   };
 }

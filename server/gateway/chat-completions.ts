@@ -7,6 +7,7 @@ import type { components } from '../../generated/types/openapi.js';
 import { ApiError } from '../errors.js';
 import { LogsThrough } from '../logging.js';
 import type { ChatMessage, ChatRequest, ChatStreamEvent, ResponseFormat, ToolChoice, ToolDefinition, Usage } from '../providers/types.js';
+import type { CacheRequest, ResponseCache } from './cache/response-cache.js';
 import { streamUsage, type CallScope, type ChatCall, type GatewayService, type GatewayStream, type Served } from './gateway-service.js';
 import type { Guardrails, StreamModeration } from './guardrails.js';
 import { planRoute, requestFeatures, type RoutePlan, type RouteSelector } from './routing.js';
@@ -24,6 +25,8 @@ export interface CompletionContext extends CallScope {
   traceId: string;
   /** Read only when something is logged: a request's logger is made on first use (http/request-log.ts). */
   readonly log: Logger;
+  /** Set by the operations that offer the response cache (cache/response-cache.ts). */
+  readonly cache?: CacheRequest;
 }
 
 /** The gateway call of a request's completion: its scope, and its logger read only when something logs. */
@@ -48,7 +51,8 @@ class CompletionCall extends LogsThrough implements ChatCall {
   }
 }
 
-export type CompletionAnswer = { kind: 'json'; body: ChatCompletion } | { kind: 'stream'; stream: AsyncIterable<ChatCompletionChunk> };
+/** `cache`: whether the response cache answered (`hit`) or was asked in vain (`miss`); absent when it does not apply. */
+export type CompletionAnswer = ({ kind: 'json'; body: ChatCompletion } | { kind: 'stream'; stream: AsyncIterable<ChatCompletionChunk> }) & { cache?: 'hit' | 'miss' };
 
 interface Routed {
   messages: ChatMessage[];
@@ -60,6 +64,7 @@ export class ChatCompletions {
   constructor(
     private readonly gateway: GatewayService,
     private readonly guardrails: Guardrails,
+    private readonly cache: ResponseCache | null = null,
   ) {}
 
   /**
@@ -79,6 +84,11 @@ export class ChatCompletions {
     const id = `chatcmpl-${ctx.traceId.replace(/^trc_/, '')}`;
     const created = Math.floor(Date.now() / 1000);
     const call = chatCall(ctx, plan, request);
+    const includeUsage = body.stream_options?.include_usage === true;
+    const slot = this.cache?.slot(ctx.cache, plan, request, { guarded, stream: body.stream === true, includeUsage }) ?? null;
+    const hit = await slot?.lookup(id, created);
+    if (hit) return { ...hit, cache: 'hit' };
+    const cache = slot ? ('miss' as const) : undefined;
 
     if (!body.stream) {
       const { result, served } = await this.gateway.chat(call);
@@ -87,8 +97,9 @@ export class ChatCompletions {
         content = '';
         finishReason = 'content_filter';
       }
-      return {
+      const answer: Extract<CompletionAnswer, { kind: 'json' }> = {
         kind: 'json',
+        cache,
         body: {
           id,
           object: 'chat.completion',
@@ -110,11 +121,13 @@ export class ChatCompletions {
           ...facts(served),
         },
       };
+      slot?.keepJson(answer.body);
+      return answer;
     }
 
     const upstream = await this.gateway.chatStream(call);
-    const shape = { id, created, facts, includeUsage: body.stream_options?.include_usage === true };
-    return { kind: 'stream', stream: new ChunkStream(upstream, guarded ? this.guardrails.monitor(ctx.signal) : null, shape) };
+    const stream = new ChunkStream(upstream, guarded ? this.guardrails.monitor(ctx.signal) : null, { id, created, facts, includeUsage });
+    return { kind: 'stream', stream: slot ? slot.record(stream) : stream, cache };
   }
 
   /** The messages, the provider request and its route: what `create` refuses before any check or call. */
