@@ -86,8 +86,10 @@ export class ChatCompletions {
     const call = chatCall(ctx, plan, request);
     const includeUsage = body.stream_options?.include_usage === true;
     const slot = this.cache?.slot(ctx.cache, plan, request, { guarded, stream: body.stream === true, includeUsage }) ?? null;
-    const hit = await slot?.lookup(id, created);
-    if (hit) return { ...hit, cache: 'hit' };
+    if (slot) {
+      const hit = await slot.lookup(id, created);
+      if (hit) return { ...hit, cache: 'hit' };
+    }
     const cache = slot ? ('miss' as const) : undefined;
 
     if (!body.stream) {
