@@ -100,7 +100,12 @@ async function serve(role: Role): Promise<void> {
         providers: [...builtIn.providers, { id: 'fake', type: 'openai', base_url: `${upstream}/v1` }],
         // The default cap of 256 in-flight calls per deployment would refuse the streams mode.
         deployments: [...builtIn.deployments, { id: 'd-fake', provider: 'fake', model: 'fake-model', max_concurrent: 100_000 }],
-        models: [...builtIn.models, { id: 'bench-model', family: 'openai', context_window: 100_000, max_output_tokens: 4_000, deployments: ['d-fake'] }],
+        models: [
+          ...builtIn.models,
+          { id: 'bench-model', family: 'openai', context_window: 100_000, max_output_tokens: 4_000, deployments: ['d-fake'] },
+          // The response cache's case: every request after the first is a hit.
+          { id: 'bench-cached', family: 'openai', context_window: 100_000, max_output_tokens: 4_000, deployments: ['d-fake'], cache: { ttl_ms: 3_600_000 } },
+        ],
         routing: { ...builtIn.routing, tiers: { tier_1: ['bench-model'], tier_2: ['bench-model'], tier_3: ['bench-model'] } },
       },
       'bench',

@@ -1,7 +1,8 @@
 // Overhead of the inference gateway over bare forwarders, side by side in one run on this
 // machine, against a fake OpenAI-compatible upstream on loopback (mocks/upstreams/fake-openai.ts).
 //
-//   npm run bench:gateway                               throughput, latency, CPU, stream first byte
+//   npm run bench:gateway                               throughput, latency, CPU, stream first byte; a response
+//                            cache hit is a case of its own (a model with `cache`, temperature 0)
 //   npm run bench:gateway -- --duration 5 --rounds 5    seconds per case and rounds (default 3 and 3)
 //   npm run bench:gateway -- --baseline REF             also the gateway as of git REF (a temporary worktree), in
 //                            the same rounds: a change's A/B in one run, which a noisy machine needs (with
@@ -183,6 +184,7 @@ const CASES = {
   express: 'bare Express forwarder',
   gateway: 'gateway, full pipeline',
   idempotent: 'gateway + Idempotency-Key',
+  cacheHit: 'gateway, response cache hit',
 } as const;
 
 /** The server each case measures, besides the fake upstream every case runs. */
@@ -191,6 +193,7 @@ const ROLE_OF_CASE: Record<Exclude<keyof typeof CASES, 'upstream'>, Role> = {
   express: 'express-forwarder',
   gateway: 'gateway',
   idempotent: 'gateway',
+  cacheHit: 'gateway',
 };
 
 /** The cases whose servers are running (the gateway's two whenever it runs). */
@@ -223,6 +226,8 @@ function targets(children: Map<Role, Child>): Target[] {
         requests: [{ setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': randomUUID() } }) }],
       },
     },
+    // A model with the response cache and a deterministic request: answered without the upstream.
+    { name: CASES.cacheHit, child: gateway, options: { ...gatewayOptions, body: JSON.stringify({ model: 'bench-cached', temperature: 0, messages: MESSAGES }) } },
   ];
 }
 
@@ -305,6 +310,7 @@ async function throughput(duration: number, rounds: number): Promise<void> {
 
   const rps = (name: string) => m(name, 64, 'rps');
   const idempotencyCost = 1 - rps(CASES.idempotent) / rps(CASES.gateway);
+  const hitCpu = m(CASES.cacheHit, 64, 'cpuPerRequest');
   const addedAt64 = (p: 'p50' | 'p99') => m(CASES.gateway, 64, p) - m(CASES.express, 64, p);
   if (baseline) {
     const b = baselineName();
@@ -319,6 +325,10 @@ async function throughput(duration: number, rounds: number): Promise<void> {
   console.log(`  ${verdict(addedAt64('p99') <= 2)}  added p99 <= 2 ms @64 (over the Express forwarder): ${f(addedAt64('p99'))} ms`);
   console.log(firstByteVerdicts(printed));
   console.log(`  ${verdict(idempotencyCost <= 0.1)}  Idempotency-Key costs <= 10% of req/s: ${f(idempotencyCost * 100, 1)}%`);
+  console.log(
+    `\nA response cache hit: ${Math.round(rps(CASES.cacheHit))} req/s (${f(rps(CASES.cacheHit) / rps(CASES.gateway))}x the gateway without the cache), ` +
+      `${Math.round(hitCpu)} CPU µs/req (${f(hitCpu / m(CASES.gateway, 64, 'cpuPerRequest'))}x), p50 @1 ${f(m(CASES.cacheHit, 1, 'p50'))} ms against ${f(m(CASES.gateway, 1, 'p50'))} ms.`,
+  );
 }
 
 interface FirstBytes {

@@ -79,9 +79,10 @@ export const CORS_EXPOSED_HEADERS = [
   'Link',
   'X-Sources-Returned',
   'X-Gateway-Route',
+  'X-Cache',
 ];
 /** Request headers beyond the CORS-safelisted ones that callers send. */
-export const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id'];
+export const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id', 'X-Response-Cache'];
 export const CORS_MAX_AGE_SECONDS = 600;
 
 /**

@@ -301,6 +301,25 @@ export type RequestMetadata = {
     [key: string]: string;
 };
 
+/**
+ * A prompt-cache breakpoint (Anthropic's `cache_control`): the prompt up to and
+ * including this part (or the message's last part) is cached by the upstream, and a
+ * later request starting with the same prefix reads it at the cached-input price
+ * (`usage.prompt_tokens_details`). Sent to Anthropic deployments; others cache
+ * repeated prefixes by themselves and do not receive it.
+ *
+ */
+export type CacheControl = {
+    /**
+     * Breakpoint kind: always `ephemeral`.
+     */
+    type: 'ephemeral';
+    /**
+     * How long the upstream keeps the cached prefix (5 minutes when absent); writes kept an hour cost more.
+     */
+    ttl?: '5m' | '1h';
+};
+
 export type ChatContentPartText = {
     /**
      * Content part kind: always `text`.
@@ -310,6 +329,10 @@ export type ChatContentPartText = {
      * Text of this part of the message.
      */
     text: string;
+    /**
+     * Cache the prompt up to and including this part (Anthropic).
+     */
+    cache_control?: CacheControl;
 };
 
 export type ChatContentPartImage = {
@@ -322,7 +345,10 @@ export type ChatContentPartImage = {
      */
     image_url: {
         /**
-         * HTTPS URL or `data:` URL of the image.
+         * HTTPS URL or base64 `data:image/…` URL of the image. Any other scheme, and an
+         * https URL whose host is loopback, private or link-local (however written),
+         * is 400 `INVALID_REQUEST` unless the gateway config allows it.
+         *
          */
         url: string;
         /**
@@ -330,6 +356,10 @@ export type ChatContentPartImage = {
          */
         detail?: 'auto' | 'low' | 'high';
     };
+    /**
+     * Cache the prompt up to and including this image (Anthropic).
+     */
+    cache_control?: CacheControl;
 };
 
 export type ChatContentPart = ChatContentPartText | ChatContentPartImage;
@@ -385,6 +415,10 @@ export type ChatMessage = {
      * For `role: tool`, the id of the tool call answered.
      */
     tool_call_id?: string;
+    /**
+     * Cache the prompt up to the end of this message (Anthropic; on its last part).
+     */
+    cache_control?: CacheControl;
 };
 
 export type FunctionDefinition = {
@@ -499,6 +533,13 @@ export type ChatCompletionRequestCommon = {
      * End-user identifier for abuse monitoring.
      */
     user?: string;
+    /**
+     * OpenAI's prompt-cache routing key: requests that share a long prefix and this key
+     * are sent to the same cache, raising the share of cached input. Passed to
+     * OpenAI-compatible deployments; Anthropic's caching is asked for with `cache_control`.
+     *
+     */
+    prompt_cache_key?: string;
     /**
      * Up to 16 string key/value pairs of yours (keys of at most 64 characters, values of at most 512), recorded with the request (logs) for your own correlation.
      */
@@ -620,6 +661,27 @@ export type CompletionUsage = {
      * Prompt plus answer tokens.
      */
     total_tokens: number;
+    /**
+     * Present when part of the prompt was read from or written to the upstream's prompt cache.
+     */
+    prompt_tokens_details?: PromptTokensDetails;
+};
+
+/**
+ * How much of the prompt the upstream's prompt cache served. Both counts are part of
+ * `prompt_tokens` (and `input_tokens`); they are billed at the model's
+ * `cached_input_per_1m` and `cache_write_per_1m` prices instead of `input_per_1m`.
+ *
+ */
+export type PromptTokensDetails = {
+    /**
+     * Prompt tokens read from the cache (OpenAI's `cached_tokens`, Anthropic's `cache_read_input_tokens`).
+     */
+    cached_tokens: number;
+    /**
+     * Prompt tokens written to the cache (Anthropic's `cache_creation_input_tokens`; OpenAI reports none).
+     */
+    cache_write_tokens: number;
 };
 
 export type ChatCompletionResponseMessage = {
@@ -1426,6 +1488,10 @@ export type CreateResponseRequestCommon = {
      * Your identifier of the end user, for abuse monitoring; not shown to the model.
      */
     user?: string;
+    /**
+     * OpenAI's prompt-cache routing key (see the chat completion's `prompt_cache_key`), passed to OpenAI-compatible deployments.
+     */
+    prompt_cache_key?: string;
 };
 
 /**
@@ -1649,6 +1715,10 @@ export type ResponseUsage = {
          */
         reasoning_tokens?: number;
     };
+    /**
+     * Present when part of the input was read from or written to the upstream's prompt cache.
+     */
+    input_tokens_details?: PromptTokensDetails;
 };
 
 /**
@@ -2612,6 +2682,18 @@ export type Model = {
          * Price per image the model draws with the `image_generation` tool (0 for models that do not draw).
          */
         per_image?: number;
+        /**
+         * Price per one million input tokens read from the upstream's prompt cache (`prompt_tokens_details.cached_tokens`).
+         */
+        cached_input_per_1m?: number;
+        /**
+         * Price per one million input tokens written to the prompt cache for 5 minutes (`prompt_tokens_details.cache_write_tokens`).
+         */
+        cache_write_per_1m?: number;
+        /**
+         * Price per one million input tokens written to the prompt cache for an hour (`cache_control.ttl` `1h`).
+         */
+        cache_write_1h_per_1m?: number;
         /**
          * Currency of the prices: always `USD`.
          */
@@ -4436,6 +4518,21 @@ export type OAuthTokenResponse = {
 };
 
 /**
+ * The response cache, for models whose gateway config enables it (`cache: {ttl_ms,
+ * scope}`): an answer is replayed to the same request (same normalised request,
+ * route, answer shape, organization and, unless the model shares answers
+ * organization-wide, API key) until the TTL ends, with no upstream call and nothing
+ * billed. Absent: deterministic requests (`temperature: 0`) are cached, sampled ones
+ * are not. `on`: cache this request even if sampled (every such caller then gets the
+ * same sample). `off`: neither read nor store. `refresh`: skip the lookup and store
+ * the new answer. Errors, content-filtered answers and streams that broke or were left
+ * are never cached; a cached stream replays its events as a stream. `X-Cache` says
+ * whether the cache answered.
+ *
+ */
+export type ResponseCache = 'on' | 'off' | 'refresh';
+
+/**
  * Coding-agent product whose plan allowance is billed; never `guarded` or `grounded`.
  */
 export type CodingProduct = string;
@@ -4539,6 +4636,20 @@ export type CreateGuardedChatCompletionData = {
          *
          */
         'Idempotency-Key'?: string;
+        /**
+         * The response cache, for models whose gateway config enables it (`cache: {ttl_ms,
+         * scope}`): an answer is replayed to the same request (same normalised request,
+         * route, answer shape, organization and, unless the model shares answers
+         * organization-wide, API key) until the TTL ends, with no upstream call and nothing
+         * billed. Absent: deterministic requests (`temperature: 0`) are cached, sampled ones
+         * are not. `on`: cache this request even if sampled (every such caller then gets the
+         * same sample). `off`: neither read nor store. `refresh`: skip the lookup and store
+         * the new answer. Errors, content-filtered answers and streams that broke or were left
+         * are never cached; a cached stream replays its events as a stream. `X-Cache` says
+         * whether the cache answered.
+         *
+         */
+        'X-Response-Cache'?: 'on' | 'off' | 'refresh';
     };
     path?: never;
     query?: never;
@@ -4760,6 +4871,20 @@ export type CreateCodingChatCompletionData = {
          *
          */
         'Idempotency-Key'?: string;
+        /**
+         * The response cache, for models whose gateway config enables it (`cache: {ttl_ms,
+         * scope}`): an answer is replayed to the same request (same normalised request,
+         * route, answer shape, organization and, unless the model shares answers
+         * organization-wide, API key) until the TTL ends, with no upstream call and nothing
+         * billed. Absent: deterministic requests (`temperature: 0`) are cached, sampled ones
+         * are not. `on`: cache this request even if sampled (every such caller then gets the
+         * same sample). `off`: neither read nor store. `refresh`: skip the lookup and store
+         * the new answer. Errors, content-filtered answers and streams that broke or were left
+         * are never cached; a cached stream replays its events as a stream. `X-Cache` says
+         * whether the cache answered.
+         *
+         */
+        'X-Response-Cache'?: 'on' | 'off' | 'refresh';
     };
     path: {
         /**
@@ -7665,6 +7790,20 @@ export type CreateChatCompletionAliasData = {
          *
          */
         'Idempotency-Key'?: string;
+        /**
+         * The response cache, for models whose gateway config enables it (`cache: {ttl_ms,
+         * scope}`): an answer is replayed to the same request (same normalised request,
+         * route, answer shape, organization and, unless the model shares answers
+         * organization-wide, API key) until the TTL ends, with no upstream call and nothing
+         * billed. Absent: deterministic requests (`temperature: 0`) are cached, sampled ones
+         * are not. `on`: cache this request even if sampled (every such caller then gets the
+         * same sample). `off`: neither read nor store. `refresh`: skip the lookup and store
+         * the new answer. Errors, content-filtered answers and streams that broke or were left
+         * are never cached; a cached stream replays its events as a stream. `X-Cache` says
+         * whether the cache answered.
+         *
+         */
+        'X-Response-Cache'?: 'on' | 'off' | 'refresh';
     };
     path?: never;
     query?: never;
@@ -7891,6 +8030,20 @@ export type CreateChatCompletionV1Data = {
          *
          */
         'Idempotency-Key'?: string;
+        /**
+         * The response cache, for models whose gateway config enables it (`cache: {ttl_ms,
+         * scope}`): an answer is replayed to the same request (same normalised request,
+         * route, answer shape, organization and, unless the model shares answers
+         * organization-wide, API key) until the TTL ends, with no upstream call and nothing
+         * billed. Absent: deterministic requests (`temperature: 0`) are cached, sampled ones
+         * are not. `on`: cache this request even if sampled (every such caller then gets the
+         * same sample). `off`: neither read nor store. `refresh`: skip the lookup and store
+         * the new answer. Errors, content-filtered answers and streams that broke or were left
+         * are never cached; a cached stream replays its events as a stream. `X-Cache` says
+         * whether the cache answered.
+         *
+         */
+        'X-Response-Cache'?: 'on' | 'off' | 'refresh';
     };
     path?: never;
     query?: never;

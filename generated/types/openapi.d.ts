@@ -1283,6 +1283,25 @@ export interface components {
          * @enum {string}
          */
         BillingMode: "unmetered" | "prepaid";
+        /**
+         * @description A prompt-cache breakpoint (Anthropic's `cache_control`): the prompt up to and
+         *     including this part (or the message's last part) is cached by the upstream, and a
+         *     later request starting with the same prefix reads it at the cached-input price
+         *     (`usage.prompt_tokens_details`). Sent to Anthropic deployments; others cache
+         *     repeated prefixes by themselves and do not receive it.
+         */
+        CacheControl: {
+            /**
+             * @description How long the upstream keeps the cached prefix (5 minutes when absent); writes kept an hour cost more.
+             * @enum {string}
+             */
+            ttl?: "5m" | "1h";
+            /**
+             * @description Breakpoint kind: always `ephemeral`.
+             * @constant
+             */
+            type: "ephemeral";
+        };
         /** @description OpenAI `chat.completion` plus routing facts. */
         ChatCompletion: {
             /** @description Whether the platform chose the model (`auto_routing: true` in the request). */
@@ -1497,6 +1516,12 @@ export interface components {
             metadata?: components["schemas"]["RequestMetadata"];
             /** @description Whether the model may ask for several tool calls in one turn. */
             parallel_tool_calls?: boolean;
+            /**
+             * @description OpenAI's prompt-cache routing key: requests that share a long prefix and this key
+             *     are sent to the same cache, raising the share of cached input. Passed to
+             *     OpenAI-compatible deployments; Anthropic's caching is asked for with `cache_control`.
+             */
+            prompt_cache_key?: string;
             /** @description Output format: free text (default), any JSON object, or JSON matching a schema. */
             response_format?: components["schemas"]["ChatResponseFormat"];
             /** @description Up to 4 sequences where generation stops (not included in the answer). */
@@ -1553,6 +1578,8 @@ export interface components {
         };
         ChatContentPart: components["schemas"]["ChatContentPartText"] | components["schemas"]["ChatContentPartImage"];
         ChatContentPartImage: {
+            /** @description Cache the prompt up to and including this image (Anthropic). */
+            cache_control?: components["schemas"]["CacheControl"];
             /** @description The image to show the model (vision models only). */
             image_url: {
                 /**
@@ -1560,7 +1587,11 @@ export interface components {
                  * @enum {string}
                  */
                 detail?: "auto" | "low" | "high";
-                /** @description HTTPS URL or `data:` URL of the image. */
+                /**
+                 * @description HTTPS URL or base64 `data:image/…` URL of the image. Any other scheme, and an
+                 *     https URL whose host is loopback, private or link-local (however written),
+                 *     is 400 `INVALID_REQUEST` unless the gateway config allows it.
+                 */
                 url: string;
             };
             /**
@@ -1570,6 +1601,8 @@ export interface components {
             type: "image_url";
         };
         ChatContentPartText: {
+            /** @description Cache the prompt up to and including this part (Anthropic). */
+            cache_control?: components["schemas"]["CacheControl"];
             /** @description Text of this part of the message. */
             text: string;
             /**
@@ -1619,6 +1652,8 @@ export interface components {
         };
         /** @description One conversation message (OpenAI shape). */
         ChatMessage: {
+            /** @description Cache the prompt up to the end of this message (Anthropic; on its last part). */
+            cache_control?: components["schemas"]["CacheControl"];
             /** @description Text, content parts (text, image_url), or null (or empty) for an assistant message that only calls tools. */
             content?: string | components["schemas"]["ChatContentPart"][] | null;
             /** @description Optional name of the participant, to tell several users or assistants apart. */
@@ -1803,6 +1838,8 @@ export interface components {
             completion_tokens: number;
             /** @description Tokens in the prompt (input). */
             prompt_tokens: number;
+            /** @description Present when part of the prompt was read from or written to the upstream's prompt cache. */
+            prompt_tokens_details?: components["schemas"]["PromptTokensDetails"];
             /** @description Prompt plus answer tokens. */
             total_tokens: number;
         };
@@ -1888,6 +1925,8 @@ export interface components {
             parallel_tool_calls?: boolean;
             /** @description Continue from an earlier stored response of the same organization (its input and output come first); another organization's id, or an expired one, is 404. */
             previous_response_id?: string | null;
+            /** @description OpenAI's prompt-cache routing key (see the chat completion's `prompt_cache_key`), passed to OpenAI-compatible deployments. */
+            prompt_cache_key?: string;
             /** @description Reasoning options (reasoning models only). */
             reasoning?: {
                 /**
@@ -2614,6 +2653,12 @@ export interface components {
             owned_by: string;
             /** @description Price of the model per million tokens (and per image, for models that draw). */
             pricing: {
+                /** @description Price per one million input tokens written to the prompt cache for an hour (`cache_control.ttl` `1h`). */
+                cache_write_1h_per_1m?: number;
+                /** @description Price per one million input tokens written to the prompt cache for 5 minutes (`prompt_tokens_details.cache_write_tokens`). */
+                cache_write_per_1m?: number;
+                /** @description Price per one million input tokens read from the upstream's prompt cache (`prompt_tokens_details.cached_tokens`). */
+                cached_input_per_1m?: number;
                 /**
                  * @description Currency of the prices: always `USD`.
                  * @constant
@@ -2835,6 +2880,17 @@ export interface components {
             related_articles: {
                 [key: string]: unknown;
             }[];
+        };
+        /**
+         * @description How much of the prompt the upstream's prompt cache served. Both counts are part of
+         *     `prompt_tokens` (and `input_tokens`); they are billed at the model's
+         *     `cached_input_per_1m` and `cache_write_per_1m` prices instead of `input_per_1m`.
+         */
+        PromptTokensDetails: {
+            /** @description Prompt tokens written to the cache (Anthropic's `cache_creation_input_tokens`; OpenAI reports none). */
+            cache_write_tokens: number;
+            /** @description Prompt tokens read from the cache (OpenAI's `cached_tokens`, Anthropic's `cache_read_input_tokens`). */
+            cached_tokens: number;
         };
         PublisherItemSummary: {
             /** @description Name of the file the item was ingested from; null when it was not ingested from a file. */
@@ -3675,6 +3731,8 @@ export interface components {
         ResponseUsage: {
             /** @description Tokens in the input. */
             input_tokens: number;
+            /** @description Present when part of the input was read from or written to the upstream's prompt cache. */
+            input_tokens_details?: components["schemas"]["PromptTokensDetails"];
             /** @description Tokens generated, reasoning tokens included. */
             output_tokens: number;
             /** @description Breakdown of the output tokens. */
@@ -4081,6 +4139,7 @@ export interface components {
         ChatCompletionOK: {
             headers: {
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "X-Cache": components["headers"]["XCache"];
                 "X-Gateway-Route": components["headers"]["XGatewayRoute"];
                 "X-Request-Id": components["headers"]["XRequestId"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
@@ -4348,6 +4407,7 @@ export interface components {
                 Deprecation: components["headers"]["Deprecation"];
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 Link: components["headers"]["Link"];
+                "X-Cache": components["headers"]["XCache"];
                 "X-Gateway-Route": components["headers"]["XGatewayRoute"];
                 "X-Request-Id": components["headers"]["XRequestId"];
                 "X-Trace-Id": components["headers"]["XTraceId"];
@@ -5360,6 +5420,20 @@ export interface components {
          */
         PublisherId: string;
         /**
+         * @description The response cache, for models whose gateway config enables it (`cache: {ttl_ms,
+         *     scope}`): an answer is replayed to the same request (same normalised request,
+         *     route, answer shape, organization and, unless the model shares answers
+         *     organization-wide, API key) until the TTL ends, with no upstream call and nothing
+         *     billed. Absent: deterministic requests (`temperature: 0`) are cached, sampled ones
+         *     are not. `on`: cache this request even if sampled (every such caller then gets the
+         *     same sample). `off`: neither read nor store. `refresh`: skip the lookup and store
+         *     the new answer. Errors, content-filtered answers and streams that broke or were left
+         *     are never cached; a cached stream replays its events as a stream. `X-Cache` says
+         *     whether the cache answered.
+         * @example on
+         */
+        ResponseCache: "on" | "off" | "refresh";
+        /**
          * @description What each line totals: a model, an API key, or a coding-agent product (null: API credit).
          * @example model
          */
@@ -5512,6 +5586,13 @@ export interface components {
          * @example Basic realm="oauth2"
          */
         WWWAuthenticate: string;
+        /**
+         * @description Whether the response cache answered: `hit` (a kept answer replayed, no upstream call,
+         *     nothing billed) or `miss` (the cache was asked and the model answered). Absent when
+         *     the cache does not apply (the model does not enable it, `X-Response-Cache: off`, or a
+         *     sampled request without `on`). See `X-Response-Cache`.
+         */
+        XCache: "hit" | "miss";
         /**
          * @description The route the answer took through the gateway: each upstream attempt in order,
          *     comma-separated, as `model=<catalog model>; deployment=<deployment>;
@@ -5773,6 +5854,20 @@ export interface operations {
                  * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description The response cache, for models whose gateway config enables it (`cache: {ttl_ms,
+                 *     scope}`): an answer is replayed to the same request (same normalised request,
+                 *     route, answer shape, organization and, unless the model shares answers
+                 *     organization-wide, API key) until the TTL ends, with no upstream call and nothing
+                 *     billed. Absent: deterministic requests (`temperature: 0`) are cached, sampled ones
+                 *     are not. `on`: cache this request even if sampled (every such caller then gets the
+                 *     same sample). `off`: neither read nor store. `refresh`: skip the lookup and store
+                 *     the new answer. Errors, content-filtered answers and streams that broke or were left
+                 *     are never cached; a cached stream replays its events as a stream. `X-Cache` says
+                 *     whether the cache answered.
+                 * @example on
+                 */
+                "X-Response-Cache"?: components["parameters"]["ResponseCache"];
             };
             path?: never;
             cookie?: never;
@@ -6229,6 +6324,20 @@ export interface operations {
                  * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description The response cache, for models whose gateway config enables it (`cache: {ttl_ms,
+                 *     scope}`): an answer is replayed to the same request (same normalised request,
+                 *     route, answer shape, organization and, unless the model shares answers
+                 *     organization-wide, API key) until the TTL ends, with no upstream call and nothing
+                 *     billed. Absent: deterministic requests (`temperature: 0`) are cached, sampled ones
+                 *     are not. `on`: cache this request even if sampled (every such caller then gets the
+                 *     same sample). `off`: neither read nor store. `refresh`: skip the lookup and store
+                 *     the new answer. Errors, content-filtered answers and streams that broke or were left
+                 *     are never cached; a cached stream replays its events as a stream. `X-Cache` says
+                 *     whether the cache answered.
+                 * @example on
+                 */
+                "X-Response-Cache"?: components["parameters"]["ResponseCache"];
             };
             path: {
                 /**
@@ -6273,6 +6382,20 @@ export interface operations {
                  * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description The response cache, for models whose gateway config enables it (`cache: {ttl_ms,
+                 *     scope}`): an answer is replayed to the same request (same normalised request,
+                 *     route, answer shape, organization and, unless the model shares answers
+                 *     organization-wide, API key) until the TTL ends, with no upstream call and nothing
+                 *     billed. Absent: deterministic requests (`temperature: 0`) are cached, sampled ones
+                 *     are not. `on`: cache this request even if sampled (every such caller then gets the
+                 *     same sample). `off`: neither read nor store. `refresh`: skip the lookup and store
+                 *     the new answer. Errors, content-filtered answers and streams that broke or were left
+                 *     are never cached; a cached stream replays its events as a stream. `X-Cache` says
+                 *     whether the cache answered.
+                 * @example on
+                 */
+                "X-Response-Cache"?: components["parameters"]["ResponseCache"];
             };
             path?: never;
             cookie?: never;
@@ -6463,6 +6586,20 @@ export interface operations {
                  * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description The response cache, for models whose gateway config enables it (`cache: {ttl_ms,
+                 *     scope}`): an answer is replayed to the same request (same normalised request,
+                 *     route, answer shape, organization and, unless the model shares answers
+                 *     organization-wide, API key) until the TTL ends, with no upstream call and nothing
+                 *     billed. Absent: deterministic requests (`temperature: 0`) are cached, sampled ones
+                 *     are not. `on`: cache this request even if sampled (every such caller then gets the
+                 *     same sample). `off`: neither read nor store. `refresh`: skip the lookup and store
+                 *     the new answer. Errors, content-filtered answers and streams that broke or were left
+                 *     are never cached; a cached stream replays its events as a stream. `X-Cache` says
+                 *     whether the cache answered.
+                 * @example on
+                 */
+                "X-Response-Cache"?: components["parameters"]["ResponseCache"];
             };
             path?: never;
             cookie?: never;

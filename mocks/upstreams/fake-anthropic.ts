@@ -3,6 +3,9 @@
 //   const up = await startFakeAnthropic({ answer: 'Hello there.' });   // up.url is the base URL
 //   POST /v1/messages   plain or streamed (message_start … message_stop, text word by word)
 //   GET  /v1/models
+// Prompt caching: the prompt up to the last block with `cache_control` is written to the
+// fake's cache on first sight and read from it after (usage: cache_creation_input_tokens,
+// cache_read_input_tokens; input_tokens counts only the rest), as Anthropic reports it.
 // tool_choice {type:'any'} or {type:'tool'} produces a tool_use block with input
 // {"input": <last user text>}. A trailing assistant message is continued (prefill), unless it
 // ends in whitespace: the real API answers that with 400. A last user turn asking to continue
@@ -45,7 +48,10 @@ const frame = (data: { type: string } & Record<string, unknown>) => `event: ${da
 
 const dialect: Dialect = {
   errorBody: (kind, message) => ({ type: 'error', error: { type: ERRORS[kind].type, message: message || ERRORS[kind].message } }),
-  errorFrame: (kind) => frame({ type: 'error', error: ERRORS[STREAM_ERRORS[kind]] }),
+  errorFrame: (kind, message) => {
+    const error = ERRORS[STREAM_ERRORS[kind]];
+    return frame({ type: 'error', error: { ...error, message: message || error.message } });
+  },
   malformedFrame: 'event: content_block_delta\ndata: {not json\n\n',
   pingFrame: frame({ type: 'ping' }),
   openingFrames: 2,
@@ -95,7 +101,7 @@ async function messages(call: Call): Promise<void> {
   const stopReason = tool ? 'tool_use' : call.fault?.type === 'content_filter_finish' ? 'refusal' : 'end_turn';
   const pieces = tool ? [] : streamPieces(call.config, text);
   const usage = {
-    input_tokens: countTokens(promptText(body.system) + promptText(history)),
+    ...cacheUsage(call, body, countTokens(promptText(body.system) + promptText(history))),
     output_tokens: tool ? countTokens(JSON.stringify(input)) : pieces.length,
   };
   const toolBlock = tool && { type: 'tool_use', id: 'toolu_fake_1', name: tool, input };
@@ -106,7 +112,7 @@ async function messages(call: Call): Promise<void> {
     return sendJson(call.res, 200, { ...message, content: [toolBlock ?? { type: 'text', text }], stop_reason: stopReason, usage });
   }
 
-  const frames = [frame({ type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { input_tokens: usage.input_tokens, output_tokens: 1 } } })];
+  const frames = [frame({ type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } } })];
   if (toolBlock) {
     frames.push(frame({ type: 'content_block_start', index: 0, content_block: { ...toolBlock, input: {} } }));
     for (const part of halves(JSON.stringify(input))) {
@@ -121,6 +127,37 @@ async function messages(call: Call): Promise<void> {
     frame({ type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: usage.output_tokens } }),
   );
   await writeSse(call, dialect, frames, [frame({ type: 'message_stop' })]);
+}
+
+interface CacheBlock {
+  cache_control?: { type: string; ttl?: string };
+}
+
+/**
+ * Anthropic's prompt caching, simplified to the last breakpoint: the prompt (system, then
+ * the messages' blocks) up to and including the last block with `cache_control` is read when
+ * it was written before, else written (for an hour with `ttl: '1h'`). `input_tokens` is what
+ * is neither, out of `total`.
+ */
+function cacheUsage(call: Call, body: MessagesBody, total: number) {
+  const asBlocks = (content: unknown): CacheBlock[] => (Array.isArray(content) ? content : []);
+  const blocks = [...asBlocks(body.system), ...(body.messages ?? []).flatMap((m) => asBlocks(m.content))];
+  let last = blocks.length - 1;
+  while (last >= 0 && !blocks[last].cache_control) last--;
+  if (last < 0) return { input_tokens: total };
+  const prefix = blocks.slice(0, last + 1);
+  const tokens = countTokens(promptText(prefix));
+  const key = JSON.stringify([body.model, prefix]);
+  const hit = call.promptCache.has(key);
+  call.promptCache.add(key);
+  if (hit) return { input_tokens: total - tokens, cache_creation_input_tokens: 0, cache_read_input_tokens: tokens };
+  const hour = blocks[last].cache_control!.ttl === '1h';
+  return {
+    input_tokens: total - tokens,
+    cache_creation_input_tokens: tokens,
+    cache_read_input_tokens: 0,
+    cache_creation: { ephemeral_5m_input_tokens: hour ? 0 : tokens, ephemeral_1h_input_tokens: hour ? tokens : 0 },
+  };
 }
 
 /** The text of a message's content: a string, or its text blocks. */

@@ -57,7 +57,10 @@ const STREAM_ERRORS: Record<StreamErrorKind, ErrorKind> = { rate_limit: 'rate_li
 
 const dialect: Dialect = {
   errorBody: (kind, message) => ({ error: { ...ERRORS[kind], message: message || ERRORS[kind].message, param: null } }),
-  errorFrame: (kind) => `data: ${JSON.stringify({ error: ERRORS[STREAM_ERRORS[kind]] })}\n\n`,
+  errorFrame: (kind, message) => {
+    const error = ERRORS[STREAM_ERRORS[kind]];
+    return `data: ${JSON.stringify({ error: { ...error, message: message || error.message } })}\n\n`;
+  },
   malformedFrame: 'data: {not json\n\n',
   pingFrame: ': keep-alive\n\n',
   openingFrames: 1,
@@ -74,6 +77,7 @@ interface ChatBody {
   tool_choice?: unknown;
   stream?: boolean;
   stream_options?: { include_usage?: boolean };
+  prompt_cache_key?: string;
 }
 
 export function startFakeOpenAI(config: Partial<FakeConfig> = {}): Promise<FakeUpstream> {
@@ -110,7 +114,7 @@ async function chat(call: Call, deployment: string | undefined): Promise<void> {
   const toolArgs = JSON.stringify({ input: promptText(messages.filter((m) => m.role === 'user').at(-1)?.content).trim() });
   const finish = tool ? 'tool_calls' : call.fault?.type === 'content_filter_finish' ? 'content_filter' : 'stop';
   const pieces = tool ? [] : streamPieces(call.config, text);
-  const usage = tokenUsage(countTokens(promptText(messages)), tool ? countTokens(toolArgs) : pieces.length);
+  const usage = tokenUsage(countTokens(promptText(messages)), tool ? countTokens(toolArgs) : pieces.length, cachedTokens(call, body));
   const id = 'chatcmpl-fake';
   const created = Math.floor(Date.now() / 1000);
   const toolCall = tool && { id: 'call_fake_1', type: 'function', function: { name: tool, arguments: toolArgs } };
@@ -149,8 +153,27 @@ async function chat(call: Call, deployment: string | undefined): Promise<void> {
   await writeSse(call, dialect, frames, ['data: [DONE]\n\n']);
 }
 
-function tokenUsage(prompt: number, completion: number) {
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+function tokenUsage(prompt: number, completion: number, cached: number | undefined) {
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    ...(cached === undefined ? {} : { prompt_tokens_details: { cached_tokens: cached, audio_tokens: 0 } }),
+  };
+}
+
+/**
+ * With `promptCaching`: the tokens of the messages before the last one when this prefix (and
+ * prompt_cache_key) was seen before, else 0, and the prefix is cached; without it, undefined.
+ */
+function cachedTokens(call: Call, body: ChatBody): number | undefined {
+  if (!call.config.promptCaching) return undefined;
+  const prefix = (body.messages ?? []).slice(0, -1);
+  if (prefix.length === 0) return 0;
+  const key = JSON.stringify([body.model, body.prompt_cache_key ?? null, prefix]);
+  const hit = call.promptCache.has(key);
+  call.promptCache.add(key);
+  return hit ? countTokens(promptText(prefix)) : 0;
 }
 
 /** The tool the request forces, if any: a named function, or the first tool when 'required'. */

@@ -19,8 +19,11 @@ export type Fault =
   | { type: 'server_error' }
   /** 503 (or 529, Anthropic's "overloaded"). */
   | { type: 'unavailable'; status?: 503 | 529 }
-  /** 401 with the upstream's invalid-key body. */
-  | { type: 'bad_key' }
+  /**
+   * 401 with the upstream's invalid-key body; `echoKey`: its message quotes the key the
+   * request presented, in full ("Incorrect API key provided: Bearer sk-…").
+   */
+  | { type: 'bad_key'; echoKey?: boolean }
   /** 400 with the upstream's real context-length error body. */
   | { type: 'context_length' }
   /** 400 with the upstream's content-filter error body. */
@@ -51,8 +54,8 @@ export type Fault =
   | { type: 'malformed'; afterChunks: number }
   /** End the stream cleanly but without its terminator ([DONE] / message_stop). */
   | { type: 'no_done' }
-  /** An in-stream error event after `afterChunks` frames (default 1), then end. */
-  | { type: 'stream_error'; error: StreamErrorKind; afterChunks?: number };
+  /** An in-stream error event after `afterChunks` frames (default 1), then end; `echoKey` as for bad_key. */
+  | { type: 'stream_error'; error: StreamErrorKind; afterChunks?: number; echoKey?: boolean };
 
 export type StreamErrorKind = 'rate_limit' | 'overloaded' | 'server' | 'auth' | 'bad_request';
 export type ErrorKind = 'rate_limit' | 'server' | 'unavailable' | 'auth' | 'context_length' | 'content_filter' | 'bad_request' | 'prefix';
@@ -115,6 +118,12 @@ export interface FakeConfig {
   refuse?: boolean;
   /** Asked in a user turn to continue a quoted part of its answer, it first repeats this many of the quote's last words (as models often do). */
   repeatWords?: number;
+  /**
+   * OpenAI-compatible: automatic prompt caching, as OpenAI's: a request whose messages before
+   * the last one (with the same `prompt_cache_key`) were seen before reports their tokens as
+   * `prompt_tokens_details.cached_tokens`. (Anthropic's fake always honours `cache_control`.)
+   */
+  promptCaching?: boolean;
 }
 
 export interface FakeUpstream {
@@ -123,6 +132,8 @@ export interface FakeUpstream {
   faults: FaultQueue;
   /** Mutable: changes apply to the next request. */
   config: FakeConfig;
+  /** The prompt prefixes the fake has cached (prompt caching); clear() empties the cache. */
+  promptCache: Set<string>;
   close(): Promise<void>;
 }
 
@@ -130,8 +141,8 @@ export interface FakeUpstream {
 export interface Dialect {
   /** The upstream's JSON error body; `message` may be empty to use the dialect's real one. */
   errorBody(kind: ErrorKind, message: string): unknown;
-  /** A complete SSE frame carrying an in-stream error. */
-  errorFrame(kind: StreamErrorKind): string;
+  /** A complete SSE frame carrying an in-stream error; `message` may be empty to use the dialect's real one. */
+  errorFrame(kind: StreamErrorKind, message: string): string;
   malformedFrame: string;
   /** A keep-alive: a comment, or the dialect's ping event. */
   pingFrame: string;
@@ -147,11 +158,13 @@ export interface Call {
   recorded: RecordedRequest;
   fault: Fault | undefined;
   config: FakeConfig;
+  promptCache: Set<string>;
 }
 
 export async function startUpstream(dialect: Dialect, route: (call: Call) => Promise<void> | void, config: Partial<FakeConfig> = {}): Promise<FakeUpstream> {
   const requests: RecordedRequest[] = [];
   const faults = new FaultQueue();
+  const promptCache = new Set<string>();
   const fullConfig: FakeConfig = { answer: (model) => `This is a fake answer from ${model}.`, chunkIntervalMs: 0, ...config };
 
   const server = http.createServer(async (req, res) => {
@@ -167,7 +180,7 @@ export async function startUpstream(dialect: Dialect, route: (call: Call) => Pro
     };
     res.once('finish', () => (recorded.completed = true));
     requests.push(recorded);
-    const call: Call = { req, res, recorded, fault: faults.next(), config: fullConfig };
+    const call: Call = { req, res, recorded, fault: faults.next(), config: fullConfig, promptCache };
     try {
       if (fullConfig.apiKey !== undefined && dialect.apiKey(req.headers) !== fullConfig.apiKey) {
         sendError(res, dialect, 'auth', 401, 'Invalid API key');
@@ -188,6 +201,7 @@ export async function startUpstream(dialect: Dialect, route: (call: Call) => Pro
     requests,
     faults,
     config: fullConfig,
+    promptCache,
     async close() {
       server.closeAllConnections();
       server.close();
@@ -227,7 +241,7 @@ function playHttpFault({ fault, res, recorded }: Call, dialect: Dialect): boolea
       sendError(res, dialect, 'unavailable', fault.status ?? 503, 'The service is temporarily overloaded');
       return true;
     case 'bad_key':
-      sendError(res, dialect, 'auth', 401, 'Invalid API key provided');
+      sendError(res, dialect, 'auth', 401, fault.echoKey ? echoedKey(dialect, recorded) : 'Invalid API key provided');
       return true;
     case 'context_length':
       sendError(res, dialect, 'context_length', 400, '');
@@ -252,6 +266,11 @@ function playHttpFault({ fault, res, recorded }: Call, dialect: Dialect): boolea
     default:
       return false;
   }
+}
+
+/** An error message quoting the key the request presented, as some upstreams write it. */
+function echoedKey(dialect: Dialect, recorded: RecordedRequest): string {
+  return `Incorrect API key provided: Bearer ${dialect.apiKey(recorded.headers) ?? ''}`;
 }
 
 /** Delay before the answer starts (slow_first_token), for plain and streamed answers. */
@@ -289,7 +308,7 @@ export async function writeSse(call: Call, dialect: Dialect, frames: string[], t
       if (midStream.type === 'cut') return void res.destroy();
       if (midStream.type === 'stall') return midStream.pingEveryMs ? pings(midStream.pingEveryMs) : undefined;
       if (midStream.type === 'malformed') res.write(dialect.malformedFrame);
-      if (midStream.type === 'stream_error') return void res.end(dialect.errorFrame(midStream.error));
+      if (midStream.type === 'stream_error') return void res.end(dialect.errorFrame(midStream.error, midStream.echoKey ? echoedKey(dialect, call.recorded) : ''));
     }
     if (i === all.length) break;
     if (i > 0 && config.chunkIntervalMs > 0) await sleep(config.chunkIntervalMs);

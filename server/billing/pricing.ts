@@ -9,11 +9,21 @@ export type { TokenUsage };
 /** Output tokens assumed by an admission estimate when the request sets no max_tokens. */
 export const DEFAULT_ESTIMATE_OUTPUT_TOKENS = 4096;
 
-/** What a call costs: its tokens, and the images it drew (`per_image` is in USD, so one image costs per_image × 1M micro-dollars). */
+/**
+ * What a call costs: its tokens, and the images it drew (`per_image` is in USD, so one image
+ * costs per_image × 1M micro-dollars). Prompt tokens read from the upstream's prompt cache
+ * are priced as cached input, those written to it as cache writes, the rest as input.
+ */
 export function costMicros(model: Pick<ModelConfig, 'pricing'> | undefined, usage: TokenUsage & { images?: number }): bigint {
   if (!model) return 0n;
-  const micros =
-    usage.promptTokens * model.pricing.input_per_1m + usage.completionTokens * model.pricing.output_per_1m + (usage.images ?? 0) * model.pricing.per_image * 1_000_000;
+  const p = model.pricing;
+  const { cachedTokens = 0, cacheWriteTokens = 0, cacheWrite1hTokens = 0 } = usage;
+  const input =
+    (usage.promptTokens - cachedTokens - cacheWriteTokens) * p.input_per_1m +
+    cachedTokens * p.cached_input_per_1m +
+    (cacheWriteTokens - cacheWrite1hTokens) * p.cache_write_per_1m +
+    cacheWrite1hTokens * p.cache_write_1h_per_1m;
+  const micros = input + usage.completionTokens * p.output_per_1m + (usage.images ?? 0) * p.per_image * 1_000_000;
   // A float product such as 3 × 0.1 must not round 0.30000000000000004 up to 1.
   return BigInt(Math.ceil(micros - 1e-6));
 }

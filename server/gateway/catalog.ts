@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { PREFIX_MODES, type PrefixMode, type ProviderKind } from '../providers/types.js';
+import { ImageUrlPolicy } from './image-urls.js';
 
 export const MODEL_FAMILIES = ['openai', 'anthropic', 'google', 'open source', 'local'] as const;
 export type ModelFamily = (typeof MODEL_FAMILIES)[number];
@@ -66,6 +67,28 @@ const retrySchema = z.object({
   retry_after_cap_ms: z.number().int().min(0).optional(),
 });
 
+const price = z.number().min(0);
+/**
+ * USD per 1M tokens (per_image: per image drawn). Prompt-cache prices default to the
+ * multipliers OpenAI and Anthropic use: a cached read 0.1 × input, a cache write 1.25 ×
+ * input (2 × when kept for an hour); a cached read is never billed as full input.
+ */
+const pricingSchema = z
+  .object({
+    input_per_1m: price,
+    output_per_1m: price,
+    per_image: price.default(0),
+    cached_input_per_1m: price.optional(),
+    cache_write_per_1m: price.optional(),
+    cache_write_1h_per_1m: price.optional(),
+  })
+  .transform((p) => ({
+    ...p,
+    cached_input_per_1m: p.cached_input_per_1m ?? p.input_per_1m * 0.1,
+    cache_write_per_1m: p.cache_write_per_1m ?? p.input_per_1m * 1.25,
+    cache_write_1h_per_1m: p.cache_write_1h_per_1m ?? p.input_per_1m * 2,
+  }));
+
 const capabilitiesSchema = z.object({
   tools: z.boolean().default(false),
   reasoning: z.boolean().default(false),
@@ -84,10 +107,7 @@ const modelSchema = z.object({
   dimensions: z.number().int().positive().optional(),
   shortenable: z.boolean().default(false),
   capabilities: capabilitiesSchema.default({ tools: false, reasoning: false, vision: false, streaming: true, image_generation: false }),
-  // per_image: USD per image the model draws with the image_generation tool.
-  pricing: z
-    .object({ input_per_1m: z.number().min(0), output_per_1m: z.number().min(0), per_image: z.number().min(0).default(0) })
-    .default({ input_per_1m: 0, output_per_1m: 0, per_image: 0 }),
+  pricing: pricingSchema.default({ input_per_1m: 0, output_per_1m: 0, per_image: 0, cached_input_per_1m: 0, cache_write_per_1m: 0, cache_write_1h_per_1m: 0 }),
   deprecated: z.boolean().default(false),
   deployments: z.array(id).min(1),
   /** Other chat models tried, in order, once this one's deployments all failed (their own fallbacks after them). */
@@ -98,6 +118,17 @@ const modelSchema = z.object({
   content_policy_fallbacks: z.array(id).default([]),
   /** This model's retry policy (over `failover`'s; a route's own settings win). */
   failover: retrySchema.default({}),
+  /**
+   * The response cache (cache/response-cache.ts) for this model's chat completions: answers are
+   * kept `ttl_ms`, shared between requests of one API key (`scope: key`) or of the whole
+   * organization. Absent: never cached.
+   */
+  cache: z
+    .object({
+      ttl_ms: z.number().int().min(1_000).max(7 * 24 * 3_600_000),
+      scope: z.enum(['key', 'organization']).default('key'),
+    })
+    .optional(),
 });
 
 export const FALLBACK_KINDS = ['fallbacks', 'context_window_fallbacks', 'content_policy_fallbacks'] as const;
@@ -170,6 +201,20 @@ const configSchema = z.object({
         .optional(),
     })
     .default({ rules: true }),
+  /** Bounds of the response cache: its memory (per instance, without Redis) and one answer's size. */
+  response_cache: z
+    .object({
+      max_bytes: z.number().int().min(1).default(64 * 1024 * 1024),
+      max_entry_bytes: z.number().int().min(1).default(1024 * 1024),
+    })
+    .default({ max_bytes: 64 * 1024 * 1024, max_entry_bytes: 1024 * 1024 }),
+  /** Image URLs of requests (image-urls.ts): https and data:image only, public hosts unless allowed here. */
+  image_urls: z
+    .object({
+      allow_private_hosts: z.boolean().default(false),
+      allow_hosts: z.array(z.string().min(1)).default([]),
+    })
+    .default({ allow_private_hosts: false, allow_hosts: [] }),
 });
 
 export type GatewayFileConfig = z.infer<typeof configSchema>;
@@ -198,6 +243,9 @@ export interface Catalog {
   failover: GatewayFileConfig['failover'];
   circuit: GatewayFileConfig['circuit'];
   guardrails: GatewayFileConfig['guardrails'];
+  responseCache: GatewayFileConfig['response_cache'];
+  /** Which image URLs may reach an upstream. */
+  imageUrls: ImageUrlPolicy;
 }
 
 export class CatalogError extends Error {
@@ -269,6 +317,7 @@ export function buildCatalog(raw: unknown, source: string, env: NodeJS.ProcessEn
     }
     if (model.type === 'embedding' && !model.dimensions) problems.push(`model "${model.id}": embedding models need dimensions`);
     if (model.type === 'chat' && !model.max_output_tokens) problems.push(`model "${model.id}": chat models need max_output_tokens`);
+    if (model.type === 'embedding' && model.cache) problems.push(`model "${model.id}": the response cache is for chat models`);
   }
   const chatModel = (where: string, modelId: string) => {
     const model = models.get(modelId);
@@ -305,6 +354,8 @@ export function buildCatalog(raw: unknown, source: string, env: NodeJS.ProcessEn
     failover: config.failover,
     circuit: config.circuit,
     guardrails: config.guardrails,
+    responseCache: config.response_cache,
+    imageUrls: new ImageUrlPolicy(config.image_urls),
   };
 }
 
@@ -359,6 +410,8 @@ function resolveFallbacks(models: ReadonlyMap<string, ModelConfig>): Map<string,
   }
   return resolved;
 }
+/** OpenAI's prompt caching: a cached read at a tenth of input; writes cost nothing extra (it reports none). */
+const OPENAI_CACHE = (input: number) => ({ cached_input_per_1m: input / 10, cache_write_per_1m: input, cache_write_1h_per_1m: input });
 
 const LOCAL_CHAT = {
   id: 'local-chat',
@@ -400,8 +453,8 @@ export function defaultConfig(env: NodeJS.ProcessEnv): unknown {
       { id: 'openai-text-embedding-3-small', provider: 'openai', model: 'text-embedding-3-small' },
     );
     models.push(
-      { id: 'gloo-openai-gpt-5-mini', family: 'openai', context_window: 400_000, max_output_tokens: 128_000, capabilities: openai, pricing: { input_per_1m: 0.25, output_per_1m: 2, per_image: 0.04 }, deployments: ['openai-gpt-5-mini'] },
-      { id: 'gloo-openai-gpt-5', family: 'openai', context_window: 400_000, max_output_tokens: 128_000, capabilities: openai, pricing: { input_per_1m: 1.25, output_per_1m: 10, per_image: 0.04 }, deployments: ['openai-gpt-5'] },
+      { id: 'gloo-openai-gpt-5-mini', family: 'openai', context_window: 400_000, max_output_tokens: 128_000, capabilities: openai, pricing: { input_per_1m: 0.25, output_per_1m: 2, per_image: 0.04, ...OPENAI_CACHE(0.25) }, deployments: ['openai-gpt-5-mini'] },
+      { id: 'gloo-openai-gpt-5', family: 'openai', context_window: 400_000, max_output_tokens: 128_000, capabilities: openai, pricing: { input_per_1m: 1.25, output_per_1m: 10, per_image: 0.04, ...OPENAI_CACHE(1.25) }, deployments: ['openai-gpt-5'] },
       { id: 'gloo-openai-text-embedding-3-small', family: 'openai', type: 'embedding', context_window: 8_191, dimensions: 1_536, shortenable: true, pricing: { input_per_1m: 0.02, output_per_1m: 0 }, deployments: ['openai-text-embedding-3-small'] },
     );
     tiers.tier_1.push('gloo-openai-gpt-5-mini');
@@ -416,8 +469,8 @@ export function defaultConfig(env: NodeJS.ProcessEnv): unknown {
       { id: 'anthropic-claude-sonnet-4.5', provider: 'anthropic', model: 'claude-sonnet-4-5' },
     );
     models.push(
-      { id: 'gloo-anthropic-claude-haiku-4.5', family: 'anthropic', context_window: 200_000, max_output_tokens: 64_000, capabilities: vision, pricing: { input_per_1m: 1, output_per_1m: 5 }, deployments: ['anthropic-claude-haiku-4.5'] },
-      { id: 'gloo-anthropic-claude-sonnet-4.5', family: 'anthropic', context_window: 200_000, max_output_tokens: 64_000, capabilities: vision, pricing: { input_per_1m: 3, output_per_1m: 15 }, deployments: ['anthropic-claude-sonnet-4.5'] },
+      { id: 'gloo-anthropic-claude-haiku-4.5', family: 'anthropic', context_window: 200_000, max_output_tokens: 64_000, capabilities: vision, pricing: { input_per_1m: 1, output_per_1m: 5, cached_input_per_1m: 0.1, cache_write_per_1m: 1.25, cache_write_1h_per_1m: 2 }, deployments: ['anthropic-claude-haiku-4.5'] },
+      { id: 'gloo-anthropic-claude-sonnet-4.5', family: 'anthropic', context_window: 200_000, max_output_tokens: 64_000, capabilities: vision, pricing: { input_per_1m: 3, output_per_1m: 15, cached_input_per_1m: 0.3, cache_write_per_1m: 3.75, cache_write_1h_per_1m: 6 }, deployments: ['anthropic-claude-sonnet-4.5'] },
     );
     tiers.tier_1.push('gloo-anthropic-claude-haiku-4.5');
     tiers.tier_2.push('gloo-anthropic-claude-sonnet-4.5');

@@ -6,7 +6,8 @@ import type { Logger } from 'pino';
 import type { components } from '../../generated/types/openapi.js';
 import { ApiError } from '../errors.js';
 import { LogsThrough } from '../logging.js';
-import type { ChatMessage, ChatRequest, ChatStreamEvent, ResponseFormat, ToolChoice, ToolDefinition } from '../providers/types.js';
+import type { ChatMessage, ChatRequest, ChatStreamEvent, ResponseFormat, ToolChoice, ToolDefinition, Usage } from '../providers/types.js';
+import type { CacheRequest, ResponseCache } from './cache/response-cache.js';
 import { streamUsage, type CallScope, type ChatCall, type GatewayService, type GatewayStream, type Served } from './gateway-service.js';
 import type { Guardrails, StreamModeration } from './guardrails.js';
 import { routeHeader } from './route-header.js';
@@ -25,6 +26,8 @@ export interface CompletionContext extends CallScope {
   traceId: string;
   /** Read only when something is logged: a request's logger is made on first use (http/request-log.ts). */
   readonly log: Logger;
+  /** Set by the operations that offer the response cache (cache/response-cache.ts). */
+  readonly cache?: CacheRequest;
 }
 
 /** The gateway call of a request's completion: its scope, and its logger read only when something logs. */
@@ -49,8 +52,15 @@ class CompletionCall extends LogsThrough implements ChatCall {
   }
 }
 
-/** `headers`: the route the answer took (route-header.ts). */
-export type CompletionAnswer = { kind: 'json'; body: ChatCompletion; headers: Record<string, string> } | { kind: 'stream'; stream: AsyncIterable<ChatCompletionChunk>; headers: Record<string, string> };
+/**
+ * `headers`: the route the answer took (route-header.ts; none for a cached answer, which no
+ * upstream gave). `cache`: whether the response cache answered (`hit`) or was asked in vain
+ * (`miss`); absent when it does not apply.
+ */
+export type CompletionAnswer = ({ kind: 'json'; body: ChatCompletion } | { kind: 'stream'; stream: AsyncIterable<ChatCompletionChunk> }) & {
+  headers: Record<string, string>;
+  cache?: 'hit' | 'miss';
+};
 
 interface Routed {
   messages: ChatMessage[];
@@ -62,6 +72,7 @@ export class ChatCompletions {
   constructor(
     private readonly gateway: GatewayService,
     private readonly guardrails: Guardrails,
+    private readonly cache: ResponseCache | null = null,
   ) {}
 
   /**
@@ -81,6 +92,13 @@ export class ChatCompletions {
     const id = `chatcmpl-${ctx.traceId.replace(/^trc_/, '')}`;
     const created = Math.floor(Date.now() / 1000);
     const call = chatCall(ctx, plan, request);
+    const includeUsage = body.stream_options?.include_usage === true;
+    const slot = this.cache?.slot(ctx.cache, plan, request, { guarded, stream: body.stream === true, includeUsage }) ?? null;
+    if (slot) {
+      const hit = await slot.lookup(id, created);
+      if (hit) return { ...hit, cache: 'hit', headers: {} };
+    }
+    const cache = slot ? ('miss' as const) : undefined;
 
     if (!body.stream) {
       const { result, served, attempts } = await this.gateway.chat(call);
@@ -89,8 +107,9 @@ export class ChatCompletions {
         content = '';
         finishReason = 'content_filter';
       }
-      return {
+      const answer: Extract<CompletionAnswer, { kind: 'json' }> = {
         kind: 'json',
+        cache,
         body: {
           id,
           object: 'chat.completion',
@@ -113,11 +132,13 @@ export class ChatCompletions {
         },
         headers: routeHeader(attempts),
       };
+      slot?.keepJson(answer.body);
+      return answer;
     }
 
     const upstream = await this.gateway.chatStream(call);
-    const shape = { id, created, facts, includeUsage: body.stream_options?.include_usage === true };
-    return { kind: 'stream', stream: new ChunkStream(upstream, guarded ? this.guardrails.monitor(ctx.signal) : null, shape), headers: routeHeader(upstream.attempts) };
+    const stream = new ChunkStream(upstream, guarded ? this.guardrails.monitor(ctx.signal) : null, { id, created, facts, includeUsage });
+    return { kind: 'stream', stream: slot ? slot.record(stream) : stream, cache, headers: routeHeader(upstream.attempts) };
   }
 
   /** The messages, the provider request and its route: what `create` refuses before any check or call. */
@@ -127,6 +148,7 @@ export class ChatCompletions {
     if (guarded && !messages.some((m) => m.role === 'user')) {
       throw new ApiError('NO_USER_MESSAGE', 'messages must contain at least one message with role "user".', { param: 'messages' });
     }
+    this.gateway.catalog.imageUrls.check(messages, (i, j) => `messages[${i}].content[${j}].image_url.url`);
     const request = providerRequest(body, guarded ? withTradition(messages, body.tradition) : messages);
     const plan = planRoute(this.gateway.catalog, guarded ? body : { model: body.model }, requestFeatures(request));
     return { messages, request, plan };
@@ -270,6 +292,7 @@ function providerRequest(body: ChatCompletionBody, messages: ChatMessage[]): Omi
     parallelToolCalls: body.parallel_tool_calls,
     responseFormat: body.response_format,
     user: body.user,
+    promptCacheKey: body.prompt_cache_key,
   };
 }
 
@@ -285,7 +308,14 @@ function routingFacts(plan: RoutePlan, served: Served, tradition: Tradition | nu
   } as const;
 }
 
-function usageOf(usage: { promptTokens: number; completionTokens: number }) {
-  return { prompt_tokens: usage.promptTokens, completion_tokens: usage.completionTokens, total_tokens: usage.promptTokens + usage.completionTokens };
+/** OpenAI's usage; `prompt_tokens_details` when part of the prompt was read from or written to a prompt cache. */
+function usageOf(usage: Usage) {
+  const { cachedTokens = 0, cacheWriteTokens = 0 } = usage;
+  return {
+    prompt_tokens: usage.promptTokens,
+    completion_tokens: usage.completionTokens,
+    total_tokens: usage.promptTokens + usage.completionTokens,
+    ...(cachedTokens || cacheWriteTokens ? { prompt_tokens_details: { cached_tokens: cachedTokens, cache_write_tokens: cacheWriteTokens } } : {}),
+  };
 }
 

@@ -288,14 +288,16 @@ export class GatewayService {
   }
 }
 
-/** What a stream used in all: the prompt of its first attempt, the output of every attempt (a resumed stream). */
+/** What a stream used in all: the prompt of its first attempt (and its prompt-cache use), the output of every attempt (a resumed stream). */
 export function streamUsage(attempts: readonly Attempt[]): Usage {
   const used = attempts.filter((a) => a.usage);
   const reasoningTokens = used.reduce((sum, a) => sum + (a.usage?.reasoningTokens ?? 0), 0);
+  const { cachedTokens, cacheWriteTokens, cacheWrite1hTokens } = used[0]?.usage ?? {};
   return {
     promptTokens: used[0]?.usage?.promptTokens ?? 0,
     completionTokens: used.reduce((sum, a) => sum + (a.usage?.completionTokens ?? 0), 0),
     ...(reasoningTokens ? { reasoningTokens } : {}),
+    ...(cachedTokens || cacheWriteTokens ? { cachedTokens, cacheWriteTokens, cacheWrite1hTokens } : {}),
   };
 }
 

@@ -7,6 +7,8 @@ import type { Metrics } from '../observability/metrics.js';
 import type { Embedder } from '../providers/local/embedder.js';
 import type { Provider } from '../providers/types.js';
 import type { RedisConnections } from '../storage/redis.js';
+import { MemoryAnswerStore, RedisAnswerStore } from './cache/answer-store.js';
+import { ResponseCache } from './cache/response-cache.js';
 import type { Catalog } from './catalog.js';
 import { ChatCompletions } from './chat-completions.js';
 import { kindFacts } from './errors.js';
@@ -47,7 +49,7 @@ export async function createInference(
     for (const d of catalog.deployments.values()) set({ deployment: d.id, provider: d.provider }, CIRCUIT_VALUE[deploymentHealth.circuit(d.id)]);
   });
   const { guardrails, moderation } = guardrailChecks(catalog, options.logger);
-  const completions = new ChatCompletions(gateway, guardrails);
+  const completions = new ChatCompletions(gateway, guardrails, responseCache(catalog, options));
 
   // The management health lists each provider: offline when its probe fails (down, or its
   // key refused) or every circuit is open, degraded while some are; last checked by its probe.
@@ -139,6 +141,14 @@ function startProbes(catalog: Catalog, providers: ReadonlyMap<string, Provider>,
   const timer = setInterval(probeAll, interval);
   timer.unref();
   return timer;
+}
+
+/** The response cache, when a model of the catalog opts in: in Redis when instances share one, else in memory. */
+function responseCache(catalog: Catalog, options: { logger: Logger; redis: RedisConnections | null; metrics: Metrics }): ResponseCache | null {
+  if (![...catalog.models.values()].some((m) => m.cache)) return null;
+  const { max_bytes: maxBytes, max_entry_bytes: maxEntryBytes } = catalog.responseCache;
+  const store = options.redis ? new RedisAnswerStore(options.redis.hotPath, options.logger, options.metrics) : new MemoryAnswerStore(maxBytes);
+  return new ResponseCache(store, options.metrics, maxEntryBytes);
 }
 
 /** The guardrails the catalog configures: the local rules and, optionally, a moderation endpoint. */

@@ -2,6 +2,7 @@
 // omni-moderation, or a self-hosted compatible service) as a guardrail beside the local rules.
 import type { Logger } from 'pino';
 import { createHttpClient, type HttpClient } from '../providers/http-client.js';
+import { Redactor } from '../providers/redact.js';
 import type { GuardrailCheck, Verdict } from './guardrails.js';
 
 export interface ModerationOptions {
@@ -24,7 +25,7 @@ export class ModerationCheck implements GuardrailCheck {
   private readonly http: HttpClient;
 
   constructor(private readonly options: ModerationOptions) {
-    this.http = createHttpClient(options.baseUrl);
+    this.http = createHttpClient(options.baseUrl, new Redactor([options.apiKey]));
   }
 
   async check(text: string, signal: AbortSignal): Promise<Verdict> {

@@ -49,6 +49,8 @@ export class UpstreamCall {
     metrics?.upstreamCalls.inc({ deployment: attempt.deploymentId, outcome: 'ok' });
     metrics?.tokens.inc({ model: attempt.modelId, kind: 'prompt' }, usage.promptTokens);
     if (usage.completionTokens > 0) metrics?.tokens.inc({ model: attempt.modelId, kind: 'completion' }, usage.completionTokens);
+    if (usage.cachedTokens) metrics?.tokens.inc({ model: attempt.modelId, kind: 'cached_prompt' }, usage.cachedTokens);
+    if (usage.cacheWriteTokens) metrics?.tokens.inc({ model: attempt.modelId, kind: 'cache_write' }, usage.cacheWriteTokens);
     this.end({ ok: true, latencyMs: this.latencyMs ?? performance.now() - this.started });
   }
 

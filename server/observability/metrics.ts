@@ -30,7 +30,7 @@ export class Metrics {
 
   readonly tokens = new Counter({
     name: 'gateway_tokens_total',
-    help: 'Tokens by model and kind (prompt or completion).',
+    help: 'Tokens by model and kind: prompt, completion, and of the prompt those read from (cached_prompt) or written to (cache_write) a prompt cache.',
     labelNames: ['model', 'kind'] as const,
     registers: [this.registry],
   });

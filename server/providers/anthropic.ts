@@ -1,10 +1,13 @@
 // Adapter for Anthropic's Messages API: translates the gateway's OpenAI-shaped chat to
 // `POST /v1/messages` and the answer (plain or streamed) back.
+import { hasCacheControl } from './cache-control.js';
 import { createHttpClient, streamError, type JsonCall } from './http-client.js';
 import { cannotContinue, prefixRefused, TrimmedPrefix } from './prefix.js';
+import { Redactor } from './redact.js';
 import { openOnFirstPull, readSse, type SseTranslator } from './sse-reader.js';
 import {
   ProviderError,
+  type CacheControl,
   type ChatMessage,
   type ChatRequest,
   type ChatResult,
@@ -14,6 +17,7 @@ import {
   type ResponseFormat,
   type ToolCall,
   type ToolChoice,
+  type Usage,
 } from './types.js';
 
 export interface AnthropicOptions {
@@ -24,11 +28,12 @@ export interface AnthropicOptions {
   version?: string;
 }
 
-type Block =
+type Block = (
   | { type: 'text'; text: string }
   | { type: 'image'; source: { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string } }
   | { type: 'tool_use'; id: string; name: string; input: unknown }
-  | { type: 'tool_result'; tool_use_id: string; content: string };
+  | { type: 'tool_result'; tool_use_id: string; content: string }
+) & { cache_control?: CacheControl };
 
 interface WireMessage {
   role: 'user' | 'assistant';
@@ -40,6 +45,8 @@ interface WireUsage {
   output_tokens?: number;
   cache_creation_input_tokens?: number | null;
   cache_read_input_tokens?: number | null;
+  /** The cache writes by TTL. */
+  cache_creation?: { ephemeral_5m_input_tokens?: number; ephemeral_1h_input_tokens?: number } | null;
 }
 
 interface WireAnswer {
@@ -51,7 +58,7 @@ interface WireAnswer {
 const DEFAULT_MAX_TOKENS = 4096;
 
 export function createAnthropicProvider(options: AnthropicOptions): Provider {
-  const http = createHttpClient(options.baseUrl);
+  const http = createHttpClient(options.baseUrl, new Redactor([options.apiKey]));
   const headers: Record<string, string> = { 'anthropic-version': options.version ?? '2023-06-01' };
   if (options.apiKey) headers['x-api-key'] = options.apiKey;
   const messagesCall = (request: ChatRequest, prefill: TrimmedPrefix | undefined, stream: boolean): JsonCall => ({
@@ -79,7 +86,7 @@ export function createAnthropicProvider(options: AnthropicOptions): Provider {
         const upstream = await http.stream(messagesCall(request, prefill, true), ctx).catch((err: unknown) => {
           throw prefixRefused(err, request);
         });
-        return readSse(upstream, messagesTranslator(prefill), 'upstream stream closed before message_stop');
+        return readSse(upstream, messagesTranslator(prefill, http.redact), 'upstream stream closed before message_stop');
       });
     },
 
@@ -106,21 +113,19 @@ function prefillOf(request: ChatRequest): TrimmedPrefix | undefined {
 }
 
 function messagesBody(request: ChatRequest, prefill: TrimmedPrefix | undefined, stream: boolean): Record<string, unknown> {
-  const system: string[] = [];
+  const system: ChatMessage[] = [];
   const messages: WireMessage[] = [];
   for (const message of request.messages) {
-    if (message.role === 'system') system.push(textOf(message.content));
+    if (message.role === 'system') system.push(message);
     else append(messages, toWire(message));
   }
   // An all-whitespace prefix is no prefill at all (Anthropic rejects empty text blocks).
   if (prefill?.sent) append(messages, { role: 'assistant', content: [{ type: 'text', text: prefill.sent }] });
-  const formatInstruction = jsonInstruction(request.responseFormat);
-  if (formatInstruction) system.push(formatInstruction);
 
   return {
     model: request.model,
     messages,
-    system: system.length ? system.join('\n\n') : undefined,
+    system: systemOf(system, jsonInstruction(request.responseFormat)),
     max_tokens: request.maxTokens ?? DEFAULT_MAX_TOKENS,
     // Anthropic's range is 0..1 where OpenAI's is 0..2; clamp rather than fail the call.
     temperature: request.temperature === undefined ? undefined : Math.min(request.temperature, 1),
@@ -137,6 +142,21 @@ function messagesBody(request: ChatRequest, prefill: TrimmedPrefix | undefined, 
   };
 }
 
+/**
+ * The system messages (and a format instruction after them): one string, or text blocks
+ * when a breakpoint (cache_control) must be kept on one of them.
+ */
+function systemOf(system: ChatMessage[], instruction: string | undefined): string | Block[] | undefined {
+  if (!system.some(hasCacheControl)) {
+    const texts = system.map((m) => textOf(m.content));
+    if (instruction) texts.push(instruction);
+    return texts.length ? texts.join('\n\n') : undefined;
+  }
+  const blocks = system.flatMap((m) => withBreakpoint(m, contentBlocks(m.content).filter((b) => b.type === 'text')));
+  if (instruction) blocks.push({ type: 'text', text: instruction });
+  return blocks;
+}
+
 /** Consecutive same-role messages are merged: Anthropic requires alternating turns. */
 function append(messages: WireMessage[], message: WireMessage): void {
   const last = messages.at(-1);
@@ -146,23 +166,31 @@ function append(messages: WireMessage[], message: WireMessage): void {
 
 function toWire(message: ChatMessage): WireMessage {
   if (message.role === 'tool') {
-    return { role: 'user', content: [{ type: 'tool_result', tool_use_id: message.tool_call_id ?? '', content: textOf(message.content) }] };
+    return { role: 'user', content: withBreakpoint(message, [{ type: 'tool_result', tool_use_id: message.tool_call_id ?? '', content: textOf(message.content) }]) };
   }
-  const content = blocks(message.content);
+  const content = contentBlocks(message.content);
   for (const call of message.tool_calls ?? []) {
     content.push({ type: 'tool_use', id: call.id, name: call.function.name, input: parseArguments(call.function.arguments) });
   }
-  return { role: message.role === 'assistant' ? 'assistant' : 'user', content };
+  return { role: message.role === 'assistant' ? 'assistant' : 'user', content: withBreakpoint(message, content) };
 }
 
-function blocks(content: ChatMessage['content']): Block[] {
+function contentBlocks(content: ChatMessage['content']): Block[] {
   if (content === null) return [];
   const parts: ContentPart[] = typeof content === 'string' ? [{ type: 'text', text: content }] : content;
   // Anthropic rejects empty text blocks.
   return parts.flatMap((part): Block[] => {
-    if (part.type === 'text') return part.text ? [{ type: 'text', text: part.text }] : [];
-    return [{ type: 'image', source: imageSource(part.image_url.url) }];
+    const breakpoint = part.cache_control ? { cache_control: part.cache_control } : {};
+    if (part.type === 'text') return part.text ? [{ type: 'text', text: part.text, ...breakpoint }] : [];
+    return [{ type: 'image', source: imageSource(part.image_url.url), ...breakpoint }];
   });
+}
+
+/** A message's own breakpoint goes on its last block (the prompt is cached up to the message's end). */
+function withBreakpoint(message: ChatMessage, blocks: Block[]): Block[] {
+  const last = blocks.at(-1);
+  if (message.cache_control && last) blocks[blocks.length - 1] = { ...last, cache_control: message.cache_control };
+  return blocks;
 }
 
 function imageSource(url: string): Extract<Block, { type: 'image' }>['source'] {
@@ -212,9 +240,21 @@ function finishReason(reason: string | null | undefined): FinishReason {
   return 'stop';
 }
 
-/** Cached prompt tokens are still prompt tokens. */
-function promptTokens(usage: WireUsage | undefined): number {
-  return (usage?.input_tokens ?? 0) + (usage?.cache_creation_input_tokens ?? 0) + (usage?.cache_read_input_tokens ?? 0);
+/**
+ * The usage in the gateway's terms: Anthropic's `input_tokens` leaves out what was read from
+ * or written to the prompt cache, which are prompt tokens too (priced apart: pricing.ts).
+ */
+function usageOf(usage: WireUsage | undefined, outputTokens: number): Usage {
+  const read = usage?.cache_read_input_tokens ?? 0;
+  const written = usage?.cache_creation_input_tokens ?? 0;
+  const writtenForAnHour = usage?.cache_creation?.ephemeral_1h_input_tokens ?? 0;
+  return {
+    promptTokens: (usage?.input_tokens ?? 0) + read + written,
+    completionTokens: outputTokens,
+    ...(read ? { cachedTokens: read } : {}),
+    ...(written ? { cacheWriteTokens: written } : {}),
+    ...(writtenForAnHour ? { cacheWrite1hTokens: writtenForAnHour } : {}),
+  };
 }
 
 function chatResult(answer: WireAnswer, prefill: TrimmedPrefix | undefined): ChatResult {
@@ -227,7 +267,7 @@ function chatResult(answer: WireAnswer, prefill: TrimmedPrefix | undefined): Cha
     content: text.length ? text.join('') : null,
     ...(toolCalls.length ? { toolCalls } : {}),
     finishReason: finishReason(answer.stop_reason),
-    ...(answer.usage ? { usage: { promptTokens: promptTokens(answer.usage), completionTokens: answer.usage.output_tokens ?? 0 } } : {}),
+    ...(answer.usage ? { usage: usageOf(answer.usage, answer.usage.output_tokens ?? 0) } : {}),
   };
 }
 
@@ -242,10 +282,11 @@ interface WireStreamEvent {
 }
 
 /** One stream's Messages events as chat events; `message_stop` ends it with the stop reason and usage. */
-function messagesTranslator(prefill: TrimmedPrefix | undefined): SseTranslator {
+function messagesTranslator(prefill: TrimmedPrefix | undefined, redact: Redactor): SseTranslator {
   // Content block index → OpenAI tool-call index (tool_use blocks counted from 0).
   const toolIndex = new Map<number, number>();
-  let promptUsage = 0;
+  // The input side from message_start (message_delta may repeat it, cumulative), the output from the last message_delta.
+  let inputUsage: WireUsage | undefined;
   let completionTokens = 0;
   let stopReason: string | null | undefined;
   let sawOutput = false;
@@ -253,7 +294,7 @@ function messagesTranslator(prefill: TrimmedPrefix | undefined): SseTranslator {
     const event = parseEvent(data);
     switch (event.type) {
       case 'message_start':
-        promptUsage = promptTokens(event.message?.usage);
+        inputUsage = event.message?.usage;
         completionTokens = event.message?.usage?.output_tokens ?? 0;
         return undefined;
       case 'content_block_start': {
@@ -286,12 +327,13 @@ function messagesTranslator(prefill: TrimmedPrefix | undefined): SseTranslator {
         progress();
         stopReason = event.delta?.stop_reason ?? stopReason;
         completionTokens = event.usage?.output_tokens ?? completionTokens;
+        if (event.usage?.input_tokens !== undefined) inputUsage = event.usage;
         return undefined;
       case 'message_stop':
         if (!sawOutput && !stopReason) throw new ProviderError('empty_stream', 'upstream stream ended without any output');
-        return { type: 'finish', finishReason: finishReason(stopReason), usage: { promptTokens: promptUsage, completionTokens } };
+        return { type: 'finish', finishReason: finishReason(stopReason), usage: usageOf(inputUsage, completionTokens) };
       case 'error':
-        throw streamError(event.error);
+        throw streamError(event.error, redact);
       default:
         // ping, content_block_stop and unknown future events carry nothing we need (and meet no deadline).
         return undefined;

@@ -3,9 +3,13 @@
 // failures and upstream HTTP error answers become ProviderErrors.
 import { Pool, type Dispatcher } from 'undici';
 import type { IncomingHttpHeaders } from 'undici/types/header.js';
+import { Redactor } from './redact.js';
 import { ProviderError, type CallContext, type ProviderErrorKind } from './types.js';
 
 type TimeoutKind = NonNullable<ProviderError['details']['timeout']>;
+
+/** Redacts what looks like a credential, for a client that knows no key of its own. */
+const CREDENTIAL_SHAPES = new Redactor();
 
 /** What a call's abort reaches: the transport of its answer. */
 interface Abortable {
@@ -109,10 +113,13 @@ export interface HttpClient {
   json<T>(call: JsonCall, ctx: CallContext, deadline: { ms: number; kind: TimeoutKind }): Promise<T>;
   /** A streaming POST: resolves once 2xx headers arrive (within `timeouts.connectMs`). */
   stream(call: JsonCall, ctx: CallContext): Promise<UpstreamStream>;
+  /** Takes credentials out of upstream error text (its error answers already are): for errors reported inside a stream. */
+  readonly redact: Redactor;
   close(): Promise<void>;
 }
 
-export function createHttpClient(baseUrl: string): HttpClient {
+/** `redact`: the provider's credentials, kept out of the errors its upstream answers with. */
+export function createHttpClient(baseUrl: string, redact = CREDENTIAL_SHAPES): HttpClient {
   const url = new URL(baseUrl);
   const basePath = url.pathname.replace(/\/$/, '');
   // Deadlines are ours (CallGuard), so undici's own header/body timeouts are off.
@@ -133,7 +140,7 @@ export function createHttpClient(baseUrl: string): HttpClient {
     } catch (err) {
       throw guard.classify(err, res.started ? 'body' : 'headers');
     }
-    if (res.statusCode < 200 || res.statusCode >= 300) throw httpError(res.statusCode, res.headers, res.text());
+    if (res.statusCode < 200 || res.statusCode >= 300) throw httpError(res.statusCode, res.headers, res.text(), redact);
     return res;
   }
 
@@ -166,6 +173,7 @@ export function createHttpClient(baseUrl: string): HttpClient {
       return { body, guard };
     },
 
+    redact,
     close: () => pool.close(),
   };
 }
@@ -317,10 +325,11 @@ interface UpstreamErrorObject {
 const CONTEXT_LENGTH = /context[_ ]length|context window|prompt is too long|maximum context|too many tokens/i;
 const CONTENT_FILTER = new Set(['content_filter', 'content_policy_violation', 'ResponsibleAIPolicyViolation']);
 
-/** Maps an upstream HTTP error answer to a ProviderError. */
-export function httpError(status: number, headers: IncomingHttpHeaders, bodyText: string): ProviderError {
+/** Maps an upstream HTTP error answer to a ProviderError, its text redacted. */
+export function httpError(status: number, headers: IncomingHttpHeaders, bodyText: string, redact = CREDENTIAL_SHAPES): ProviderError {
   const error = errorObject(bodyText);
-  const message = typeof error?.message === 'string' ? error.message : bodyText.slice(0, 200) || `HTTP ${status}`;
+  // Redacted before it is cut: a cut could leave part of a key unrecognised.
+  const message = (typeof error?.message === 'string' ? redact.text(error.message) : redact.text(bodyText).slice(0, 200)) || `HTTP ${status}`;
   const details = { status, retryAfterMs: status === 429 || status === 503 ? parseRetryAfter(headers) : undefined };
   return new ProviderError(statusKind(status, error, message), `upstream ${status}: ${message}`, details);
 }
@@ -347,10 +356,10 @@ function isContentFilter(error: UpstreamErrorObject | undefined): boolean {
   );
 }
 
-/** Maps an error reported inside a stream (no HTTP status) by its type/code. */
-export function streamError(error: unknown): ProviderError {
+/** Maps an error reported inside a stream (no HTTP status) by its type/code, its text redacted. */
+export function streamError(error: unknown, redact = CREDENTIAL_SHAPES): ProviderError {
   const e = (typeof error === 'object' && error !== null ? error : {}) as UpstreamErrorObject;
-  const message = typeof e.message === 'string' ? e.message : 'upstream stream error';
+  const message = redact.text(typeof e.message === 'string' ? e.message : 'upstream stream error');
   const tag = `${String(e.type)} ${String(e.code)}`;
   let kind: ProviderErrorKind = 'server';
   if (/rate_limit/.test(tag)) kind = 'rate_limit';

@@ -1,8 +1,10 @@
 // Adapter for every OpenAI-compatible upstream: OpenAI, Azure deployments, vLLM, Ollama,
 // Together, Groq, Gemini's compatible endpoint, OpenRouter. They differ only by base URL,
 // auth header and whether `usage` is reported, so one adapter serves them all.
+import { hasCacheControl, withoutCacheControl } from './cache-control.js';
 import { createHttpClient, streamError, type JsonCall } from './http-client.js';
 import { cannotContinue, prefixRefused } from './prefix.js';
+import { Redactor } from './redact.js';
 import { openOnFirstPull, readSse, type SseTranslator } from './sse-reader.js';
 import {
   ProviderError,
@@ -31,6 +33,7 @@ export interface OpenAICompatibleOptions {
 interface WireUsage {
   prompt_tokens?: number;
   completion_tokens?: number;
+  prompt_tokens_details?: { cached_tokens?: number } | null;
   completion_tokens_details?: { reasoning_tokens?: number } | null;
 }
 
@@ -52,7 +55,7 @@ interface WireChunk {
 }
 
 export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions): Provider {
-  const http = createHttpClient(options.baseUrl);
+  const http = createHttpClient(options.baseUrl, new Redactor([options.apiKey]));
   const headers: Record<string, string> = { ...options.headers };
   if (options.apiKey) {
     if (options.azure) headers['api-key'] = options.apiKey;
@@ -89,7 +92,7 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
         const upstream = await http.stream(chatCall(request, true), ctx).catch((err: unknown) => {
           throw prefixRefused(err, request);
         });
-        return readSse(upstream, chatTranslator(), 'upstream stream closed before [DONE]');
+        return readSse(upstream, chatTranslator(http.redact), 'upstream stream closed before [DONE]');
       });
     },
 
@@ -129,7 +132,8 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
 
 function chatBody(request: ChatRequest, stream: boolean): Record<string, unknown> {
   const prefix = request.assistantPrefix;
-  let messages: unknown[] = request.messages;
+  // Breakpoints are Anthropic's: OpenAI refuses unknown message fields.
+  let messages: unknown[] = request.messages.some(hasCacheControl) ? request.messages.map(withoutCacheControl) : request.messages;
   if (prefix) {
     // A plain trailing assistant message gets a fresh reply from OpenAI: each upstream has its own flag.
     if (prefix.mode === 'none') throw cannotContinue();
@@ -150,6 +154,7 @@ function chatBody(request: ChatRequest, stream: boolean): Record<string, unknown
     response_format: request.responseFormat,
     reasoning_effort: request.reasoningEffort,
     user: request.user,
+    prompt_cache_key: request.promptCacheKey,
     ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
     ...(vllm ? { continue_final_message: true, add_generation_prompt: false } : {}),
   };
@@ -177,11 +182,17 @@ function finishReason(reason: string | null | undefined): FinishReason {
 function usage(wire: WireUsage | null | undefined): Usage | undefined {
   if (!wire) return undefined;
   const reasoning = wire.completion_tokens_details?.reasoning_tokens;
-  return { promptTokens: wire.prompt_tokens ?? 0, completionTokens: wire.completion_tokens ?? 0, ...(reasoning ? { reasoningTokens: reasoning } : {}) };
+  const cached = wire.prompt_tokens_details?.cached_tokens;
+  return {
+    promptTokens: wire.prompt_tokens ?? 0,
+    completionTokens: wire.completion_tokens ?? 0,
+    ...(reasoning ? { reasoningTokens: reasoning } : {}),
+    ...(cached ? { cachedTokens: cached } : {}),
+  };
 }
 
 /** One stream's chunks as chat events; `[DONE]` ends it with the finish reason and usage. */
-function chatTranslator(): SseTranslator {
+function chatTranslator(redact: Redactor): SseTranslator {
   let finish: string | undefined;
   let finalUsage: Usage | undefined;
   let sawOutput = false;
@@ -191,7 +202,7 @@ function chatTranslator(): SseTranslator {
       // The usage chunk follows the finish_reason chunk, so `finish` waits for [DONE].
       return { type: 'finish', finishReason: finishReason(finish), ...(finalUsage ? { usage: finalUsage } : {}) };
     }
-    const chunk = parseChunk(data);
+    const chunk = parseChunk(data, redact);
     if (chunk.usage) {
       finalUsage = usage(chunk.usage);
       progress();
@@ -216,7 +227,7 @@ function chatTranslator(): SseTranslator {
   };
 }
 
-function parseChunk(data: string): WireChunk {
+function parseChunk(data: string, redact: Redactor): WireChunk {
   let chunk: WireChunk;
   try {
     chunk = JSON.parse(data) as WireChunk;
@@ -224,7 +235,7 @@ function parseChunk(data: string): WireChunk {
     throw new ProviderError('malformed_stream', 'upstream sent a chunk that is not JSON', { cause: err });
   }
   if (typeof chunk !== 'object' || chunk === null) throw new ProviderError('malformed_stream', 'upstream sent a non-object chunk');
-  if (chunk.error !== undefined) throw streamError(chunk.error);
+  if (chunk.error !== undefined) throw streamError(chunk.error, redact);
   if (!Array.isArray(chunk.choices)) throw new ProviderError('malformed_stream', 'upstream chunk has no choices');
   return chunk;
 }

@@ -5,13 +5,25 @@
 
 export type Role = 'system' | 'user' | 'assistant' | 'tool';
 
+/**
+ * A prompt-cache breakpoint (Anthropic's): the prompt up to and including the part (or the
+ * message's last part) is cached for `ttl` (default 5 minutes). Sent to Anthropic only;
+ * OpenAI caches repeated prefixes by itself (`promptCacheKey` helps it route them).
+ */
+export interface CacheControl {
+  type: 'ephemeral';
+  ttl?: '5m' | '1h';
+}
+
 export interface TextPart {
   type: 'text';
   text: string;
+  cache_control?: CacheControl;
 }
 export interface ImagePart {
   type: 'image_url';
   image_url: { url: string; detail?: 'auto' | 'low' | 'high' };
+  cache_control?: CacheControl;
 }
 export type ContentPart = TextPart | ImagePart;
 
@@ -28,6 +40,8 @@ export interface ChatMessage {
   name?: string;
   tool_calls?: ToolCall[];
   tool_call_id?: string;
+  /** A prompt-cache breakpoint on the message's last part. */
+  cache_control?: CacheControl;
 }
 
 export interface ToolDefinition {
@@ -57,6 +71,8 @@ export interface ChatRequest {
   /** Reasoning models only (the gateway drops it for others): how much the model reasons. */
   reasoningEffort?: 'minimal' | 'low' | 'medium' | 'high';
   user?: string;
+  /** OpenAI's `prompt_cache_key`: requests sharing a long prefix and this key reach the same cache. */
+  promptCacheKey?: string;
   /**
    * Resume a broken stream: the answer so far, and how this upstream is asked to continue
    * it. The text the adapter returns is only the continuation. An adapter whose upstream
@@ -77,10 +93,17 @@ export const PREFIX_MODES = ['none', 'native', 'vllm', 'mistral'] as const;
 export type PrefixMode = (typeof PREFIX_MODES)[number];
 
 export interface Usage {
+  /** Every input token, those read from or written to a prompt cache included. */
   promptTokens: number;
   completionTokens: number;
   /** Of the completion tokens, those a reasoning model spent reasoning (when the upstream says). */
   reasoningTokens?: number;
+  /** Of the prompt tokens, those read from the upstream's prompt cache (priced as cached input). */
+  cachedTokens?: number;
+  /** Of the prompt tokens, those written to the prompt cache (Anthropic; priced as cache writes). */
+  cacheWriteTokens?: number;
+  /** Of the cache writes, those kept for an hour (`ttl: '1h'`, priced higher than the 5-minute ones). */
+  cacheWrite1hTokens?: number;
 }
 
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';

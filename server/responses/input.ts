@@ -3,6 +3,7 @@
 // and output items of an earlier response sent back as history (reasoning items and
 // generated images are kept as history but not sent to the model again).
 import { ApiError } from '../errors.js';
+import { unsafeScheme } from '../gateway/image-urls.js';
 import type { ChatMessage, ContentPart } from '../providers/types.js';
 import type { InputContent, InputItem, ResponseBody } from './types.js';
 
@@ -59,9 +60,8 @@ function partOf(part: InputContent, param: string): ContentPart {
     case 'input_image': {
       const url = part.image_url;
       if (url === undefined) throw new ApiError('INVALID_REQUEST', 'input_image needs image_url (an https or base64 data: URL); file_id is not served on this platform.', { param });
-      if (!/^https:\/\//i.test(url) && !/^data:image\/[\w.+-]+;base64,/i.test(url)) {
-        throw new ApiError('INVALID_REQUEST', 'image_url must be an https:// URL or a base64 data:image/… URL.', { param: `${param}.image_url` });
-      }
+      const scheme = unsafeScheme(url);
+      if (scheme) throw new ApiError('INVALID_REQUEST', scheme, { param: `${param}.image_url` });
       return { type: 'image_url', image_url: { url, ...(part.detail ? { detail: part.detail } : {}) } };
     }
     case 'input_file':

@@ -49,6 +49,9 @@ export function usageOf(usage: ProviderUsage): Usage {
     output_tokens: usage.completionTokens,
     total_tokens: usage.promptTokens + usage.completionTokens,
     output_tokens_details: { reasoning_tokens: usage.reasoningTokens ?? 0 },
+    ...(usage.cachedTokens || usage.cacheWriteTokens
+      ? { input_tokens_details: { cached_tokens: usage.cachedTokens ?? 0, cache_write_tokens: usage.cacheWriteTokens ?? 0 } }
+      : {}),
   };
 }
 

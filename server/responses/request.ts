@@ -65,6 +65,7 @@ export function providerRequest(body: ResponseBody, messages: ChatMessage[]): Pr
       responseFormat: responseFormat(body.text?.format),
       reasoningEffort: body.reasoning?.effort,
       user: body.user,
+      promptCacheKey: body.prompt_cache_key,
     },
     imageTool,
   };

@@ -74,6 +74,7 @@ export class ResponsesService {
     const history = body.previous_response_id ? await this.history(ctx.organizationId, body.previous_response_id) : [];
     const items = [...history, ...inputItems(body.input)];
     const conversation = toMessages(items);
+    this.gateway.catalog.imageUrls.check(conversation, () => 'input');
     if (ctx.mode === 'guarded' && !conversation.some((m) => m.role === 'user')) {
       throw new ApiError('NO_USER_MESSAGE', 'input must contain at least one user message.', { param: 'input' });
     }

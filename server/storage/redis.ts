@@ -1,5 +1,5 @@
 // Redis for what many stateless instances must share: revocations, circuit states, rate-limit
-// windows, inference idempotency keys, billing holds. Optional: without REDIS_URL each
+// windows, inference idempotency keys, billing holds, the response cache. Optional: without REDIS_URL each
 // instance works alone.
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';

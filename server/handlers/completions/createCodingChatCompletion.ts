@@ -1,4 +1,4 @@
 import type { AppHandler } from '../../http/handler.js';
 import { chatAnswer } from './chat-answer.js';
 
-export const createCodingChatCompletion = (async ({ body }, ctx) => chatAnswer(ctx, body, 'guarded')) satisfies AppHandler<'createCodingChatCompletion'>;
+export const createCodingChatCompletion = (async (request, ctx) => chatAnswer(ctx, request, 'guarded')) satisfies AppHandler<'createCodingChatCompletion'>;

@@ -1,4 +1,4 @@
 import type { AppHandler } from '../../http/handler.js';
 import { chatAnswer } from './chat-answer.js';
 
-export const createGuardedChatCompletion = (async ({ body }, ctx) => chatAnswer(ctx, body, 'guarded')) satisfies AppHandler<'createGuardedChatCompletion'>;
+export const createGuardedChatCompletion = (async (request, ctx) => chatAnswer(ctx, request, 'guarded')) satisfies AppHandler<'createGuardedChatCompletion'>;

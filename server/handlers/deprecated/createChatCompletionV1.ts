@@ -1,4 +1,4 @@
 import type { AppHandler } from '../../http/handler.js';
 import { chatAnswer } from '../completions/chat-answer.js';
 
-export const createChatCompletionV1 = (async ({ body }, ctx) => chatAnswer(ctx, body, 'direct')) satisfies AppHandler<'createChatCompletionV1'>;
+export const createChatCompletionV1 = (async (request, ctx) => chatAnswer(ctx, request, 'direct')) satisfies AppHandler<'createChatCompletionV1'>;
