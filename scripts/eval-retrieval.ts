@@ -137,7 +137,7 @@ async function main(): Promise<void> {
   const texts = [...new Set([...queries.map((q) => q.query), ...conversationTexts(conversations)])];
   const vectors = await embedCached(embedder, texts);
   const queryVectors = new Map(texts.map((text, i) => [text, vectors[i]!]));
-  const index = await buildEvalIndex(documents, embedder, queryVectors, log);
+  const index = await buildEvalIndex(documents, embedder, queryVectors, { log });
   const tuning = queries.filter((q) => partOf(q) === 'tune');
   try {
     if (process.argv.includes('--tune')) {

@@ -112,7 +112,7 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     const rateLimits = createRateLimiter(redis, logger, metrics);
     cleanup.push(() => rateLimits.close());
     const quotas = new QuotaSettings(database.prisma, config);
-    const search = createSearchIndex(database, inference.gateway, { collection: config.searchCollection, embeddingModel: config.searchEmbeddingModel });
+    const search = createSearchIndex(database, inference.gateway, { collection: config.searchCollection, embeddingModel: config.searchEmbeddingModel, logger });
     const sources = new Sources(database.prisma, search.retriever);
     // Responses API (server/responses): stored responses expire after the retention, swept.
     const responseStore = new ResponseStore(database.prisma, config.responseRetentionMs);

@@ -81,13 +81,18 @@ export function loadQueries(): LabelledQuery[] {
     .flatMap((name) => (JSON.parse(readFileSync(join(dir, name), 'utf8')) as { queries: LabelledQuery[] }).queries);
 }
 
+/** The parser's own source: a change to it makes the cached texts stale. */
+const PARSER = createHash('sha256')
+  .update(readFileSync(fileURLToPath(new URL('../../server/data/ingestion/parse.ts', import.meta.url))))
+  .digest('hex');
+
 /** The text the platform extracts from each document (HTML parsed as ingestion parses it; text as is). */
 export async function documentTexts(documents: CorpusDocument[]): Promise<Map<string, string>> {
   const cache: Record<string, string> = existsSync(TEXT_CACHE) ? JSON.parse(readFileSync(TEXT_CACHE, 'utf8')) : {};
   let added = 0;
   const texts = new Map<string, string>();
   for (const doc of documents) {
-    const key = createHash('sha256').update(`${doc.sha256}:parse-v1`).digest('hex');
+    const key = createHash('sha256').update(`${doc.sha256}:${PARSER}`).digest('hex');
     let text = cache[key];
     if (text === undefined) {
       const bytes = readFileSync(documentPath(doc));
@@ -148,7 +153,9 @@ export async function embedCached(embedder: Embedder, texts: string[], onProgres
     for (const line of readFileSync(file, 'utf8').split('\n')) {
       if (!line) continue;
       const [key, vector] = JSON.parse(line) as [string, string];
-      cache.set(key, [...new Float32Array(Buffer.from(vector, 'base64').buffer.slice(0))]);
+      // A small Buffer is a view of Node's shared pool: read its own bytes only.
+      const bytes = Buffer.from(vector, 'base64');
+      cache.set(key, [...new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4)]);
     }
   }
   const keyOf = (text: string) => createHash('sha256').update(`${embedder.model}\n${text}`).digest('hex');

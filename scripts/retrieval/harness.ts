@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import type { RankingMode } from '../../server/data/search/chunk-index.js';
 import { Collections } from '../../server/data/search/collections.js';
 import { PgChunkIndex } from '../../server/data/search/pg-chunk-index.js';
+import { PlannerStatistics } from '../../server/data/search/planner-statistics.js';
 import { PgRetriever, type RankingOptions } from '../../server/data/search/pg-retriever.js';
 import { createLogger } from '../../server/logging.js';
 import type { Embedder } from '../../server/providers/local/embedder.js';
@@ -78,13 +79,17 @@ function fingerprint(documents: CorpusDocument[], embedder: Embedder): string {
  * PgChunkIndex, each tenant a publisher of one organization. The PGlite directory is kept in
  * .data and reused while nothing it was built from changed.
  */
-export async function buildEvalIndex(
-  documents: CorpusDocument[],
-  embedder: Embedder,
-  queryVectors: Map<string, number[]>,
-  log: (line: string) => void = () => undefined,
-): Promise<EvalIndex> {
-  const dataDir = join(ROOT, '.data', 'retrieval-eval', fingerprint(documents, embedder));
+export interface BuildOptions {
+  log?: (line: string) => void;
+  /** Where the index lives: by default a directory in .data kept for later runs (`memory://` for a throwaway one, as tests use). */
+  dataDir?: string;
+  /** Vectors kept per machine (embedCached), or embedded afresh (a fast embedder, in tests). */
+  cacheVectors?: boolean;
+}
+
+export async function buildEvalIndex(documents: CorpusDocument[], embedder: Embedder, queryVectors: Map<string, number[]>, options: BuildOptions = {}): Promise<EvalIndex> {
+  const log = options.log ?? (() => undefined);
+  const dataDir = options.dataDir ?? join(ROOT, '.data', 'retrieval-eval', fingerprint(documents, embedder));
   const reused = existsSync(join(dataDir, 'PG_VERSION'));
   const database = await openDatabase({ dataDir, logger: createLogger('silent') });
   const space = { model: embedder.model, dimensions: embedder.nativeDimensions };
@@ -98,7 +103,8 @@ export async function buildEvalIndex(
     const parsed = await documentPassages(documents, MAX_INPUT_TOKENS);
     const texts = parsed.flatMap((d) => d.passages.map((p) => p.content));
     log(`${documents.length} documents, ${texts.length} passages: embedding (cached per machine)…`);
-    const vectors = await embedCached(embedder, texts, (done, total) => done % 1_024 < 32 && log(`  embedded ${done} / ${total}`));
+    const vectors =
+      options.cacheVectors === false ? await embedder.embed(texts) : await embedCached(embedder, texts, (done, total) => done % 1_024 < 32 && log(`  embedded ${done} / ${total}`));
     const publishers = new Map<string, string>();
     let next = 0;
     const started = performance.now();
@@ -117,6 +123,8 @@ export async function buildEvalIndex(
   } else if (reused) {
     log(`index reused from ${dataDir}`);
   }
+  // As the server keeps them (search/planner-statistics.ts).
+  await new PlannerStatistics(prisma, createLogger('silent')).refresh();
   const organizationId = (await prisma.organization.findFirstOrThrow({ where: { name: 'retrieval-eval' } })).id;
   const publisherOf = new Map((await prisma.publisher.findMany({ where: { organizationId } })).map((p) => [p.name, p.id]));
   const items = await prisma.item.findMany({ select: { id: true, fileName: true } });

@@ -5,7 +5,7 @@
 // The request rules hold on every database, so they run on PGlite and on PostgreSQL.
 // Finding passages needs pgvector: those tests run on PGlite (which ships it) and on a
 // PostgreSQL that has it; on one without (CI's here) a valid search is answered 503.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { OperationId } from '../../generated/server/operations.js';
 import { indexItem as indexContent } from '../support/content.js';
 import { contractProblems } from '../support/contract.js';
@@ -291,6 +291,21 @@ function findingPassages(start: () => Promise<TestPlatform>) {
     }
     expect(counts).toEqual([...counts].sort((a, b) => a - b));
     expect(counts.at(-1)!).toBeGreaterThan(counts[0]!);
+  });
+
+  it('embeds a query once: a repeated search takes its vector from the cache and finds the same', async () => {
+    const embed = vi.spyOn(world.platform.services.inference.gateway, 'embed');
+    try {
+      const query = `a cache test about an afternoon nap ${Date.now()}`;
+      const first = await search({ query, certainty: 0.5 });
+      const second = await search({ query, certainty: 0.5 });
+      expect(embed).toHaveBeenCalledTimes(1);
+      expect(second.body.data).toEqual(first.body.data);
+      await search({ query: `${query} and bread`, certainty: 0.5 });
+      expect(embed).toHaveBeenCalledTimes(2);
+    } finally {
+      embed.mockRestore();
+    }
   });
 
   it('respects limit', async () => {

@@ -27,6 +27,22 @@ const markdownHeading: FormatCallback = (element, walk, builder, options) => {
 
 const headingSelectors = [1, 2, 3, 4, 5, 6].map((n) => ({ selector: `h${n}`, format: 'markdownHeading' }));
 
+/**
+ * A saved web page's furniture, which is not its content: navigation, menus, breadcrumbs,
+ * sidebars, footers and forms, by element and by the class and id names sites give them. Left
+ * in, every page of a site repeats it, and it opens each page's first passage.
+ */
+const BOILERPLATE = [
+  'nav',
+  'footer',
+  'aside',
+  'form',
+  'noscript',
+  'button',
+  '[role=navigation]',
+  ...['nav', 'menu', 'breadcrumb', 'sidebar', 'footer'].flatMap((word) => [`[class*=${word}]`, `[id*=${word}]`]),
+];
+
 // The whole-file parsers load on first use, once: a server that is never sent a PDF, Word or
 // HTML file does not carry them in its idle memory.
 let parsers: ReturnType<typeof loadParsers> | undefined;
@@ -47,10 +63,16 @@ async function loadParsers() {
       ...headingSelectors,
       { selector: 'a', options: { ignoreHref: true } },
       { selector: 'img', format: 'skip' },
-      { selector: 'nav', format: 'skip' },
       { selector: 'script', format: 'skip' },
       { selector: 'style', format: 'skip' },
       { selector: 'head', format: 'skip' },
+      ...BOILERPLATE.map((selector) => ({ selector, format: 'skip' })),
+      // A table row per line of cells: html-to-text otherwise glues the cells' words together
+      // ("ItemUpper LimitComment"), and its text tables wrap long cells across their columns.
+      { selector: 'table', format: 'block' },
+      { selector: 'tr', format: 'block' },
+      { selector: 'td', format: 'inlineSurround', options: { suffix: ' | ' } },
+      { selector: 'th', format: 'inlineSurround', options: { suffix: ' | ' } },
     ],
   });
   return { htmlToText, mammoth, JSZip, unpdf };

@@ -24,7 +24,7 @@ const STOP_WORDS = new Set(
     'himself his how i if in into is it its itself just me more most my myself no nor not now of off on once only or other ' +
     'our ours ourselves out over own same she should so some such than that the their theirs them themselves then there ' +
     'these they this those through to too under until up very was we were what when where which while who whom why will ' +
-    'with would you your yours yourself yourselves'
+    'with would you your yours yourself yourselves s t d ll m re ve isn doesn don didn wasn aren weren hasn haven won wouldn shouldn couldn'
   ).split(' '),
 );
 
@@ -44,7 +44,7 @@ export function analyze(text: string): string[] {
     if (parts.length > 1) terms.push(lower.replace(/[.\-:/]+$/, ''));
     for (const part of parts) {
       const word = part.toLowerCase();
-      if (STOP_WORDS.has(word) || (word.length === 1 && !/\p{N}/u.test(word))) continue;
+      if (STOP_WORDS.has(word)) continue;
       terms.push(stem(word));
     }
   }

@@ -3,10 +3,12 @@
 import { LRUCache } from 'lru-cache';
 import { ApiError } from '../../errors.js';
 import type { CallScope, GatewayService } from '../../gateway/gateway-service.js';
+import type { Logger } from 'pino';
 import type { Database } from '../../storage/database.js';
 import type { ChunkIndex, EmbeddingSpace, Retriever } from './chunk-index.js';
 import { Collections } from './collections.js';
 import { PgChunkIndex } from './pg-chunk-index.js';
+import { PlannerStatistics } from './planner-statistics.js';
 import { PgRetriever } from './pg-retriever.js';
 import { SearchService } from './search-service.js';
 
@@ -22,6 +24,7 @@ export interface SearchIndexOptions {
   collection: string;
   /** The catalog embedding model new collections are filled with (SEARCH_EMBEDDING_MODEL); undefined: chosen from the catalog. */
   embeddingModel: string | undefined;
+  logger: Logger;
 }
 
 const BUILT_IN_EMBEDDING_MODEL = 'local-embedding';
@@ -65,9 +68,12 @@ export function createSearchIndex(database: Database, gateway: GatewayService, o
     return result.vectors[0]!;
   };
   const retriever = new PgRetriever(database.prisma, database.capabilities, collections, embedQuery);
+  const statistics = new PlannerStatistics(database.prisma, options.logger);
+  // Gathered at start in the background: a database indexed by an earlier release has none.
+  void statistics.refresh();
   return {
     collections,
-    chunkIndex: new PgChunkIndex(database.prisma, database.capabilities, collections),
+    chunkIndex: new PgChunkIndex(database.prisma, database.capabilities, collections, statistics),
     retriever,
     search: new SearchService(database.prisma, collections, retriever),
   };

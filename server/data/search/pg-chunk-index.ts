@@ -8,6 +8,7 @@ import type { DatabaseCapabilities } from '../../storage/capabilities.js';
 import { analyze, termFrequencies } from './analyzer.js';
 import type { ChunkIndex, EmbeddingSpace, IndexedChunk, WriteGuard } from './chunk-index.js';
 import type { Collections } from './collections.js';
+import type { PlannerStatistics } from './planner-statistics.js';
 
 /** The item status that makes an item searchable: set together with its passages. */
 export const SEARCHABLE_STATUS = 'COMPLETED';
@@ -18,9 +19,13 @@ export function vectorLiteral(vector: readonly number[]): string {
   return `[${vector.join(',')}]`;
 }
 
-/** The terms a title is matched on: its own, or the file name's when it has none. */
+/**
+ * The terms a document's name is matched on: its title's and its file name's (without the
+ * extension). A file name often says what the title leaves out: `c-api--weakref` is the C
+ * API's page on weak references, `view-pg-stats` the pg_stats view's.
+ */
 export function titleTerms(title: string | null, fileName: string): string[] {
-  return [...new Set(analyze(title?.trim() || fileName))];
+  return [...new Set([...analyze(title ?? ''), ...analyze(fileName.replace(/(\.[a-z0-9]{1,5})+$/i, ''))])];
 }
 
 export class PgChunkIndex implements ChunkIndex {
@@ -28,6 +33,8 @@ export class PgChunkIndex implements ChunkIndex {
     private readonly prisma: PrismaClient,
     private readonly capabilities: DatabaseCapabilities,
     private readonly collections: Collections,
+    /** Told of every publish, so the planner's statistics follow the index's growth. */
+    private readonly statistics?: PlannerStatistics,
   ) {}
 
   async embeddingSpace(publisherId: string): Promise<EmbeddingSpace> {
@@ -82,7 +89,7 @@ export class PgChunkIndex implements ChunkIndex {
   }
 
   async publish(itemId: string, count: number, guard?: WriteGuard): Promise<boolean> {
-    return this.prisma.$transaction(
+    const published = await this.prisma.$transaction(
       async (tx) => {
         const item = await lockItem(tx, itemId, 'UPDATE');
         if (!item) return false;
@@ -107,6 +114,8 @@ export class PgChunkIndex implements ChunkIndex {
       },
       { timeout: INDEX_WRITE_BASE_MS + count * PUBLISH_PER_CHUNK_MS },
     );
+    if (published) this.statistics?.published(count);
+    return published;
   }
 
   async replaceItemChunks(itemId: string, space: EmbeddingSpace, chunks: IndexedChunk[]): Promise<void> {
