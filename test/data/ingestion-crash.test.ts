@@ -3,51 +3,21 @@
 // item was ever searchable with part of its passages. The server runs as a child process
 // (`node --import tsx server/main.ts`) on an on-disk PGlite data directory, and on
 // PostgreSQL, where the test also watches the database while the server works.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../server/storage/database.js';
 import { createLogger } from '../../server/logging.js';
 import { openDatabase } from '../../server/storage/index.js';
 import { startTestPlatform } from '../support/platform.js';
 import { createTestDatabase, describePostgres, type TestDatabase } from '../support/postgres.js';
+import { SERVER_FROM_SOURCE, startServerProcess, type ServerProcess } from '../support/server-process.js';
 import { uploadForm, type Upload } from './ingestion.suite.js';
 
-const ROOT = join(import.meta.dirname, '..', '..');
-
-interface Child {
-  process: ChildProcess;
-  apiUrl: string;
-  exited: Promise<number | null>;
-}
-
 /** Starts `server/main.ts` with `env` and resolves once it listens. */
-async function startServer(env: Record<string, string>): Promise<Child> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: '0', MGMT_PORT: '0', LOG_LEVEL: 'info', BOOTSTRAP_ADMIN_KEY: 'false', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const stderr: string[] = [];
-  child.stderr!.on('data', (chunk) => stderr.push(String(chunk)));
-  const apiUrl = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      const entry = (() => {
-        try {
-          return JSON.parse(line) as { msg?: string; apiUrl?: string };
-        } catch {
-          return {};
-        }
-      })();
-      if (entry.msg === 'platform listening' && entry.apiUrl) resolve(entry.apiUrl);
-    });
-    void exited.then((code) => reject(new Error(`server exited (${code}) before listening: ${stderr.join('')}`)));
-  });
-  return { process: child, apiUrl, exited };
+function startServer(env: Record<string, string>): Promise<ServerProcess> {
+  return startServerProcess(SERVER_FROM_SOURCE, { ...process.env, PORT: '0', MGMT_PORT: '0', LOG_LEVEL: 'info', BOOTSTRAP_ADMIN_KEY: 'false', ...env });
 }
 
 /** Markdown documents of `paragraphs` passages each, all different. */
@@ -108,8 +78,8 @@ async function crashAndResume(env: Record<string, string>, inspect: () => Promis
       })()
     : Promise.resolve();
 
-  let first: Child | undefined;
-  let second: Child | undefined;
+  let first: ServerProcess | undefined;
+  let second: ServerProcess | undefined;
   try {
     first = await startServer(env);
     // Long enough (60 passages each) that an item spends seconds embedding.
