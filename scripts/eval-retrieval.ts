@@ -22,7 +22,7 @@ import { DEFAULT_RANKING, type RankingOptions } from '../server/data/search/pg-r
 import { HashingEmbedder } from '../server/providers/local/hashing-embedder.js';
 import type { Embedder } from '../server/providers/local/embedder.js';
 import { createLocalEmbedder } from '../server/providers/local/local-embedder.js';
-import { documentTexts, embedCached, loadConversations, loadManifest, loadQueries, type LabelledQuery } from './retrieval/corpus.js';
+import { documentTexts, embedCached, loadConversations, loadManifest, loadQueries, topicSwitches, type LabelledQuery } from './retrieval/corpus.js';
 import {
   buildEvalIndex,
   conversationTexts,
@@ -39,6 +39,8 @@ import {
 import { PlainBm25 } from './retrieval/plain-bm25.js';
 
 const CERTAINTY = 0.5;
+/** What share of a self-sufficient question's nDCG the conversation before it must leave it. */
+const SWITCH_KEEPS = 0.8;
 type Ranker = 'bm25' | RankingMode;
 const RANKERS: Ranker[] = ['bm25', 'vector', 'text', 'hybrid'];
 const LABEL: Record<Ranker, string> = { bm25: 'plain BM25', vector: 'vector leg', text: 'keyword leg', hybrid: 'hybrid' };
@@ -134,7 +136,8 @@ async function main(): Promise<void> {
   const embedder: Embedder = process.argv.includes('--hashing') ? new HashingEmbedder({ dimensions: 512 }) : createLocalEmbedder(loadConfig());
   const log = (line: string) => console.error(line);
   const conversations = loadConversations();
-  const texts = [...new Set([...queries.map((q) => q.query), ...conversationTexts(conversations)])];
+  const switches = topicSwitches(conversations, queries);
+  const texts = [...new Set([...queries.map((q) => q.query), ...conversationTexts([...conversations, ...switches])])];
   const vectors = await embedCached(embedder, texts);
   const queryVectors = new Map(texts.map((text, i) => [text, vectors[i]!]));
   const index = await buildEvalIndex(documents, embedder, queryVectors, { log });
@@ -185,6 +188,13 @@ async function main(): Promise<void> {
     console.log(`| retrieval query | R@${K} | nDCG@${K} |\n|---|---:|---:|`);
     console.log(`| the last message alone | ${fmt(alone.recall)} | ${fmt(alone.ndcg)} |\n| with the exchange before it (as served) | ${fmt(followed.recall)} | ${fmt(followed.ndcg)} |`);
     if (followed.ndcg <= alone.ndcg) misses.push(`follow-ups: nDCG@${K} with the conversation ${fmt(followed.ndcg)} is not above the last message alone ${fmt(alone.ndcg)}`);
+    const switchedAlone = figures(await runConversations(index, retriever, switches, false, CERTAINTY), index.tenantOf);
+    const switched = figures(await runConversations(index, retriever, switches, true, CERTAINTY), index.tenantOf);
+    console.log(`\nTopic switches (${switches.length}: a conversation's earlier turns, then a question on another subject that stands on its own):`);
+    console.log(`| retrieval query | R@${K} | nDCG@${K} |\n|---|---:|---:|`);
+    console.log(`| the last message alone | ${fmt(switchedAlone.recall)} | ${fmt(switchedAlone.ndcg)} |\n| with the exchange before it (as served) | ${fmt(switched.recall)} | ${fmt(switched.ndcg)} |`);
+    // The earlier turns may cost a question that stands alone a little, never much.
+    if (switched.ndcg < SWITCH_KEEPS * switchedAlone.ndcg) misses.push(`topic switches: nDCG@${K} with the conversation ${fmt(switched.ndcg)} is below ${SWITCH_KEEPS} x the last message alone ${fmt(switchedAlone.ndcg)}`);
     console.log(misses.length === 0 ? '\nCheck passed: hybrid is at or above plain BM25 on every kind of query, and no result crossed tenants.' : `\n<<< MISS >>>\n${misses.join('\n')}`);
     process.exitCode = misses.length === 0 ? 0 : 1;
   } finally {

@@ -1591,6 +1591,7 @@ export interface components {
                  * @description HTTPS URL or base64 `data:image/…` URL of the image. Any other scheme, and an
                  *     https URL whose host is loopback, private or link-local (however written),
                  *     is 400 `INVALID_REQUEST` unless the gateway config allows it.
+                 * @example https://example.com/images/lighthouse.png
                  */
                 url: string;
             };

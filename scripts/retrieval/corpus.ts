@@ -63,6 +63,26 @@ export function loadConversations(): LabelledConversation[] {
     .flatMap((name) => (JSON.parse(readFileSync(join(dir, name), 'utf8')) as { conversations: LabelledConversation[] }).conversations);
 }
 
+/**
+ * Topic switches: each labelled conversation's earlier turns followed by a question that stands
+ * on its own and is about something else (a labelled paraphrase query of the same tenant whose
+ * judged documents share none with the conversation's). The earlier turns must not pull its
+ * retrieval away from what it asks. Built from checked judgments, deterministically.
+ */
+export function topicSwitches(conversations: LabelledConversation[], queries: LabelledQuery[]): LabelledConversation[] {
+  const used = new Set<string>();
+  return conversations.flatMap((conversation) => {
+    const judged = new Set(Object.keys(conversation.relevant));
+    const next = queries.find(
+      (q) => q.kind === 'paraphrase' && q.tenant === conversation.tenant && !used.has(q.id) && !Object.keys(q.relevant).some((id) => judged.has(id)),
+    );
+    if (!next) return [];
+    used.add(next.id);
+    const before = conversation.messages.slice(0, conversation.messages.findLastIndex((m) => m.role === 'user'));
+    return [{ id: `${conversation.id}-switch`, tenant: conversation.tenant, messages: [...before, { role: 'user' as const, content: next.query }], relevant: next.relevant }];
+  });
+}
+
 export function loadManifest(): CorpusDocument[] {
   return (JSON.parse(readFileSync(join(FIXTURES, 'manifest.json'), 'utf8')) as { documents: CorpusDocument[] }).documents;
 }

@@ -15,7 +15,7 @@ import type { Embedder } from '../../server/providers/local/embedder.js';
 import { openDatabase, type Database } from '../../server/storage/index.js';
 import { conversationContext, lastUserText } from '../../server/data/grounding/conversation.js';
 import type { RetrievalQuery } from '../../server/data/search/chunk-index.js';
-import { embeddedText } from '../../server/data/search/pg-retriever.js';
+import { embeddedTexts } from '../../server/data/search/pg-retriever.js';
 import { documentPassages, embedCached, type CorpusDocument, type LabelledConversation, type LabelledQuery, type QueryKind } from './corpus.js';
 
 export const K = 10;
@@ -175,9 +175,8 @@ export function conversationQuery(conversation: LabelledConversation, withContex
   return { query: lastUserText(conversation.messages), ...(withContext && { context: conversationContext(conversation.messages) }) };
 }
 
-/** Every text the vector leg embeds for these conversations, both ways. */
-export const conversationTexts = (conversations: LabelledConversation[]) =>
-  conversations.flatMap((c) => [true, false].map((withContext) => embeddedText({ ...conversationQuery(c, withContext) } as RetrievalQuery)));
+/** Every text the vector leg embeds for these conversations, with their context and without (the last message is one of them). */
+export const conversationTexts = (conversations: LabelledConversation[]) => conversations.flatMap((c) => embeddedTexts(conversationQuery(c, true)));
 
 /** Each conversation's last turn retrieved as grounded chat retrieves it (chat-visible passages), read as documents. */
 export async function runConversations(index: EvalIndex, retriever: PgRetriever, conversations: LabelledConversation[], withContext: boolean, certainty: number): Promise<QueryResult[]> {

@@ -254,7 +254,8 @@ function groundedSuite(start: () => Promise<TestPlatform>, retrieves: boolean) {
       // Both model calls of the request: the query's embedding (retrieval) and the answer.
       const chat = await meter(platform, { ...where, model: 'local-chat' });
       const embedding = await meter(platform, { ...where, model: 'local-embedding' });
-      const answer = await ask(question('How many hours of sun do tomatoes need?', { tradition: 'catholic' }));
+      // A question of its own: a repeated one takes its vector from the query cache and embeds (and meters) nothing.
+      const answer = await ask(question('Do tomatoes want full sun for most of the day?', { tradition: 'catholic' }));
       expectOk('createGroundedChatCompletion', answer);
       expect(answer.body.tradition).toBe('catholic');
       expect((await chat.added(1)).inputTokens).toBe(answer.body.usage.prompt_tokens);
@@ -300,7 +301,8 @@ function groundedSuite(start: () => Promise<TestPlatform>, retrieves: boolean) {
         expect(embed).not.toHaveBeenCalled();
         await metered.added(0);
         // An accepted one goes on to retrieval (without pgvector: 503, nothing embedded either).
-        const accepted = await ask(question('How many hours of sun do tomatoes need?'));
+        // A question not asked before in this file: a repeated one is answered from the query-vector cache.
+        const accepted = await ask(question('How much direct sun should a tomato plant get each day?'));
         if (retrieves) {
           expectOk('createGroundedChatCompletion', accepted);
           expect(embed).toHaveBeenCalledTimes(1);

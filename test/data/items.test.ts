@@ -8,6 +8,7 @@ import type { OperationId } from '../../generated/server/operations.js';
 import type { Item, Prisma } from '../../generated/prisma/client.js';
 import { contractProblems } from '../support/contract.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+import { MAX_BODY_DEPTH } from '../../server/http/body-depth.js';
 
 let platform: TestPlatform;
 /** Organization A is the bootstrap's default organization; B is a second, unrelated one. */
@@ -387,8 +388,12 @@ describe('PATCH /engine/v2/items (patchItems)', () => {
       const body = JSON.parse(text);
       expect(res.status).toBe(422);
       expect(body.trace_id).toMatch(TRACE);
-      // The issue is reported without echoing the value back (rendering it exhausted the stack).
-      expect(body.detail[0]).toEqual({ loc: ['body', 'ops', '0', 'value'], msg: expect.any(String), type: 'value_error' });
+      // Refused at the body-depth bound, before validation, without echoing the value back
+      // (rendering it exhausted the stack): the location stops at the bound.
+      const [finding] = body.detail;
+      expect(finding).toEqual({ loc: expect.any(Array), msg: expect.stringContaining('levels deep'), type: 'too_deep' });
+      expect(finding.loc.slice(0, 4)).toEqual(['body', 'ops', '0', 'value']);
+      expect(finding.loc.length).toBeLessThanOrEqual(MAX_BODY_DEPTH + 1);
       expect(contractProblems('patchItems', 422, body)).toEqual([]);
     }
   });

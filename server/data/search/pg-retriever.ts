@@ -39,6 +39,19 @@ export interface RankingOptions {
   vectorCandidates: number;
   /** Documents from the keyword leg whose passages become candidates. */
   documentCandidates: number;
+  /**
+   * How much a conversation's earlier turns count (grounding/conversation.ts). A follow-up
+   * that names little ("and how do I undo that?") must be steered by them; a question that
+   * stands alone on another subject must not be outvoted by the many words before it.
+   */
+  context: {
+    /** A term only the earlier turns hold counts at most this much against one of the query's own. */
+    termWeight: number;
+    /** The earlier turns' terms together weigh at most this share of the query's own. */
+    termShare: number;
+    /** The vector leg searches near the query's own vector moved this far toward the earlier turns' (both unit length). */
+    vectorWeight: number;
+  };
 }
 
 export const DEFAULT_RANKING: RankingOptions = {
@@ -48,6 +61,8 @@ export const DEFAULT_RANKING: RankingOptions = {
   weights: { doc: 0.3, passage: 0.2, vector: 0.3, title: 0.1, docVector: 0.1 },
   vectorCandidates: 100,
   documentCandidates: 30,
+  // Fitted on the tuning half of the follow-ups and topic switches (npm run eval:retrieval).
+  context: { termWeight: 0.3, termShare: 0.5, vectorWeight: 0.35 },
 };
 
 const VISIBILITY_COLUMN = { search: 'visible_in_search', chat: 'visible_in_chat' } as const;
@@ -71,19 +86,31 @@ interface PassageRow {
   item_summary: string | null;
 }
 
-/** How much a term only the conversation's earlier turns hold counts, against one of the query's own. */
-export const CONTEXT_WEIGHT = 0.5;
-
-/** The query's terms, each once, weighted by how often the query says it; the context's terms follow, weighted CONTEXT_WEIGHT. */
-export function queryTerms(text: string, context: readonly string[] = []): { terms: string[]; weights: number[] } {
+/** The query's terms, each once, weighted by how often the query says it; the context's terms follow, weighted down (RankingOptions.context). */
+export function queryTerms(text: string, context: readonly string[] = [], weighting = DEFAULT_RANKING.context): { terms: string[]; weights: number[] } {
   const weights = new Map<string, number>();
   for (const term of analyze(text)) weights.set(term, (weights.get(term) ?? 0) + 1);
-  for (const term of context.flatMap(analyze)) if (!weights.has(term)) weights.set(term, CONTEXT_WEIGHT);
+  const own = weights.size === 0 ? 1 : [...weights.values()].reduce((a, b) => a + b, 0);
+  const earlier = [...new Set(context.flatMap(analyze))].filter((term) => !weights.has(term));
+  const each = Math.min(weighting.termWeight, (weighting.termShare * own) / Math.max(1, earlier.length));
+  for (const term of earlier) weights.set(term, each);
   return { terms: [...weights.keys()], weights: [...weights.values()] };
 }
 
-/** What the vector leg embeds: the query, after the conversation's earlier turns when there are any. */
-export const embeddedText = (query: RetrievalQuery) => [...(query.context ?? []), query.query].join('\n');
+/** What the vector leg embeds: the query, and the conversation's earlier turns as one text when there are any. */
+export const embeddedTexts = (query: Pick<RetrievalQuery, 'query' | 'context'>): string[] =>
+  query.context?.length ? [query.query, query.context.join('\n')] : [query.query];
+
+function unit(vector: number[]): number[] {
+  const norm = Math.hypot(...vector) || 1;
+  return vector.map((x) => x / norm);
+}
+
+/** The query's own vector moved `weight` toward its context's. */
+function steered(own: number[], context: number[], weight: number): number[] {
+  const [a, b] = [unit(own), unit(context)];
+  return unit(a.map((x, i) => x + weight * b[i]!));
+}
 
 export class PgRetriever implements Retriever {
   readonly available: boolean;
@@ -106,7 +133,8 @@ export class PgRetriever implements Retriever {
     const space = await this.collections.recordedSpace(query.organizationId);
     // Nothing was ever indexed for this organization: nothing to find, no query to embed.
     if (!space) return [];
-    const vector = await this.embedQuery(space, embeddedText(query), scope);
+    const [own, context] = await Promise.all(embeddedTexts(query).map((text) => this.embedQuery(space, text, scope)));
+    const vector = context ? steered(own!, context, this.ranking.context.vectorWeight) : own!;
     scope?.signal.throwIfAborted();
     const { sql, params } = hybridQuery(space, query, vectorLiteral(vector), this.ranking);
     const rows = await this.prisma.$queryRawUnsafe<PassageRow[]>(sql, ...params);
@@ -124,7 +152,7 @@ export function hybridQuery(space: EmbeddingSpace, query: RetrievalQuery, vector
   if (!Number.isInteger(d) || d < 1) throw new RangeError(`invalid vector size ${d}`);
   const visible = VISIBILITY_COLUMN[query.purpose];
   const mode = query.mode ?? 'hybrid';
-  const { terms, weights: termWeights } = queryTerms(query.query, query.context);
+  const { terms, weights: termWeights } = queryTerms(query.query, query.context, ranking.context);
   const w = mode === 'vector' ? { doc: 0, passage: 0, vector: 1, title: 0, docVector: 0 } : mode === 'text' ? keywordOnly(ranking.weights) : ranking.weights;
   const vectorCandidates = mode === 'text' ? 0 : Math.max(ranking.vectorCandidates, query.limit);
   const documentCandidates = mode === 'vector' ? 0 : ranking.documentCandidates;

@@ -117,7 +117,11 @@ function withKnownValues(g: Generation, value: unknown, nodes: SchemaNode[], nam
     if (known === undefined) continue;
     if (node.path.length === 0) return known;
     const parent = node.path.slice(0, -1).reduce<any>((at, key) => at?.[key], value);
-    if (parent && typeof parent === 'object') parent[node.path[node.path.length - 1]] = known;
+    // Only a leaf the body has is replaced: the nodes may come from walking the schema beside a
+    // whole example, and adding a field it leaves out (`model` beside `model_family`) can make a
+    // valid body invalid.
+    const leaf = node.path[node.path.length - 1]!;
+    if (parent && typeof parent === 'object' && Object.hasOwn(parent, leaf)) parent[leaf] = known;
   }
   return value;
 }
