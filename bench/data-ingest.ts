@@ -227,7 +227,7 @@ async function freeEmbedder(files: number, fileBytes: number) {
       publish: (itemId, count, guard) => timed(() => index.publish(itemId, count, guard)),
       replaceItemChunks: (itemId, space, chunks) => timed(() => index.replaceItemChunks(itemId, space, chunks)),
     };
-    const config = { ingestionWorkers: 2, ingestionLeaseMs: 60_000, ingestionMaxAttempts: 3, ingestionRetryBaseMs: 1000 };
+    const config = { ...loadConfig({}), ingestionWorkers: 2, ingestionLeaseMs: 60_000, ingestionMaxAttempts: 3, ingestionRetryBaseMs: 1000 };
     const workers = createIngestion({ database, organizations: identity.organizations, chunkIndex, embedder: free, config, logger });
     const paths = Array.from({ length: files }, (_, i) => {
       const path = join(dir, `large-${i}.md`);
@@ -242,7 +242,7 @@ async function freeEmbedder(files: number, fileBytes: number) {
     await untilIndexed(platform, ids);
     const elapsed = seconds(started);
     const rssProfile = rss.stop();
-    await workers.worker.stop();
+    await workers.close();
     return {
       freeMBps: textMB / elapsed,
       freeMB: textMB,

@@ -131,7 +131,7 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     // On PGlite this process is the database's only user: a running job is a crashed run's.
     if (database.kind === 'pglite') await ingestion.queue.recoverAbandoned();
     ingestion.worker.start();
-    cleanup.push(() => ingestion.worker.stop());
+    cleanup.push(() => ingestion.close());
     const services: Services = {
       config,
       database,
