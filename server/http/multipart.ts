@@ -6,7 +6,7 @@
 // the contract declares. File names are cleaned and cut here (file-name.ts).
 import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream, mkdirSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -62,12 +62,39 @@ function limitError(error: multer.MulterError, limits: UploadLimits): ApiError {
   }
 }
 
+/** A spooled part's name says which process spools it: `upload-<pid>-<uuid>`. */
+const SPOOLED = /^upload-(\d+)-[0-9a-f-]{36}$/;
+
+/**
+ * Removes the spooled parts that processes no longer running left behind (a server killed
+ * while a request was being read). Parts of live processes sharing the directory stay.
+ */
+export async function sweepSpool(directory: string): Promise<number> {
+  const names = await readdir(directory).catch(() => [] as string[]);
+  const dead = names.filter((name) => {
+    const pid = Number(SPOOLED.exec(name)?.[1]);
+    return Number.isInteger(pid) && pid !== process.pid && !running(pid);
+  });
+  await Promise.all(dead.map((name) => rm(join(directory, name), { force: true })));
+  return dead.length;
+}
+
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it runs, as another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /** A multer storage engine writing each part to its own file in `directory`, hashing as it goes. */
 function spoolStorage(directory: string): multer.StorageEngine {
   mkdirSync(directory, { recursive: true });
   return {
     _handleFile(_req, file, callback) {
-      const path = join(directory, `upload-${randomUUID()}`);
+      const path = join(directory, `upload-${process.pid}-${randomUUID()}`);
       const hash = createHash('sha256');
       let size = 0;
       const tap = new Transform({

@@ -47,10 +47,12 @@ const BOILERPLATE = [
 
 // The whole-file parsers load on first use, once: a server that is never sent a PDF, Word or
 // HTML file does not carry them in its idle memory.
-let parsers: ReturnType<typeof loadParsers> | undefined;
-const loaded = () => (parsers ??= loadParsers());
+let parsers: ReturnType<typeof importParsers> | undefined;
+const loaded = () => (parsers ??= importParsers());
+/** Loads the parsers now rather than on first use (a parse thread, as it starts). */
+export const loadParsers = async (): Promise<void> => void (await loaded());
 
-async function loadParsers() {
+async function importParsers() {
   const [{ compile }, { default: mammoth }, { default: JSZip }, { Parser }, unpdf] = await Promise.all([
     import('html-to-text'),
     import('mammoth'),
