@@ -14,6 +14,7 @@ import type { Request, RequestHandler } from 'express';
 import multer from 'multer';
 import type { RouteDefinition } from '../../generated/contract/routes.js';
 import { ApiError } from '../errors.js';
+import { processAlive } from '../process-alive.js';
 import { cleanFileName } from './file-name.js';
 import { onResponseEnd } from './response-end.js';
 
@@ -62,8 +63,12 @@ function limitError(error: multer.MulterError, limits: UploadLimits): ApiError {
   }
 }
 
-/** A spooled part's name says which process spools it: `upload-<pid>-<uuid>`. */
-const SPOOLED = /^upload-(\d+)-[0-9a-f-]{36}$/;
+/**
+ * A spooled part's name says which process spools it: `upload-<pid>-<run>-<uuid>`, `run` telling
+ * this process from an earlier one of the same pid (a container's server is pid 1 every start).
+ */
+const SPOOLED = /^upload-(\d+)-([0-9a-f]{8})-[0-9a-f-]{36}$/;
+const RUN = randomUUID().slice(0, 8);
 
 /**
  * Removes the spooled parts that processes no longer running left behind (a server killed
@@ -72,21 +77,12 @@ const SPOOLED = /^upload-(\d+)-[0-9a-f-]{36}$/;
 export async function sweepSpool(directory: string): Promise<number> {
   const names = await readdir(directory).catch(() => [] as string[]);
   const dead = names.filter((name) => {
-    const pid = Number(SPOOLED.exec(name)?.[1]);
-    return Number.isInteger(pid) && pid !== process.pid && !running(pid);
+    const [, pid, run] = SPOOLED.exec(name) ?? [];
+    if (!pid) return false;
+    return Number(pid) === process.pid ? run !== RUN : !processAlive(Number(pid));
   });
   await Promise.all(dead.map((name) => rm(join(directory, name), { force: true })));
   return dead.length;
-}
-
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it runs, as another user.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** A multer storage engine writing each part to its own file in `directory`, hashing as it goes. */
@@ -94,7 +90,7 @@ function spoolStorage(directory: string): multer.StorageEngine {
   mkdirSync(directory, { recursive: true });
   return {
     _handleFile(_req, file, callback) {
-      const path = join(directory, `upload-${process.pid}-${randomUUID()}`);
+      const path = join(directory, `upload-${process.pid}-${RUN}-${randomUUID()}`);
       const hash = createHash('sha256');
       let size = 0;
       const tap = new Transform({
