@@ -124,12 +124,12 @@ function benchConfig(overrides: Partial<Config>): Config {
   return { ...loadConfig({}), port: 0, mgmtPort: 0, dataDir: 'memory://', bootstrapAdminKey: false, logLevel: 'silent', ...overrides };
 }
 
-async function start(overrides: Partial<Config>): Promise<RunningPlatform & { key: string; publisherId: string }> {
+export async function start(overrides: Partial<Config>): Promise<RunningPlatform & { key: string; publisherId: string }> {
   const platform = await startPlatform(benchConfig(overrides), logger, { catalog: buildCatalog(defaultConfig({}), 'bench', {}) });
   return { ...platform, key: platform.bootstrap!.adminKey!, publisherId: platform.bootstrap!.publisherId };
 }
 
-async function uploadOverHttp(platform: { apiUrl: string; key: string; publisherId: string }, files: { name: string; content: Blob }[]): Promise<string[]> {
+export async function uploadOverHttp(platform: { apiUrl: string; key: string; publisherId: string }, files: { name: string; content: Blob }[]): Promise<string[]> {
   // Small corpora only: fetch builds the whole form in memory.
   const form = new FormData();
   form.set('publisher_id', platform.publisherId);
