@@ -124,12 +124,12 @@ function benchConfig(overrides: Partial<Config>): Config {
   return { ...loadConfig({}), port: 0, mgmtPort: 0, dataDir: 'memory://', bootstrapAdminKey: false, logLevel: 'silent', ...overrides };
 }
 
-async function start(overrides: Partial<Config>): Promise<RunningPlatform & { key: string; publisherId: string }> {
+export async function start(overrides: Partial<Config>): Promise<RunningPlatform & { key: string; publisherId: string }> {
   const platform = await startPlatform(benchConfig(overrides), logger, { catalog: buildCatalog(defaultConfig({}), 'bench', {}) });
   return { ...platform, key: platform.bootstrap!.adminKey!, publisherId: platform.bootstrap!.publisherId };
 }
 
-async function uploadOverHttp(platform: { apiUrl: string; key: string; publisherId: string }, files: { name: string; content: Blob }[]): Promise<string[]> {
+export async function uploadOverHttp(platform: { apiUrl: string; key: string; publisherId: string }, files: { name: string; content: Blob }[]): Promise<string[]> {
   // Small corpora only: fetch builds the whole form in memory.
   const form = new FormData();
   form.set('publisher_id', platform.publisherId);
@@ -227,7 +227,7 @@ async function freeEmbedder(files: number, fileBytes: number) {
       publish: (itemId, count, guard) => timed(() => index.publish(itemId, count, guard)),
       replaceItemChunks: (itemId, space, chunks) => timed(() => index.replaceItemChunks(itemId, space, chunks)),
     };
-    const config = { ingestionWorkers: 2, ingestionLeaseMs: 60_000, ingestionMaxAttempts: 3, ingestionRetryBaseMs: 1000 };
+    const config = { ...loadConfig({}), ingestionWorkers: 2, ingestionLeaseMs: 60_000, ingestionMaxAttempts: 3, ingestionRetryBaseMs: 1000 };
     const workers = createIngestion({ database, organizations: identity.organizations, chunkIndex, embedder: free, config, logger });
     const paths = Array.from({ length: files }, (_, i) => {
       const path = join(dir, `large-${i}.md`);
@@ -242,7 +242,7 @@ async function freeEmbedder(files: number, fileBytes: number) {
     await untilIndexed(platform, ids);
     const elapsed = seconds(started);
     const rssProfile = rss.stop();
-    await workers.worker.stop();
+    await workers.close();
     return {
       freeMBps: textMB / elapsed,
       freeMB: textMB,

@@ -1,6 +1,8 @@
 // The data engine's benchmark, side by side in one run:
 //   - ingestion (bench/data-ingest.ts): end to end against the embedder alone,
 //     the pipeline with a constant embedder, memory during a large upload;
+//   - the API under ingestion (bench/data-under-ingestion.ts): a cheap call's p50/p99 idle and
+//     while 300 real documents ingest;
 //   - search at 10k and 100k passages: p50/p99 of a retrieval through the platform's retriever
 //     (vector only, and the hybrid ranking search serves) and HNSW recall@10 against exact search.
 //
@@ -25,6 +27,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { benchIngestion, formatIngestionBench, verdict } from './data-ingest.js';
+import { benchApiUnderIngestion, formatApiUnderIngestion } from './data-under-ingestion.js';
 import { Collections } from '../server/data/search/collections.js';
 import { termFrequencies } from '../server/data/search/analyzer.js';
 import { vectorLiteral } from '../server/data/search/pg-chunk-index.js';
@@ -251,6 +254,8 @@ async function main(): Promise<void> {
   const queryCount = Number(process.env.BENCH_SEARCH_QUERIES ?? 1000);
   if (process.env.BENCH_SKIP_INGEST !== '1') {
     console.log(formatIngestionBench(await benchIngestion()));
+    console.log();
+    console.log(formatApiUnderIngestion(await benchApiUnderIngestion()));
     console.log();
   }
   console.log(`Search (synthetic ${DIMENSIONS}-d vectors around ${TOPICS} topics, ${queryCount} queries (recall on ${Math.min(queryCount, RECALL_QUERIES)}), top ${K}, PGlite on disk, HNSW m=16 ef_construction=64, ef_search=100, Node ${process.version})`);

@@ -18,6 +18,7 @@ const outdir = join(root, 'dist/server');
 const entryPoints = {
   main: 'server/main.ts',
   'sentence-encoder-worker': 'server/providers/local/sentence-encoder/worker.ts',
+  'ingestion-parse-worker': 'server/data/ingestion/parse-worker.ts',
 };
 // What the bundle is made of: a change to any of these makes it stale.
 const inputs = ['server', 'generated', 'package.json', 'package-lock.json', 'tsconfig.json', 'scripts/build-server.mjs', 'scripts/bundle-options.json'];

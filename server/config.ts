@@ -4,6 +4,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { redactUrl } from './logging.js';
+import type { ContentLimits } from './data/ingestion/limits.js';
 
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 const bool = (fallback: boolean) =>
@@ -68,6 +69,15 @@ const schema = z.object({
   INGESTION_LEASE_MS: z.coerce.number().int().min(1_000).default(60_000),
   INGESTION_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
   INGESTION_RETRY_BASE_MS: z.coerce.number().int().min(0).default(2_000),
+  // Parsing and chunking run in worker threads: by default every core but one, which the request thread keeps.
+  INGEST_PARSE_THREADS: z.coerce.number().int().min(1).max(64).default(Math.max(1, availableParallelism() - 1)),
+  INGEST_WORKER_MEMORY_MB: z.coerce.number().int().min(32).max(65_536).default(512),
+  INGEST_JOB_BUDGET_MS: z.coerce.number().int().min(100).default(120_000),
+  INGEST_MAX_PAGES: z.coerce.number().int().min(1).default(2_000),
+  INGEST_MAX_INFLATED_BYTES: bytes('64mb'),
+  INGEST_MAX_CHARS: z.coerce.number().int().min(1).default(60_000_000),
+  INGEST_MAX_HTML_DEPTH: z.coerce.number().int().min(8).default(512),
+  INGEST_MAX_PASSAGES: z.coerce.number().int().min(1).default(100_000),
   // The local embedding model's passage threads: by default every core but one, which the request thread keeps.
   LOCAL_EMBEDDER_THREADS: z.coerce.number().int().min(1).max(64).default(Math.max(1, availableParallelism() - 1)),
   LOCAL_EMBEDDER_QUERY_THREAD: bool(true),
@@ -132,6 +142,14 @@ export type Config = {
   ingestionMaxAttempts: number;
   /** First retry delay; doubles with every failed attempt. */
   ingestionRetryBaseMs: number;
+  /** Worker threads parsing and chunking files (INGEST_PARSE_THREADS). */
+  ingestParseThreads: number;
+  /** Heap cap of a parse thread: a file that needs more kills its thread, not the server. */
+  ingestWorkerMemoryMb: number;
+  /** Wall-clock budget of a file's parsing and chunking; past it the thread is terminated. */
+  ingestJobBudgetMs: number;
+  /** What one file may hold (server/data/ingestion/limits.ts). */
+  ingestLimits: ContentLimits;
   /** Worker threads of the local embedding model embedding passages (ingestion, large embeddings calls). */
   localEmbedderThreads: number;
   /** A thread of its own for short inputs (search queries), so that they never wait behind passages. */
@@ -208,6 +226,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ingestionLeaseMs: c.INGESTION_LEASE_MS,
     ingestionMaxAttempts: c.INGESTION_MAX_ATTEMPTS,
     ingestionRetryBaseMs: c.INGESTION_RETRY_BASE_MS,
+    ingestParseThreads: c.INGEST_PARSE_THREADS,
+    ingestWorkerMemoryMb: c.INGEST_WORKER_MEMORY_MB,
+    ingestJobBudgetMs: c.INGEST_JOB_BUDGET_MS,
+    ingestLimits: {
+      maxPages: c.INGEST_MAX_PAGES,
+      maxInflatedBytes: c.INGEST_MAX_INFLATED_BYTES,
+      maxChars: c.INGEST_MAX_CHARS,
+      maxHtmlDepth: c.INGEST_MAX_HTML_DEPTH,
+      maxPassages: c.INGEST_MAX_PASSAGES,
+    },
     localEmbedderThreads: c.LOCAL_EMBEDDER_THREADS,
     localEmbedderQueryThread: c.LOCAL_EMBEDDER_QUERY_THREAD,
     localEmbedderWarm: c.LOCAL_EMBEDDER_WARM,

@@ -29,6 +29,7 @@ import { Paywall } from './data/chat/paywall.js';
 import { GroundedCompletions } from './data/grounding/grounded-completions.js';
 import { Sources } from './data/grounding/sources.js';
 import { createIngestion, gatewayEmbedder } from './data/ingestion/index.js';
+import { sweepSpool } from './http/multipart.js';
 import { ItemService } from './data/items.js';
 import { createSearchIndex } from './data/search/index.js';
 import { rateLimitStage } from './http/limits-admission.js';
@@ -130,8 +131,11 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     });
     // On PGlite this process is the database's only user: a running job is a crashed run's.
     if (database.kind === 'pglite') await ingestion.queue.recoverAbandoned();
+    // Files of jobs that ended while their worker died (or before this cleanup existed).
+    await ingestion.queue.removeFinishedFiles();
+    await sweepSpool(config.uploadTmpDir);
     ingestion.worker.start();
-    cleanup.push(() => ingestion.worker.stop());
+    cleanup.push(() => ingestion.close());
     const services: Services = {
       config,
       database,

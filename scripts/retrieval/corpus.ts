@@ -5,8 +5,9 @@ import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Chunker, splitBlocks, type TextChunk } from '../../server/data/ingestion/chunker.js';
-import { parseDocument, streamText } from '../../server/data/ingestion/parse.js';
+import type { TextChunk } from '../../server/data/ingestion/chunker.js';
+import { documentPassages as parsedPassages, parseDocument } from '../../server/data/ingestion/parse.js';
+import { loadConfig } from '../../server/config.js';
 import { chunkOptions } from '../../server/data/ingestion/pipeline.js';
 import type { Embedder } from '../../server/providers/local/embedder.js';
 
@@ -101,6 +102,9 @@ export function loadQueries(): LabelledQuery[] {
     .flatMap((name) => (JSON.parse(readFileSync(join(dir, name), 'utf8')) as { queries: LabelledQuery[] }).queries);
 }
 
+/** The content limits ingestion applies by default. */
+const LIMITS = loadConfig({}).ingestLimits;
+
 /** The parser's own source: a change to it makes the cached texts stale. */
 const PARSER = createHash('sha256')
   .update(readFileSync(fileURLToPath(new URL('../../server/data/ingestion/parse.ts', import.meta.url))))
@@ -116,7 +120,7 @@ export async function documentTexts(documents: CorpusDocument[]): Promise<Map<st
     let text = cache[key];
     if (text === undefined) {
       const bytes = readFileSync(documentPath(doc));
-      text = doc.file.endsWith('.html') ? (await parseDocument(bytes, 'html', doc.file)).text : bytes.toString('utf8');
+      text = doc.file.endsWith('.html') ? (await parseDocument(bytes, 'html', doc.file, LIMITS)).text : bytes.toString('utf8');
       cache[key] = text;
       added++;
     }
@@ -140,19 +144,7 @@ export async function documentPassages(documents: CorpusDocument[], maxInputToke
   const out: DocumentPassages[] = [];
   for (const doc of documents) {
     const bytes = readFileSync(documentPath(doc));
-    const chunker = new Chunker(chunkOptions(maxInputTokens));
-    const passages: TextChunk[] = [];
-    let title: string | null;
-    if (doc.file.endsWith('.html')) {
-      const parsed = await parseDocument(bytes, 'html', doc.file);
-      title = parsed.title;
-      for (const block of splitBlocks(parsed.text)) passages.push(...chunker.push(block));
-    } else {
-      const parsed = await streamText((async function* () { yield bytes; })(), doc.file);
-      title = parsed.title;
-      for await (const block of parsed.blocks) passages.push(...chunker.push(block));
-    }
-    passages.push(...chunker.end());
+    const { title, passages } = await parsedPassages(bytes, doc.file.endsWith('.html') ? 'html' : 'txt', doc.file, chunkOptions(maxInputTokens), LIMITS);
     out.push({ id: doc.id, title, passages });
   }
   return out;

@@ -6,7 +6,7 @@
 // the contract declares. File names are cleaned and cut here (file-name.ts).
 import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream, mkdirSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -14,6 +14,7 @@ import type { Request, RequestHandler } from 'express';
 import multer from 'multer';
 import type { RouteDefinition } from '../../generated/contract/routes.js';
 import { ApiError } from '../errors.js';
+import { processAlive } from '../process-alive.js';
 import { cleanFileName } from './file-name.js';
 import { onResponseEnd } from './response-end.js';
 
@@ -62,12 +63,34 @@ function limitError(error: multer.MulterError, limits: UploadLimits): ApiError {
   }
 }
 
+/**
+ * A spooled part's name says which process spools it: `upload-<pid>-<run>-<uuid>`, `run` telling
+ * this process from an earlier one of the same pid (a container's server is pid 1 every start).
+ */
+const SPOOLED = /^upload-(\d+)-([0-9a-f]{8})-[0-9a-f-]{36}$/;
+const RUN = randomUUID().slice(0, 8);
+
+/**
+ * Removes the spooled parts that processes no longer running left behind (a server killed
+ * while a request was being read). Parts of live processes sharing the directory stay.
+ */
+export async function sweepSpool(directory: string): Promise<number> {
+  const names = await readdir(directory).catch(() => [] as string[]);
+  const dead = names.filter((name) => {
+    const [, pid, run] = SPOOLED.exec(name) ?? [];
+    if (!pid) return false;
+    return Number(pid) === process.pid ? run !== RUN : !processAlive(Number(pid));
+  });
+  await Promise.all(dead.map((name) => rm(join(directory, name), { force: true })));
+  return dead.length;
+}
+
 /** A multer storage engine writing each part to its own file in `directory`, hashing as it goes. */
 function spoolStorage(directory: string): multer.StorageEngine {
   mkdirSync(directory, { recursive: true });
   return {
     _handleFile(_req, file, callback) {
-      const path = join(directory, `upload-${randomUUID()}`);
+      const path = join(directory, `upload-${process.pid}-${RUN}-${randomUUID()}`);
       const hash = createHash('sha256');
       let size = 0;
       const tap = new Transform({

@@ -2,19 +2,11 @@
 // CLI while the server runs, two servers) would corrupt it. A lock file names the owner.
 import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { processAlive as alive } from '../process-alive.js';
 
 const LOCK_FILE = 'platform.lock';
 /** Directories this process holds: its own pid in a lock file says nothing (pids repeat across container restarts). */
 const held = new Set<string>();
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** Takes the directory, or throws naming the process that has it. Returns the release. */
 export function lockDataDir(dataDir: string): () => void {

@@ -12,6 +12,8 @@ import { JobQueue, LeaseLostError, type ClaimedJob, type QueueOptions } from '..
 import { chunkOptions, STAGE_BATCH, type PassageEmbedder } from '../../server/data/ingestion/pipeline.js';
 import { chunkText } from '../../server/data/ingestion/chunker.js';
 import { IngestionWorker } from '../../server/data/ingestion/worker.js';
+import { ParsePool } from '../../server/data/ingestion/parse-pool.js';
+import { loadConfig } from '../../server/config.js';
 import { MEDIA_TYPES, type DocumentFormat } from '../../server/data/ingestion/formats.js';
 import { Collections } from '../../server/data/search/collections.js';
 import type { ChunkIndex, EmbeddingSpace } from '../../server/data/search/chunk-index.js';
@@ -61,6 +63,8 @@ export function ingestionQueueSuite(open: () => Promise<Database>): void {
   let db: Database;
   let publisherId: string;
   let chunkIndex: PgChunkIndex;
+  // Parse threads with the default limits, shared by every worker of the suite.
+  const parser = new ParsePool(loadConfig({}));
   const opened: Database[] = [];
 
   const connect = async () => {
@@ -77,6 +81,7 @@ export function ingestionQueueSuite(open: () => Promise<Database>): void {
     chunkIndex = new PgChunkIndex(db.prisma, db.capabilities, new Collections(db.prisma, 'GlooProd', SPACE));
   }, 60_000);
   afterAll(async () => {
+    await parser.close();
     for (const database of opened.reverse()) await database.close();
   });
 
@@ -114,7 +119,7 @@ export function ingestionQueueSuite(open: () => Promise<Database>): void {
   const expireLease = (id: string) => db.prisma.$executeRaw`UPDATE ingestion_jobs SET lease_until = now() - interval '1 second' WHERE item_id = ${id}::uuid AND status = 'RUNNING'`;
 
   function startWorker(queue: JobQueue, embedder: PassageEmbedder, concurrency = 1): IngestionWorker {
-    const worker = new IngestionWorker({ queue, chunkIndex, embedder }, logger, { concurrency, pollMs: 50 });
+    const worker = new IngestionWorker({ queue, chunkIndex, embedder, parser }, logger, { concurrency, pollMs: 50 });
     worker.start();
     return worker;
   }
@@ -347,7 +352,7 @@ export function ingestionQueueSuite(open: () => Promise<Database>): void {
           await reupload(queue, id, `# New\n\nThe second wording, uploaded before the ${moment}.`);
         }
       });
-      const worker = new IngestionWorker({ queue, chunkIndex: index, embedder: testEmbedder({ calls: [] }) }, logger, { concurrency: 1, pollMs: 50 });
+      const worker = new IngestionWorker({ queue, chunkIndex: index, embedder: testEmbedder({ calls: [] }), parser }, logger, { concurrency: 1, pollMs: 50 });
       worker.start();
       try {
         await until(async () => superseded && (await completed(id)));
@@ -377,7 +382,7 @@ export function ingestionQueueSuite(open: () => Promise<Database>): void {
     });
     const staged: number[] = [];
     const recording: ChunkIndex = { ...index, stage: (itemId, space, chunks, options) => (itemId === id && staged.push(chunks.length), index.stage(itemId, space, chunks, options)) };
-    const worker = new IngestionWorker({ queue, chunkIndex: recording, embedder: testEmbedder({ calls: [] }) }, logger, { concurrency: 1, pollMs: 50 });
+    const worker = new IngestionWorker({ queue, chunkIndex: recording, embedder: testEmbedder({ calls: [] }), parser }, logger, { concurrency: 1, pollMs: 50 });
     worker.start();
     try {
       const done = await until(() => completed(id));
@@ -430,8 +435,8 @@ export function ingestionQueueSuite(open: () => Promise<Database>): void {
     const calls: string[][][] = [[], []];
     const slow = async () => new Promise<void>((resolve) => setTimeout(resolve, 5));
     const workers = [
-      new IngestionWorker({ queue: queues[0]!, chunkIndex, embedder: testEmbedder({ calls: calls[0]!, before: slow }) }, logger, { concurrency: 3, pollMs: 20 }),
-      new IngestionWorker({ queue: queues[1]!, chunkIndex: otherIndex, embedder: testEmbedder({ calls: calls[1]!, before: slow }) }, logger, { concurrency: 3, pollMs: 20 }),
+      new IngestionWorker({ queue: queues[0]!, chunkIndex, embedder: testEmbedder({ calls: calls[0]!, before: slow }), parser }, logger, { concurrency: 3, pollMs: 20 }),
+      new IngestionWorker({ queue: queues[1]!, chunkIndex: otherIndex, embedder: testEmbedder({ calls: calls[1]!, before: slow }), parser }, logger, { concurrency: 3, pollMs: 20 }),
     ];
     for (const worker of workers) worker.start();
     try {

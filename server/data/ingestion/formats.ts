@@ -1,7 +1,9 @@
 // Which document format a file is, from its content first (magic bytes, via file-type) and
 // its name second. Binary formats are recognized by their signature whatever the name says;
 // a file without a signature is text, and must look like text. Checked at upload, so a file
-// the pipeline cannot read is refused there (400) rather than failing later.
+// the pipeline cannot read is refused there (400) rather than failing later, at a bounded
+// cost: only the file's head and tail are read, nothing is parsed or inflated (that is the
+// parse threads' work, under the file's limits).
 import { open } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { fileTypeFromFile } from 'file-type';
@@ -61,11 +63,40 @@ export async function detectFormat(path: string, fileName: string, size: number)
   return TEXT_EXTENSIONS[extension] ?? (looksLikeHtml(head) ? 'html' : 'txt');
 }
 
-async function readHead(path: string, bytes: number): Promise<Buffer> {
+/**
+ * Refuses a PDF or Word file cut short (the usual way a file arrives broken) from its tail
+ * alone: a PDF ends with its `%%EOF` marker, a Word file (a zip) with its central directory's
+ * end record. What fails later, in its parse thread: damage inside the file, a PDF without a
+ * text layer (a scan), a Word file without its main part.
+ */
+export async function checkIntact(path: string, format: DocumentFormat, fileName: string, size: number): Promise<void> {
+  if (format === 'pdf') {
+    const tail = await readAt(path, Math.max(0, size - PDF_TAIL_BYTES), PDF_TAIL_BYTES);
+    if (!tail.includes('%%EOF')) throw new UnreadableDocumentError(`${fileName} could not be read as a PDF: it has no end-of-file marker (%%EOF): cut short?`);
+  }
+  if (format === 'docx') {
+    const start = Math.max(0, size - ZIP_TAIL_BYTES);
+    const tail = await readAt(path, start, ZIP_TAIL_BYTES);
+    const end = tail.lastIndexOf(ZIP_END_SIGNATURE);
+    // The end record says where the central directory is: it must lie inside the file, before the record.
+    const directoryEnd = end >= 0 && end + 22 <= tail.length ? tail.readUInt32LE(end + 16) + tail.readUInt32LE(end + 12) : Infinity;
+    if (directoryEnd > start + end) throw new UnreadableDocumentError(`${fileName} could not be read as a Word document: its zip directory is missing or damaged: cut short?`);
+  }
+}
+
+/** pdf.js looks for the end of a PDF in its last kilobyte, as this does. */
+const PDF_TAIL_BYTES = 1024;
+/** A zip's end record: 22 bytes and a comment of at most 65,535. */
+const ZIP_TAIL_BYTES = 22 + 65_535;
+const ZIP_END_SIGNATURE = Buffer.from([0x50, 0x4b, 0x05, 0x06]);
+
+const readHead = (path: string, bytes: number) => readAt(path, 0, bytes);
+
+async function readAt(path: string, position: number, bytes: number): Promise<Buffer> {
   const file = await open(path, 'r');
   try {
     const buffer = Buffer.alloc(bytes);
-    const { bytesRead } = await file.read(buffer, 0, bytes, 0);
+    const { bytesRead } = await file.read(buffer, 0, bytes, position);
     return buffer.subarray(0, bytesRead);
   } finally {
     await file.close();

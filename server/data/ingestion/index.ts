@@ -1,5 +1,5 @@
-// Composition of ingestion, built once at start: the queue, this instance's worker and the
-// service the upload handlers call. Embeddings go through the gateway, in the space the
+// Composition of ingestion, built once at start: the queue, this instance's worker, its parse
+// threads and the service the upload handlers call. Embeddings go through the gateway, in the space the
 // chunk index names for the publisher.
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
@@ -10,6 +10,7 @@ import type { Database } from '../../storage/database.js';
 import type { ChunkIndex } from '../search/chunk-index.js';
 import { IngestionService } from './ingestion-service.js';
 import { JobQueue } from './job-queue.js';
+import { ParsePool } from './parse-pool.js';
 import type { PassageEmbedder } from './pipeline.js';
 import { IngestionWorker } from './worker.js';
 
@@ -17,6 +18,9 @@ export interface Ingestion {
   service: IngestionService;
   worker: IngestionWorker;
   queue: JobQueue;
+  parser: ParsePool;
+  /** Stops the worker (running jobs go back to the queue), then the parse threads. */
+  close(): Promise<void>;
 }
 
 /** Idle workers look for jobs queued by other instances (or retries coming due) this often. */
@@ -43,7 +47,10 @@ export function createIngestion(options: {
   organizations: OrganizationService;
   chunkIndex: ChunkIndex;
   embedder: PassageEmbedder;
-  config: Pick<Config, 'ingestionWorkers' | 'ingestionLeaseMs' | 'ingestionMaxAttempts' | 'ingestionRetryBaseMs'>;
+  config: Pick<
+    Config,
+    'ingestionWorkers' | 'ingestionLeaseMs' | 'ingestionMaxAttempts' | 'ingestionRetryBaseMs' | 'ingestParseThreads' | 'ingestWorkerMemoryMb' | 'ingestJobBudgetMs' | 'ingestLimits'
+  >;
   logger: Logger;
 }): Ingestion {
   const { config } = options;
@@ -52,9 +59,16 @@ export function createIngestion(options: {
     maxAttempts: config.ingestionMaxAttempts,
     retryBaseMs: config.ingestionRetryBaseMs,
   });
-  const worker = new IngestionWorker({ queue, chunkIndex: options.chunkIndex, embedder: options.embedder }, options.logger, {
+  const parser = new ParsePool(config);
+  const worker = new IngestionWorker({ queue, chunkIndex: options.chunkIndex, embedder: options.embedder, parser }, options.logger, {
     concurrency: config.ingestionWorkers,
     pollMs: POLL_MS,
   });
-  return { service: new IngestionService(options.database.prisma, options.organizations, queue, worker), worker, queue };
+  return {
+    service: new IngestionService(options.database.prisma, options.organizations, queue, worker),
+    worker,
+    queue,
+    parser,
+    close: () => worker.stop().finally(() => parser.close()),
+  };
 }

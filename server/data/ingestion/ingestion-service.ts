@@ -11,10 +11,9 @@ import { ApiError } from '../../errors.js';
 import { softDeletion } from '../items.js';
 import type { OrganizationService } from '../../identity/organizations.js';
 import type { Principal } from '../../identity/principal.js';
-import { detectFormat, MEDIA_TYPES, UnreadableDocumentError, type DocumentFormat } from './formats.js';
+import { checkIntact, detectFormat, MEDIA_TYPES, UnreadableDocumentError, type DocumentFormat } from './formats.js';
 import type { ClaimedJob, JobQueue } from './job-queue.js';
 import { ItemStatus } from './statuses.js';
-import { checkOpens } from './parse.js';
 import type { IngestionWorker } from './worker.js';
 
 type Schemas = components['schemas'];
@@ -68,7 +67,7 @@ export class IngestionService {
     const accepted: Accepted[] = [];
     for (const file of files) {
       const format = await detectFormat(file.path, file.originalName, file.size).catch(rethrowUnreadable);
-      await checkOpens(file.path, format, file.originalName).catch(rethrowUnreadable);
+      await checkIntact(file.path, format, file.originalName, file.size).catch(rethrowUnreadable);
       accepted.push({ fileName: file.originalName, format, sha256: file.sha256, size: file.size, content: () => createReadStream(file.path, { highWaterMark: 1024 * 1024 }) });
     }
     const results: NonNullable<UploadResult['files']> = [];

@@ -84,6 +84,7 @@ export class JobQueue {
       where: { itemId: job.itemId, status: { in: [JobStatus.QUEUED, JobStatus.RUNNING] } },
       data: { status: JobStatus.SUPERSEDED, leaseOwner: null, leaseUntil: null },
     });
+    await tx.ingestionJobPart.deleteMany({ where: { job: { itemId: job.itemId, status: JobStatus.SUPERSEDED } } });
     const created = await tx.ingestionJob.create({
       data: {
         itemId: job.itemId,
@@ -146,6 +147,17 @@ export class JobQueue {
         FROM job
        WHERE items.id = job.item_id AND items.deleted_at IS NULL
       RETURNING items.id`;
+    await this.removeFinishedFiles();
+  }
+
+  /**
+   * Removes the stored files of jobs that will not run again (failed, superseded, done): run
+   * as jobs end and at start, so that the file of a job whose worker died goes too.
+   */
+  async removeFinishedFiles(): Promise<number> {
+    return this.prisma.$executeRaw`
+      DELETE FROM ingestion_job_parts p USING ingestion_jobs j
+       WHERE p.job_id = j.id AND j.status IN (${JobStatus.DONE}, ${JobStatus.FAILED}, ${JobStatus.SUPERSEDED})`;
   }
 
   /** Extends the lease; false when the job is no longer this owner's. */
@@ -244,6 +256,7 @@ export class JobQueue {
       UPDATE items SET status = ${itemStatus}, failure_reason = ${retry ? null : reason}::text, etag = gen_random_uuid()::text, updated_at = now()
        WHERE id IN (SELECT item_id FROM job) AND deleted_at IS NULL
       RETURNING id`;
+    if (!retry) await this.removeFinishedFiles();
     return retry ? 'retrying' : 'failed';
   }
 

@@ -1,13 +1,15 @@
 // Document → text that keeps its structure: headings as Markdown `#` lines, passages
 // separated by blank lines, which is what the chunker splits on. PDF through unpdf (pdf.js),
-// Word through mammoth (to HTML, so headings survive), HTML through html-to-text: these
-// parsers need the whole file. Plain text and Markdown stream instead (`streamText`): decoded
-// and split into blocks as the file's parts arrive, so their size costs no memory.
+// Word through mammoth (to HTML, so headings survive), HTML through html-to-text, text as
+// UTF-8. Runs in a parse worker thread (parse-worker.ts), never on the request thread, and
+// checks the file's content limits (limits.ts) as it goes: PDF pages before each page is read,
+// Word parts' inflated bytes while they inflate, HTML nesting before the tree is built, and
+// the characters extracted.
 import type { FormatCallback } from 'html-to-text';
-import { readFile } from 'node:fs/promises';
 import type { getDocumentProxy } from 'unpdf';
-import { firstHeading, splitBlocks } from './chunker.js';
+import { Chunker, firstHeading, splitBlocks, type ChunkOptions, type TextChunk } from './chunker.js';
 import { UnreadableDocumentError, type DocumentFormat } from './formats.js';
+import { checkLimit, type ContentLimits } from './limits.js';
 
 export interface ParsedDocument {
   /** Markdown-like text: `#` headings, blank lines between passages. */
@@ -45,14 +47,17 @@ const BOILERPLATE = [
 
 // The whole-file parsers load on first use, once: a server that is never sent a PDF, Word or
 // HTML file does not carry them in its idle memory.
-let parsers: ReturnType<typeof loadParsers> | undefined;
-const loaded = () => (parsers ??= loadParsers());
+let parsers: ReturnType<typeof importParsers> | undefined;
+const loaded = () => (parsers ??= importParsers());
+/** Loads the parsers now rather than on first use (a parse thread, as it starts). */
+export const loadParsers = async (): Promise<void> => void (await loaded());
 
-async function loadParsers() {
-  const [{ compile }, { default: mammoth }, { default: JSZip }, unpdf] = await Promise.all([
+async function importParsers() {
+  const [{ compile }, { default: mammoth }, { default: JSZip }, { Parser }, unpdf] = await Promise.all([
     import('html-to-text'),
     import('mammoth'),
     import('jszip'),
+    import('htmlparser2'),
     import('unpdf'),
   ]);
   const htmlToText = compile({
@@ -75,120 +80,146 @@ async function loadParsers() {
       { selector: 'th', format: 'inlineSurround', options: { suffix: ' | ' } },
     ],
   });
-  return { htmlToText, mammoth, JSZip, unpdf };
+  return { htmlToText, mammoth, JSZip, Parser, unpdf };
 }
 
-/** A document of a format parsed whole (every format but plain text and Markdown). */
-export async function parseDocument(bytes: Buffer, format: Exclude<DocumentFormat, StreamedFormat>, fileName: string): Promise<ParsedDocument> {
+/** A document of any accepted format, within `limits` (else LimitExceededError). */
+export async function parseDocument(bytes: Uint8Array, format: DocumentFormat, fileName: string, limits: ContentLimits): Promise<ParsedDocument> {
   const { htmlToText, mammoth } = await loaded();
   switch (format) {
+    case 'txt':
+    case 'md': {
+      const text = normalize(decodeUtf8(bytes, fileName, limits));
+      return { text, title: firstHeading(text.slice(0, TITLE_SCAN_CHARS)) };
+    }
     case 'html': {
-      const html = decodeUtf8(bytes, fileName);
+      const html = decodeUtf8(bytes, fileName, limits);
+      await checkHtmlDepth(html, limits);
       const text = normalize(htmlToText(html));
+      checkLimit(limits, 'maxChars', text.length);
       return { text, title: htmlTitle(html, htmlToText) ?? firstHeading(text) };
     }
     case 'docx': {
-      const { value: html } = await mammoth.convertToHtml({ buffer: bytes }).catch((error: Error) => {
+      await checkInflatedBytes(bytes, fileName, limits);
+      // Images are left out of the text (see the img selector): never inflated.
+      const options = { convertImage: mammoth.images.imgElement(async () => ({ src: '' })) };
+      const { value: html } = await mammoth.convertToHtml({ buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) }, options).catch((error: Error) => {
         throw new UnreadableDocumentError(`${fileName} could not be read as a Word document: ${error.message}`);
       });
       const text = normalize(htmlToText(html));
+      checkLimit(limits, 'maxChars', text.length);
       return { text, title: firstHeading(text) };
     }
     case 'pdf':
-      return parsePdf(bytes, fileName);
+      return parsePdf(bytes, fileName, limits);
   }
 }
 
-/**
- * Refuses at upload (400, rather than FAILED later) a PDF or Word file that its parser cannot
- * open, at a bounded cost: a PDF's structure and first page, a Word file's archive and main
- * part, no text extraction. What still fails later: a PDF with no text layer (a scan), a page
- * after the first that is damaged, a main part that is not valid XML.
- */
-export async function checkOpens(path: string, format: DocumentFormat, fileName: string): Promise<void> {
-  if (format !== 'pdf' && format !== 'docx') return;
-  const bytes = await readFile(path);
-  const { JSZip } = await loaded();
-  if (format === 'pdf') {
-    await withPdf(bytes, fileName, (pdf) => pdf.getPage(1));
-    return;
+/** A document's title and passages, within `limits`: what ingestion indexes. */
+export async function documentPassages(
+  bytes: Uint8Array,
+  format: DocumentFormat,
+  fileName: string,
+  chunk: ChunkOptions,
+  limits: ContentLimits,
+): Promise<{ title: string | null; passages: TextChunk[] }> {
+  const { title, text } = await parseDocument(bytes, format, fileName, limits);
+  const chunker = new Chunker(chunk);
+  const passages: TextChunk[] = [];
+  for (const block of splitBlocks(text)) {
+    passages.push(...chunker.push(block));
+    checkLimit(limits, 'maxPassages', passages.length);
   }
-  try {
-    const zip = await JSZip.loadAsync(bytes);
-    // The main part is where the package's relationships say (word/document.xml as Word writes it).
-    const rels = (await zip.file('_rels/.rels')?.async('string')) ?? '';
-    const target = /<Relationship\b[^>]*\/officeDocument"[^>]*>/.exec(rels)?.[0].match(/Target="\/?([^"]+)"/)?.[1] ?? 'word/document.xml';
-    const main = zip.file(target);
-    if (!main) throw new Error(`it has no ${target}`);
-    await main.async('uint8array');
-  } catch (error) {
-    throw new UnreadableDocumentError(`${fileName} could not be read as a Word document: ${(error as Error).message}`);
-  }
+  passages.push(...chunker.end());
+  checkLimit(limits, 'maxPassages', passages.length);
+  return { title, passages };
 }
-
-/** Whether a format is read as a stream (`streamText`) rather than whole (`parseDocument`). */
-export const isStreamed = (format: DocumentFormat): format is StreamedFormat => format === 'txt' || format === 'md';
-
-type StreamedFormat = 'txt' | 'md';
 
 /** How much of a text is searched for its title (its first heading). */
 const TITLE_SCAN_CHARS = 64 * 1024;
 
-/** A text or Markdown file given in parts: its title, then its blocks (the pieces between blank lines) as they decode. */
-export async function streamText(parts: AsyncIterable<Uint8Array>, fileName: string): Promise<{ title: string | null; blocks: AsyncIterable<string> }> {
-  const source = decodedBlocks(parts, fileName)[Symbol.asyncIterator]();
-  // The blocks of the file's start are read ahead to find the title, then given first.
-  const head: string[] = [];
-  let headChars = 0;
-  let ended = false;
-  while (headChars < TITLE_SCAN_CHARS) {
-    const next = await source.next();
-    if (next.done) {
-      ended = true;
-      break;
-    }
-    head.push(next.value);
-    headChars += next.value.length + 2;
-  }
-  const title = firstHeading(head.join('\n\n'));
-  async function* blocks(): AsyncGenerator<string> {
-    yield* head;
-    if (ended) return;
-    for (let next = await source.next(); !next.done; next = await source.next()) yield next.value;
-  }
-  return { title, blocks: blocks() };
+/**
+ * Refuses HTML nested deeper than the limit before any tree is built: html-to-text walks the
+ * tree recursively, and 200,000 nested elements held a thread for half a minute before
+ * overflowing its stack. htmlparser2's tokenizer (the one html-to-text parses with) closes
+ * implied and void elements as the tree builder would, so the depth counted is the tree's.
+ */
+async function checkHtmlDepth(html: string, limits: ContentLimits): Promise<void> {
+  const { Parser } = await loaded();
+  let depth = 0;
+  const parser = new Parser({
+    onopentag() {
+      checkLimit(limits, 'maxHtmlDepth', ++depth);
+    },
+    onclosetag() {
+      depth--;
+    },
+  });
+  parser.end(html);
 }
 
-/** UTF-8 decoded as it arrives, cut at blank lines; each block normalized as `normalize` does a whole text. */
-async function* decodedBlocks(parts: AsyncIterable<Uint8Array>, fileName: string): AsyncGenerator<string> {
-  const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
-  const decode = (part?: Uint8Array) => {
-    try {
-      return part ? decoder.decode(part, { stream: true }) : decoder.decode();
-    } catch {
-      throw new UnreadableDocumentError(`${fileName} is not valid UTF-8 text`);
-    }
-  };
-  let pending = '';
-  for await (const part of parts) {
-    pending += decode(part);
-    // A CR at the end may be the first half of a CRLF split between parts: it waits for the next.
-    const complete = pending.endsWith('\r') ? pending.length - 1 : pending.length;
-    const blocks = splitBlocks(pending.slice(0, complete).replace(/\r\n?/g, '\n'));
-    pending = blocks.pop()! + pending.slice(complete);
-    for (const block of blocks) {
-      const text = normalize(block);
-      if (text) yield text;
-    }
+/**
+ * Inflates each XML part of a Word file (the parts mammoth reads) while counting, and stops
+ * at the limit: a part that declares 1 KB and inflates to gigabytes (a zip bomb) is refused
+ * after at most one inflated block past the limit, never held whole.
+ */
+async function checkInflatedBytes(bytes: Uint8Array, fileName: string, limits: ContentLimits): Promise<void> {
+  const { JSZip } = await loaded();
+  const zip = await JSZip.loadAsync(bytes).catch((error: Error) => {
+    throw new UnreadableDocumentError(`${fileName} could not be read as a Word document: ${error.message}`);
+  });
+  let inflated = 0;
+  for (const entry of Object.values(zip.files)) {
+    if (entry.dir || !/\.(xml|rels)$/i.test(entry.name)) continue;
+    await new Promise<void>((resolve, reject) => {
+      // JSZip's own streaming inflate (pako, a block at a time): not in its type declarations.
+      const stream = (entry as unknown as InflatingEntry).internalStream('uint8array');
+      stream
+        .on('data', (data: Uint8Array) => {
+          inflated += data.length;
+          try {
+            checkLimit(limits, 'maxInflatedBytes', inflated);
+          } catch (error) {
+            stream.pause();
+            reject(error);
+          }
+        })
+        .on('error', (error: Error) => reject(new UnreadableDocumentError(`${fileName} could not be read as a Word document: ${error.message}`)))
+        .on('end', () => resolve())
+        .resume();
+    });
   }
-  const last = normalize((pending + decode()).replace(/\r\n?/g, '\n'));
-  if (last) yield last;
 }
 
-async function parsePdf(bytes: Buffer, fileName: string): Promise<ParsedDocument> {
-  const { extractText, getMeta } = (await loaded()).unpdf;
+/** The part of a JSZip entry's stream API used here. */
+interface InflatingEntry {
+  internalStream(type: 'uint8array'): InflatingStream;
+}
+interface InflatingStream {
+  on(event: 'data', listener: (data: Uint8Array) => void): InflatingStream;
+  on(event: 'error', listener: (error: Error) => void): InflatingStream;
+  on(event: 'end', listener: () => void): InflatingStream;
+  pause(): InflatingStream;
+  resume(): InflatingStream;
+}
+
+async function parsePdf(bytes: Uint8Array, fileName: string, limits: ContentLimits): Promise<ParsedDocument> {
+  const { getMeta } = (await loaded()).unpdf;
   return withPdf(bytes, fileName, async (pdf) => {
-    const [{ text: pages }, meta] = await Promise.all([extractText(pdf, { mergePages: false }), getMeta(pdf).catch(() => null)]);
+    checkLimit(limits, 'maxPages', pdf.numPages);
+    // A page at a time, so that a file's cost stops at the character limit.
+    const pages: string[] = [];
+    let chars = 0;
+    for (let number = 1; number <= pdf.numPages; number++) {
+      const page = await pdf.getPage(number);
+      const content = await page.getTextContent();
+      page.cleanup();
+      const text = content.items.map((item) => ('str' in item ? item.str + (item.hasEOL ? '\n' : '') : '')).join('');
+      chars += text.length;
+      checkLimit(limits, 'maxChars', chars);
+      pages.push(text);
+    }
+    const meta = await getMeta(pdf).catch(() => null);
     const title = typeof meta?.info?.Title === 'string' && meta.info.Title.trim() ? meta.info.Title.trim() : null;
     return { text: normalize(pages.join('\n\n')), title };
   });
@@ -197,7 +228,7 @@ async function parsePdf(bytes: Buffer, fileName: string): Promise<ParsedDocument
 type PdfDocument = Awaited<ReturnType<typeof getDocumentProxy>>;
 
 /** Runs `use` on the opened PDF; any failure to read it is an UnreadableDocumentError. */
-async function withPdf<T>(bytes: Buffer, fileName: string, use: (pdf: PdfDocument) => Promise<T>): Promise<T> {
+async function withPdf<T>(bytes: Uint8Array, fileName: string, use: (pdf: PdfDocument) => Promise<T>): Promise<T> {
   try {
     // pdf.js takes ownership of the array it is given: hand it a copy.
     const pdf = await (await loaded()).unpdf.getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 });
@@ -207,16 +238,20 @@ async function withPdf<T>(bytes: Buffer, fileName: string, use: (pdf: PdfDocumen
       await pdf.destroy();
     }
   } catch (error) {
+    if (error instanceof UnreadableDocumentError) throw error;
     throw new UnreadableDocumentError(`${fileName} could not be read as a PDF: ${(error as Error).message}`);
   }
 }
 
-function decodeUtf8(bytes: Buffer, fileName: string): string {
+function decodeUtf8(bytes: Uint8Array, fileName: string, limits: ContentLimits): string {
+  let text: string;
   try {
-    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes);
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes);
   } catch {
     throw new UnreadableDocumentError(`${fileName} is not valid UTF-8 text`);
   }
+  checkLimit(limits, 'maxChars', text.length);
+  return text;
 }
 
 /** One newline convention, no trailing spaces, at most one blank line in a row. */
@@ -227,7 +262,6 @@ function normalize(text: string): string {
     .replace(/\n{3,}/g, '\n\n')
     .trim();
 }
-
 
 function htmlTitle(html: string, htmlToText: (html: string) => string): string | null {
   const match = /<title[^>]*>([^<]*)<\/title>/i.exec(html.slice(0, 64 * 1024));

@@ -1,17 +1,17 @@
-// One ingestion job, start to end: read the file back, parse it, chunk it, embed the
+// One ingestion job, start to end: read the file back, parse and chunk it in a parse worker
+// thread (parse-pool.ts: never on the request thread, within the file's limits), embed the
 // passages, and stage them in the chunk index a batch at a time; once all are staged the
 // index makes them the item's content and the item searchable (COMPLETED) in one short
-// transaction. Memory stays bounded whatever the document's length: one batch of passages
-// and vectors at a time, and text files stream from the database a part at a time (PDF,
-// Word and HTML are parsed whole: their parsers need the file in one piece). Each step
+// transaction. Memory stays bounded by the limits: the file (at most UPLOAD_FILE_LIMIT), its
+// passages (at most INGEST_MAX_PASSAGES) and one batch of vectors at a time. Each step
 // renews the job's lease, and every write checks in its transaction that the job is still
 // this worker's, so a worker that lost its job (taken over, or superseded by a newer
 // upload) stops without writing anything.
 import type { ChunkIndex, EmbeddingSpace } from '../search/chunk-index.js';
-import { Chunker, splitBlocks, type ChunkOptions, type TextChunk } from './chunker.js';
+import type { ChunkOptions } from './chunker.js';
 import { formatOfMediaType, UnreadableDocumentError } from './formats.js';
 import { ItemGoneError, type ClaimedJob, type JobQueue } from './job-queue.js';
-import { isStreamed, parseDocument, streamText } from './parse.js';
+import type { ParsePool } from './parse-pool.js';
 import { ItemStatus } from './statuses.js';
 
 /** Turns passages into vectors of a space (the gateway in production; random vectors in a benchmark). */
@@ -25,6 +25,7 @@ export interface PipelineDeps {
   queue: JobQueue;
   chunkIndex: ChunkIndex;
   embedder: PassageEmbedder;
+  parser: ParsePool;
 }
 
 /** Passages of about a paragraph or three: specific enough to cite, long enough to carry meaning. */
@@ -66,50 +67,30 @@ export async function runJob(job: ClaimedJob, owner: string, deps: PipelineDeps,
   await step(ItemStatus.FETCHING);
   const format = formatOfMediaType(job.mediaType);
   if (!format) throw new UnreadableDocumentError(`${job.fileName}: unsupported media type ${job.mediaType}`);
-  // Text streams from the database while it is chunked; the other formats are read whole here.
-  let open: () => Promise<{ title: string | null; blocks: Iterable<string> | AsyncIterable<string> }>;
-  if (isStreamed(format)) {
-    open = () => streamText(queue.fileParts(job), job.fileName);
-  } else {
-    const bytes = await queue.readFile(job);
-    open = async () => {
-      const parsed = await parseDocument(bytes, format, job.fileName);
-      return { title: parsed.title, blocks: splitBlocks(parsed.text) };
-    };
-  }
+  const bytes = await queue.readFile(job);
 
   await step(ItemStatus.NORMALIZING);
-  const document = await open();
+  const space = await chunkIndex.embeddingSpace(job.publisherId);
+  const document = await deps.parser.parse(bytes, format, job.fileName, chunkOptions(embedder.maxInputTokens(space)), signal);
 
   // The document's own title fills an item that has none (the upload's metadata wins).
   await step(ItemStatus.CHUNKING, { title: document.title });
-  const space = await chunkIndex.embeddingSpace(job.publisherId);
-  const chunker = new Chunker(chunkOptions(embedder.maxInputTokens(space)));
   const guard = queue.writeGuard(job, owner);
+  const { passages } = document;
   let staged = 0;
-  const batch: TextChunk[] = [];
-  /** Embeds and stages the first STAGE_BATCH passages waiting (all of them with `all`). */
-  const stage = async (all: boolean) => {
-    while (batch.length >= STAGE_BATCH || (all && batch.length > 0)) {
-      if (staged === 0) await step(ItemStatus.EMBEDDING);
-      const passages = batch.splice(0, STAGE_BATCH);
-      const vectors: number[][] = [];
-      for (let start = 0; start < passages.length; start += EMBED_BATCH) {
-        signal.throwIfAborted();
-        vectors.push(...(await embedder.embed(space, passages.slice(start, start + EMBED_BATCH).map((p) => p.content), signal)));
-      }
+  while (staged < passages.length) {
+    if (staged === 0) await step(ItemStatus.EMBEDDING);
+    const batch = passages.slice(staged, staged + STAGE_BATCH);
+    const vectors: number[][] = [];
+    for (let start = 0; start < batch.length; start += EMBED_BATCH) {
       signal.throwIfAborted();
-      const chunks = passages.map((passage, i) => ({ ordinal: staged + i, content: passage.content, tokenCount: passage.tokenCount, embedding: vectors[i]! }));
-      if (!(await chunkIndex.stage(job.itemId, space, chunks, { first: staged === 0, guard }))) throw new ItemGoneError(`item ${job.itemId} was deleted`);
-      staged += passages.length;
+      vectors.push(...(await embedder.embed(space, batch.slice(start, start + EMBED_BATCH).map((p) => p.content), signal)));
     }
-  };
-  for await (const block of document.blocks) {
-    for (const passage of chunker.push(block)) batch.push(passage);
-    await stage(false);
+    signal.throwIfAborted();
+    const chunks = batch.map((passage, i) => ({ ordinal: staged + i, content: passage.content, tokenCount: passage.tokenCount, terms: passage.terms, embedding: vectors[i]! }));
+    if (!(await chunkIndex.stage(job.itemId, space, chunks, { first: staged === 0, guard }))) throw new ItemGoneError(`item ${job.itemId} was deleted`);
+    staged += batch.length;
   }
-  for (const passage of chunker.end()) batch.push(passage);
-  await stage(true);
   if (staged === 0) throw new UnreadableDocumentError(`${job.fileName} contains no text (a scanned PDF needs OCR first)`);
 
   signal.throwIfAborted();

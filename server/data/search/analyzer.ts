@@ -52,7 +52,12 @@ export function analyze(text: string): string[] {
 }
 
 /** Term → frequency of a text's terms, and how many terms it has (its length for BM25). */
-export function termFrequencies(text: string): { frequencies: Map<string, number>; length: number } {
+export interface TermStatistics {
+  frequencies: Map<string, number>;
+  length: number;
+}
+
+export function termFrequencies(text: string): TermStatistics {
   const frequencies = new Map<string, number>();
   const terms = analyze(text);
   for (const term of terms) frequencies.set(term, (frequencies.get(term) ?? 0) + 1);

@@ -3,6 +3,7 @@
 // this module owns how it is written and read. Implementations live beside this file.
 import type { Prisma } from '../../../generated/prisma/client.js';
 import type { CallScope } from '../../gateway/gateway-service.js';
+import type { TermStatistics } from './analyzer.js';
 
 /** Which embedding model (and vector size) a collection's vectors come from: fixed when the collection is first filled, never mixed. */
 export interface EmbeddingSpace {
@@ -16,6 +17,8 @@ export interface IndexedChunk {
   content: string;
   tokenCount: number;
   embedding: number[];
+  /** Its keyword statistics when already analyzed (ingestion does it in a worker thread); else analyzed when staged. */
+  terms?: TermStatistics;
 }
 
 /**

@@ -51,8 +51,8 @@ export class PgChunkIndex implements ChunkIndex {
     // Checked before the transaction: the space reads through its own connection, which on
     // PGlite (one connection) would wait for this transaction to end.
     if (options.first && !(await this.inRecordedSpace(itemId, space))) return false;
-    // Analyzed before the transaction too: it is CPU work that holds no lock.
-    const statistics = chunks.map((c) => termFrequencies(c.content));
+    // Analyzed before the transaction too (unless the caller did): it is CPU work that holds no lock.
+    const statistics = chunks.map((c) => c.terms ?? termFrequencies(c.content));
     return this.prisma.$transaction(
       async (tx) => {
         // The item first, then the job (the order an upload superseding the job takes them in).
