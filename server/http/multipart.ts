@@ -14,7 +14,7 @@ import type { Request, RequestHandler } from 'express';
 import multer from 'multer';
 import type { RouteDefinition } from '../../generated/contract/routes.js';
 import { ApiError } from '../errors.js';
-import { processAlive } from '../process-alive.js';
+import { processAlive } from '../storage/process-alive.js';
 import { cleanFileName } from './file-name.js';
 import { onResponseEnd } from './response-end.js';
 

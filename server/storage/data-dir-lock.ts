@@ -2,7 +2,7 @@
 // CLI while the server runs, two servers) would corrupt it. A lock file names the owner.
 import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { processAlive as alive } from '../process-alive.js';
+import { processAlive as alive } from './process-alive.js';
 
 const LOCK_FILE = 'platform.lock';
 /** Directories this process holds: its own pid in a lock file says nothing (pids repeat across container restarts). */
