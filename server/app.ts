@@ -55,7 +55,7 @@ function createApp(api: 'api' | 'management', parts: AppParts, validator: Operat
     assignTraceId,
     requestLogging(app, parts.logger.child({ api })),
     // The console's request log: the API port's requests, when kept at all.
-    ...(api === 'api' && parts.services.requestLog.enabled ? [requestRecording(parts.services.requestLog)] : []),
+    ...(api === 'api' && parts.services.requestLog.enabled ? [requestRecording(parts.services.requestLog, parts.services.inference.gateway.catalog)] : []),
     // Browsers call the inference API, not the management one.
     ...(api === 'api' && config.corsOrigins.length > 0 ? [corsFor(config.corsOrigins)] : []),
     ...(api === 'management' ? [consoleAssets()] : []),

@@ -4434,7 +4434,7 @@ export type LoggedRequest = {
      */
     route: string | null;
     /**
-     * The model that answered (the last upstream call's), or for a model request that reached no upstream (an open circuit) the model it asked for; null otherwise.
+     * The model that answered (the last upstream call's), or for a request that reached no upstream (an open circuit) the catalog model it asked for; null otherwise.
      */
     model: string | null;
     /**

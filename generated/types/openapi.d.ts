@@ -2814,7 +2814,7 @@ export interface components {
             latencyMs: number;
             /** @description HTTP method. */
             method: string;
-            /** @description The model that answered (the last upstream call's), or for a model request that reached no upstream (an open circuit) the model it asked for; null otherwise. */
+            /** @description The model that answered (the last upstream call's), or for a request that reached no upstream (an open circuit) the catalog model it asked for; null otherwise. */
             model: string | null;
             /** @description The contract's operationId; null when no operation matched. */
             operation: string | null;

@@ -8,6 +8,7 @@
 import type { RequestHandler } from 'express';
 import type { RouteDefinition } from '../../generated/contract/routes.js';
 import type { Settlement } from '../billing/billing-service.js';
+import type { Catalog } from '../gateway/catalog.js';
 import { ROUTE_HEADER } from '../gateway/route-header.js';
 import type { Principal } from '../identity/principal.js';
 import type { RequestLog } from '../observability/request-log.js';
@@ -17,7 +18,7 @@ import { traceIdOf } from './trace.js';
 /** A kept request body is cut here: enough to see what was asked. */
 export const LOGGED_BODY_MAX = 16 * 1024;
 
-export function requestRecording(log: RequestLog): RequestHandler {
+export function requestRecording(log: RequestLog, catalog: Catalog): RequestHandler {
   return (req, res, next) => {
     const arrived = Date.now();
     const started = performance.now();
@@ -51,8 +52,9 @@ export function requestRecording(log: RequestLog): RequestHandler {
         if (settled) {
           // An error answer carries no X-Gateway-Route: the attempts still say what was tried.
           row.route ??= settled.route;
-          row.model = settled.model ?? requestedModel(req.body);
-          row.provider = settled.provider;
+          const asked = settled.model === null ? catalogModel(catalog, req.body) : null;
+          row.model = settled.model ?? asked?.model ?? null;
+          row.provider = settled.provider ?? asked?.provider ?? null;
           row.inputTokens = settled.inputTokens;
           row.outputTokens = settled.outputTokens;
           row.costMicros = settled.costMicros;
@@ -64,10 +66,16 @@ export function requestRecording(log: RequestLog): RequestHandler {
   };
 }
 
-/** The model a request asked for: what the log shows when no upstream was tried (an open circuit). */
-function requestedModel(body: unknown): string | null {
-  const model = (body as { model?: unknown } | undefined)?.model;
-  return typeof model === 'string' ? model.slice(0, 200) : null;
+/**
+ * The catalog model a request asked for, with the provider of its first deployment: what the
+ * log shows when no upstream was tried (an open circuit). A name the catalog does not know is
+ * not kept: it is the caller's text, and says nothing about a model.
+ */
+function catalogModel(catalog: Catalog, body: unknown): { model: string; provider: string | null } | null {
+  const name = (body as { model?: unknown } | undefined)?.model;
+  const model = typeof name === 'string' ? catalog.models.get(name) : undefined;
+  if (!model) return null;
+  return { model: model.id, provider: catalog.deployments.get(model.deployments[0] ?? '')?.provider ?? null };
 }
 
 function bodyOf(body: unknown): string | null {

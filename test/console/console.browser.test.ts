@@ -56,6 +56,12 @@ async function until<T>(what: string, probe: () => Promise<T | undefined | null 
 }
 
 async function seedData(): Promise<void> {
+  // Prepaid, with credit and a weekly cap: the usage page shows the balance and the cap's meter.
+  const org = await platform.services.identity.organizations.findOrganization('default');
+  await platform.services.billing.setMode(org.id, 'prepaid');
+  await platform.services.billing.setWeeklyCap(org.id, 5_000_000n);
+  const credit = await platform.mgmt('/api/v1/billing/credit', { method: 'POST', body: JSON.stringify({ amountMicros: 20_000_000, reason: 'console e2e' }) });
+  expect(credit.status).toBe(201);
   for (let i = 0; i < 6; i++) traces.ok = await chat(i % 3 === 0 ? 'gloo-openai-gpt-5' : 'gloo-openai-gpt-5-mini');
   await chat('local-chat');
   // The Anthropic upstream is down: these fail, and open its circuit.
@@ -170,6 +176,8 @@ describeWithService(
       // Usage and billing: account, lines per model, CSV export, charts over time.
       await open(page, 'usage', 'Usage & billing');
       await page.getByText('Credit available').waitFor();
+      expect(await page.locator('.tiles').innerText()).toMatch(/of \$5\.00 cap/);
+      await page.locator('[role=meter]').waitFor();
       const lines = section(page, 'Usage per model');
       await lines.locator('tr', { hasText: 'gloo-openai-gpt-5-mini' }).waitFor();
       await page.locator('figure.chart canvas').first().waitFor();

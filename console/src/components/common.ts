@@ -7,9 +7,8 @@ import { ApiFailure } from '../api.js';
 
 export function Refused({ scope }: { scope: string }) {
   return html`<div class="notice refused" role="alert">
-    <strong>Not available with this key.</strong> This page needs the <code>${scope}</code> scope, which the key you signed in
-    with does not have. Sign in with a key that holds it, or create one on the Keys page with a key that has
-    <code>keys:manage</code>.
+    <strong>Not available with this key.</strong> This page needs the <code>${scope}</code> scope, which the key you signed in with does
+    not have. Sign in with a key that holds it (a key with <code>keys:manage</code> can create one on the Keys page).
   </div>`;
 }
 
