@@ -8033,7 +8033,7 @@ export type ListIngestionFailuresData = {
     path?: never;
     query?: {
         /**
-         * Only this publisher's items (from `GET /api/v1/publishers`).
+         * Only this publisher's items (from `GET /api/v1/publishers`); one the caller's organization does not have is a 404.
          */
         publisher_id?: string;
         /**
@@ -8057,6 +8057,10 @@ export type ListIngestionFailuresErrors = {
      * The key lacks the scope this operation needs.
      */
     403: ManagementError;
+    /**
+     * No such resource in the caller's organization.
+     */
+    404: ManagementError;
     /**
      * The path exists but not with this method; `Allow` lists the methods it takes.
      */

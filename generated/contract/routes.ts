@@ -764,7 +764,7 @@ export const routes: readonly RouteDefinition[] = [
     successStatus: 200,
     idempotent: false,
     sse: null,
-    errorBodies: {"401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
+    errorBodies: {"401":"ManagementError","403":"ManagementError","404":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
     operationId: "retryIngestion",

@@ -227,7 +227,7 @@ export interface ManagementIngestionResource {
    *
    * `GET /api/v1/ingestion/failures` (operation `listIngestionFailures`).
    * @param query Query parameters.
-   * @param query.publisher_id Only this publisher's items (from `GET /api/v1/publishers`).
+   * @param query.publisher_id Only this publisher's items (from `GET /api/v1/publishers`); one the caller's organization does not have is a 404.
    * @param query.limit Page size.
    * @param query.cursor Opaque cursor from `meta.nextCursor` of the previous page.
    * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
@@ -1595,7 +1595,7 @@ export interface PlatformOperations {
    * Prefer `client.management.ingestion.failures()`.
    * @param params `query` of the request.
    * @param params.query Query parameters.
-   * @param params.query.publisher_id Only this publisher's items (from `GET /api/v1/publishers`).
+   * @param params.query.publisher_id Only this publisher's items (from `GET /api/v1/publishers`); one the caller's organization does not have is a 404.
    * @param params.query.limit Page size.
    * @param params.query.cursor Opaque cursor from `meta.nextCursor` of the previous page.
    * @param options Per-request options: timeout, retries, signal, headers, idempotency key.

@@ -881,6 +881,7 @@ export type ListIngestionFailuresResponse =
   | { status: 200; body: operations['listIngestionFailures']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 401; body: operations['listIngestionFailures']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['listIngestionFailures']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 404; body: operations['listIngestionFailures']['responses'][404]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 405; body: operations['listIngestionFailures']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 408; body: operations['listIngestionFailures']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['listIngestionFailures']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }

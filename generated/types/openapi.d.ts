@@ -7510,7 +7510,7 @@ export interface operations {
                  */
                 limit?: components["parameters"]["PageLimit"];
                 /**
-                 * @description Only this publisher's items (from `GET /api/v1/publishers`).
+                 * @description Only this publisher's items (from `GET /api/v1/publishers`); one the caller's organization does not have is a 404.
                  * @example 0b7e6a52-1c3d-4e5f-8a9b-0c1d2e3f4a5b
                  */
                 publisher_id?: string;
@@ -7534,6 +7534,7 @@ export interface operations {
             };
             401: components["responses"]["ManagementUnauthorized"];
             403: components["responses"]["ManagementForbiddenUnkeyed"];
+            404: components["responses"]["ManagementNotFound"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ManagementUnprocessableUnkeyed"];

@@ -28,6 +28,10 @@ export class OrganizationService {
     return organization;
   }
 
+  async ownsPublisher(organizationId: string, publisherId: string): Promise<boolean> {
+    return (await this.prisma.publisher.count({ where: { id: publisherId, organizationId } })) > 0;
+  }
+
   /** The organization's publishers, newest first, each with its items counted per state. */
   async listPublishers(organizationId: string, page: PageRequest): Promise<Page<PublisherView>> {
     const rows = await this.prisma.publisher.findMany({ ...keysetQuery(page), where: { organizationId, ...keysetQuery(page).where } });
