@@ -1,7 +1,9 @@
 // Builds the server for `npm start`: server/main.ts bundled with esbuild into
 // dist/server/main.js (ESM, node_modules left external, generated/ bundled in), and each
 // worker thread's code into a file of its own beside it (server/workers/worker-script.ts finds
-// it there). Plain JavaScript so that building needs no TypeScript loader.
+// it there); and the operator console (console/src) for the browser into dist/console, which
+// the management port serves at /console (server/console/assets.ts). Plain JavaScript so that
+// building needs no TypeScript loader.
 //
 //   node scripts/build-server.mjs            build
 //   node scripts/build-server.mjs --if-stale build only when a source is newer than the bundle
@@ -11,9 +13,11 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 // Shared with the benchmarks' bundle (bench/gateway-servers.ts), so that they measure what ships.
 import bundleOptions from './bundle-options.json' with { type: 'json' };
+import consoleOptions from '../console/bundle-options.json' with { type: 'json' };
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const outdir = join(root, 'dist/server');
+const consoleDir = join(root, 'dist/console');
 /** Output name (without .js) → entry point. */
 const entryPoints = {
   main: 'server/main.ts',
@@ -21,7 +25,7 @@ const entryPoints = {
   'ingestion-parse-worker': 'server/data/ingestion/parse-worker.ts',
 };
 // What the bundle is made of: a change to any of these makes it stale.
-const inputs = ['server', 'generated', 'package.json', 'package-lock.json', 'tsconfig.json', 'scripts/build-server.mjs', 'scripts/bundle-options.json'];
+const inputs = ['server', 'console', 'generated', 'package.json', 'package-lock.json', 'tsconfig.json', 'scripts/build-server.mjs', 'scripts/bundle-options.json'];
 
 function newest(path) {
   let stat;
@@ -37,7 +41,8 @@ function newest(path) {
 /** When the oldest output was built; -1 when one is missing. */
 function built() {
   try {
-    return Math.min(...Object.keys(entryPoints).map((name) => statSync(join(outdir, `${name}.js`)).mtimeMs));
+    const outputs = [...Object.keys(entryPoints).map((name) => join(outdir, `${name}.js`)), join(consoleDir, 'app.js'), join(consoleDir, 'app.css')];
+    return Math.min(...outputs.map((path) => statSync(path).mtimeMs));
   } catch {
     return -1;
   }
@@ -52,4 +57,5 @@ await build({
   outdir,
   ...bundleOptions,
 });
-console.error(`built ${Object.keys(entryPoints).map((name) => `dist/server/${name}.js`).join(', ')} in ${Math.round(performance.now() - started)} ms`);
+await build({ absWorkingDir: root, outdir: consoleDir, ...consoleOptions });
+console.error(`built ${Object.keys(entryPoints).map((name) => `dist/server/${name}.js`).join(', ')}, dist/console in ${Math.round(performance.now() - started)} ms`);

@@ -8,10 +8,12 @@ import type { Logger } from 'pino';
 import { handlers } from '../generated/server/bindings.js';
 import type { Authenticator } from './identity/authenticator.js';
 import { appServer, type ServerFactory } from './http/entry.js';
-import { errorHandler, routeNotFound } from './http/error-handler.js';
+import { consoleAssets, CONSOLE_PATH } from './console/assets.js';
+import { errorHandler, routeNotFound, type Ports } from './http/error-handler.js';
 import type { UntypedHandler } from './http/invoke.js';
 import { buildRouter, type AdmissionStage } from './http/router.js';
 import { requestLogging } from './http/request-log.js';
+import { requestRecording } from './http/request-recording.js';
 import { compose } from './http/route-table.js';
 import { assignTraceId } from './http/trace.js';
 import { createValidator, type OperationValidator } from './http/validation.js';
@@ -30,7 +32,12 @@ export interface AppParts {
   logger: Logger;
   authenticator: Authenticator;
   admission?: AdmissionStage[];
+  /** The listening ports, for a 404 that names the port serving a path (filled in once listening). */
+  ports: Readonly<Ports>;
 }
+
+/** Paths served outside the contract's operations: the console, on the management port. */
+const EXTRA_PATHS = { management: new RegExp(`^${CONSOLE_PATH}(/.*)?$`) };
 
 export async function createApps(parts: AppParts): Promise<{ api: ServerFactory; management: ServerFactory }> {
   // One validator serves both apps: loading and preprocessing the contract is the costly part.
@@ -47,8 +54,11 @@ function createApp(api: 'api' | 'management', parts: AppParts, validator: Operat
   const pipeline = compose([
     assignTraceId,
     requestLogging(app, parts.logger.child({ api })),
+    // The console's request log: the API port's requests, when kept at all.
+    ...(api === 'api' && parts.services.requestLog.enabled ? [requestRecording(parts.services.requestLog, parts.services.inference.gateway.catalog)] : []),
     // Browsers call the inference API, not the management one.
     ...(api === 'api' && config.corsOrigins.length > 0 ? [corsFor(config.corsOrigins)] : []),
+    ...(api === 'management' ? [consoleAssets()] : []),
     buildRouter({
       api,
       handlers: handlers as unknown as Record<keyof typeof handlers, UntypedHandler>,
@@ -59,7 +69,7 @@ function createApp(api: 'api' | 'management', parts: AppParts, validator: Operat
       jsonBodyLimit: config.jsonBodyLimit,
       uploadLimits: { fileSize: config.uploadFileLimit, files: config.uploadMaxFiles, directory: config.uploadTmpDir },
     }),
-    routeNotFound,
+    routeNotFound(api, parts.ports, EXTRA_PATHS),
   ]);
   return appServer(app, pipeline, errorHandler(api));
 }

@@ -90,6 +90,8 @@ const schema = z.object({
   CREDENTIAL_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(30_000),
   BOOTSTRAP_ADMIN_KEY: bool(true),
   RESPONSE_RETENTION_DAYS: z.coerce.number().min(0).max(3650).default(30),
+  REQUEST_LOG_RETENTION_DAYS: z.coerce.number().min(0).max(3650).default(7),
+  REQUEST_LOG_BODIES: bool(false),
   SEARCH_COLLECTION: z.string().min(1).default('GlooProd'),
   SEARCH_EMBEDDING_MODEL: z.string().min(1).optional(),
   RATE_LIMIT_PLANS: ratePlans,
@@ -169,6 +171,10 @@ export type Config = {
   bootstrapAdminKey: boolean;
   /** How long a stored Responses API answer can be continued with previous_response_id. */
   responseRetentionMs: number;
+  /** How long the request log (the console's, GET /api/v1/requests) keeps a request; 0: not kept. */
+  requestLogRetentionMs: number;
+  /** Whether the request log keeps request bodies (prompts): off unless the operator turns it on. */
+  requestLogBodies: boolean;
   /** Rate-limit plans by name (RATE_LIMIT_PLANS); an organization's own limits override its plan's. */
   rateLimitPlans: Record<string, RatePlan>;
   /** The plan of organizations that have none (RATE_LIMIT_DEFAULT_PLAN); unset: no default limits. */
@@ -246,6 +252,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idempotencyWaitMs: c.IDEMPOTENCY_WAIT_MS,
     bootstrapAdminKey: c.BOOTSTRAP_ADMIN_KEY,
     responseRetentionMs: c.RESPONSE_RETENTION_DAYS * 24 * 60 * 60 * 1000,
+    requestLogRetentionMs: c.REQUEST_LOG_RETENTION_DAYS * 24 * 60 * 60 * 1000,
+    requestLogBodies: c.REQUEST_LOG_BODIES,
     rateLimitPlans: c.RATE_LIMIT_PLANS,
     rateLimitDefaultPlan: c.RATE_LIMIT_DEFAULT_PLAN,
     corsOrigins: c.CORS_ORIGINS,

@@ -29,6 +29,7 @@ import { Paywall } from './data/chat/paywall.js';
 import { GroundedCompletions } from './data/grounding/grounded-completions.js';
 import { Sources } from './data/grounding/sources.js';
 import { createIngestion, gatewayEmbedder } from './data/ingestion/index.js';
+import { IngestionFailures } from './data/ingestion/failures.js';
 import { sweepSpool } from './http/multipart.js';
 import { ItemService } from './data/items.js';
 import { createSearchIndex } from './data/search/index.js';
@@ -38,6 +39,7 @@ import { createRateLimiter } from './limits/rate-limiter.js';
 import { loadCatalog, type Catalog } from './gateway/catalog.js';
 import { createInference } from './gateway/index.js';
 import { Metrics } from './observability/metrics.js';
+import { RequestLog } from './observability/request-log.js';
 import { ResponsesService } from './responses/responses-service.js';
 import { ResponseStore } from './responses/store.js';
 import { createLocalEmbedder } from './providers/local/local-embedder.js';
@@ -85,6 +87,11 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
       health.register({ id: 'redis', name: 'Redis (shared state)', critical: false, probe: async () => (await redis.ping(), 'healthy') });
     }
     const metrics = new Metrics();
+    // The request log: rows written behind in batches, swept after the retention.
+    // Closed after billing has settled the last requests, whose rows it then writes.
+    const requestLog = new RequestLog(database.prisma, logger, config.requestLogRetentionMs, config.requestLogBodies);
+    if (requestLog.enabled) requestLog.writer.startSweeping();
+    cleanup.push(() => requestLog.writer.close());
     // The local embedding model (server/providers/local): worker threads, started on first use.
     const embedder = createLocalEmbedder(config);
     cleanup.push(() => embedder.close());
@@ -144,6 +151,7 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
       agents: new AgentService(database.prisma),
       items: new ItemService(database.prisma, identity.organizations),
       ingestion: ingestion.service,
+      ingestionFailures: new IngestionFailures(database.prisma, () => ingestion.worker.wake()),
       chunkIndex: search.chunkIndex,
       retriever: search.retriever,
       collections: search.collections,
@@ -154,6 +162,7 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
       inference,
       responses: new ResponsesService(inference.gateway, inference.guardrails, responseStore, sources),
       metrics,
+      requestLog,
       billing,
       limits: { quotas, limiter: rateLimits.limiter },
     };
@@ -173,7 +182,8 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
       billingStage(billing, estimator, logger),
       ...(options.admission ?? []),
     ];
-    const apps = await createApps({ services, logger, authenticator: identity.authenticator, admission });
+    const ports = { api: config.port, management: config.mgmtPort };
+    const apps = await createApps({ services, logger, authenticator: identity.authenticator, admission, ports });
 
     // A client that sends its request slowly, or never finishes it, cannot hold a connection.
     const limits = {
@@ -192,6 +202,8 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     await listen(apiServer, config.port, config.host);
     await listen(mgmtServer, config.mgmtPort, config.host);
 
+    ports.api = (apiServer.address() as AddressInfo).port;
+    ports.management = (mgmtServer.address() as AddressInfo).port;
     const apiUrl = urlOf(apiServer, config.host);
     const mgmtUrl = urlOf(mgmtServer, config.host);
     logger.info({ apiUrl, mgmtUrl, database: database.kind, capabilities: database.capabilities }, 'platform listening');

@@ -24,6 +24,7 @@ export const errorCatalog = {
   QUOTA_EXCEEDED: { code: 1019, status: 429, retryable: true, category: "client", description: "An endpoint-specific request quota is exhausted; honour Retry-After when present." },
   PAYLOAD_TOO_LARGE: { code: 1020, status: 413, retryable: false, category: "client", description: "The request body is larger than allowed." },
   IDEMPOTENCY_KEY_IN_USE: { code: 1021, status: 409, retryable: true, category: "client", description: "A request with this Idempotency-Key is still running; retry once it has finished." },
+  CONFLICT: { code: 1022, status: 409, retryable: false, category: "client", description: "The request conflicts with the state of a resource: a name already in use, an item that cannot be queued again." },
   PROVIDER_TIMEOUT: { code: 2001, status: 408, retryable: true, category: "provider", description: "The upstream provider did not answer in time." },
   PROVIDER_UNAVAILABLE: { code: 2002, status: 503, retryable: true, category: "provider", description: "The upstream provider is unavailable and no healthy fallback exists." },
   RATE_LIMIT: { code: 2004, status: 429, retryable: true, category: "provider", description: "The upstream provider rate-limited the request (in-stream after the stream started)." },

@@ -45,6 +45,7 @@ export type OperationId =
   | "createGuardedChatCompletion"
   | "createKey"
   | "createOAuthToken"
+  | "createPublisher"
   | "createResponse"
   | "createResponseAlias"
   | "createResponseV1"
@@ -64,18 +65,25 @@ export type OperationId =
   | "getPaywallRelated"
   | "getRecommendations"
   | "getRecommendationsVerbose"
+  | "getRequestStats"
+  | "getSession"
   | "getUsage"
+  | "getUsageSeries"
   | "ingestFiles"
   | "listAgents"
   | "listGatewayDeployments"
+  | "listIngestionFailures"
   | "listKeys"
   | "listModels"
   | "listModelsV1"
   | "listPublisherItems"
+  | "listPublishers"
+  | "listRequests"
   | "patchItem"
   | "patchItems"
   | "postItem"
   | "realTimeUpload"
+  | "retryIngestion"
   | "revokeKey"
   | "searchCollection"
   | "searchCollectionAlias"
@@ -739,6 +747,46 @@ export const routes: readonly RouteDefinition[] = [
     errorBodies: {"401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
+    operationId: "listIngestionFailures",
+    method: "get",
+    path: "/api/v1/ingestion/failures",
+    expressPath: "/api/v1/ingestion/failures",
+    api: "management",
+    tag: "management",
+    summary: "Items whose ingestion failed",
+    deprecated: false,
+    replacedBy: null,
+    sunset: null,
+    deprecatedAt: null,
+    auth: {"scheme":"bearer","scopes":["data:read"]},
+    requestMediaType: null,
+    uploads: {},
+    successStatus: 200,
+    idempotent: false,
+    sse: null,
+    errorBodies: {"401":"ManagementError","403":"ManagementError","404":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
+  },
+  {
+    operationId: "retryIngestion",
+    method: "post",
+    path: "/api/v1/ingestion/items/{item_id}/retry",
+    expressPath: "/api/v1/ingestion/items/:item_id/retry",
+    api: "management",
+    tag: "management",
+    summary: "Ingest a failed item again",
+    deprecated: false,
+    replacedBy: null,
+    sunset: null,
+    deprecatedAt: null,
+    auth: {"scheme":"bearer","scopes":["data:write"]},
+    requestMediaType: null,
+    uploads: {},
+    successStatus: 202,
+    idempotent: false,
+    sse: null,
+    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","404":"ManagementError","405":"ManagementError","408":"GatewayError","409":"ManagementError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
+  },
+  {
     operationId: "listKeys",
     method: "get",
     path: "/api/v1/keys",
@@ -839,6 +887,106 @@ export const routes: readonly RouteDefinition[] = [
     errorBodies: {"401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
+    operationId: "listPublishers",
+    method: "get",
+    path: "/api/v1/publishers",
+    expressPath: "/api/v1/publishers",
+    api: "management",
+    tag: "management",
+    summary: "List publishers",
+    deprecated: false,
+    replacedBy: null,
+    sunset: null,
+    deprecatedAt: null,
+    auth: {"scheme":"bearer","scopes":["data:read"]},
+    requestMediaType: null,
+    uploads: {},
+    successStatus: 200,
+    idempotent: false,
+    sse: null,
+    errorBodies: {"401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
+  },
+  {
+    operationId: "createPublisher",
+    method: "post",
+    path: "/api/v1/publishers",
+    expressPath: "/api/v1/publishers",
+    api: "management",
+    tag: "management",
+    summary: "Create a publisher",
+    deprecated: false,
+    replacedBy: null,
+    sunset: null,
+    deprecatedAt: null,
+    auth: {"scheme":"bearer","scopes":["data:write"]},
+    requestMediaType: "application/json",
+    uploads: {},
+    successStatus: 201,
+    idempotent: true,
+    sse: null,
+    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","409":"ManagementError","413":"ManagementError","415":"ManagementError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
+  },
+  {
+    operationId: "listRequests",
+    method: "get",
+    path: "/api/v1/requests",
+    expressPath: "/api/v1/requests",
+    api: "management",
+    tag: "management",
+    summary: "Request log",
+    deprecated: false,
+    replacedBy: null,
+    sunset: null,
+    deprecatedAt: null,
+    auth: {"scheme":"bearer","scopes":["metrics:read"]},
+    requestMediaType: null,
+    uploads: {},
+    successStatus: 200,
+    idempotent: false,
+    sse: null,
+    errorBodies: {"401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
+  },
+  {
+    operationId: "getRequestStats",
+    method: "get",
+    path: "/api/v1/requests/stats",
+    expressPath: "/api/v1/requests/stats",
+    api: "management",
+    tag: "management",
+    summary: "Requests over time",
+    deprecated: false,
+    replacedBy: null,
+    sunset: null,
+    deprecatedAt: null,
+    auth: {"scheme":"bearer","scopes":["metrics:read"]},
+    requestMediaType: null,
+    uploads: {},
+    successStatus: 200,
+    idempotent: false,
+    sse: null,
+    errorBodies: {"401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
+  },
+  {
+    operationId: "getSession",
+    method: "get",
+    path: "/api/v1/session",
+    expressPath: "/api/v1/session",
+    api: "management",
+    tag: "management",
+    summary: "The calling key",
+    deprecated: false,
+    replacedBy: null,
+    sunset: null,
+    deprecatedAt: null,
+    auth: {"scheme":"bearer","scopes":[]},
+    requestMediaType: null,
+    uploads: {},
+    successStatus: 200,
+    idempotent: false,
+    sse: null,
+    errorBodies: {"401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
+  },
+  {
     operationId: "getUsage",
     method: "get",
     path: "/api/v1/usage",
@@ -846,6 +994,26 @@ export const routes: readonly RouteDefinition[] = [
     api: "management",
     tag: "management",
     summary: "Usage of the organization over a period",
+    deprecated: false,
+    replacedBy: null,
+    sunset: null,
+    deprecatedAt: null,
+    auth: {"scheme":"bearer","scopes":["billing:read"]},
+    requestMediaType: null,
+    uploads: {},
+    successStatus: 200,
+    idempotent: false,
+    sse: null,
+    errorBodies: {"401":"ManagementError","403":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
+  },
+  {
+    operationId: "getUsageSeries",
+    method: "get",
+    path: "/api/v1/usage/series",
+    expressPath: "/api/v1/usage/series",
+    api: "management",
+    tag: "management",
+    summary: "Usage over time",
     deprecated: false,
     replacedBy: null,
     sunset: null,

@@ -172,3 +172,10 @@ export type IdempotencyRecord = Prisma.IdempotencyRecordModel
  * kept for the configured retention (RESPONSE_RETENTION_DAYS), then swept.
  */
 export type StoredResponse = Prisma.StoredResponseModel
+/**
+ * Model RequestLogEntry
+ * The request log of the console (GET /api/v1/requests): one row per request on the API
+ * port, written behind in batches (server/observability/request-log.ts), kept for
+ * REQUEST_LOG_RETENTION_DAYS. No prompt or answer text unless REQUEST_LOG_BODIES is on.
+ */
+export type RequestLogEntry = Prisma.RequestLogEntryModel

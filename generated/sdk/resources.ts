@@ -3,7 +3,7 @@
 import type { APIPromise, PageItem, PagePromise } from '../../sdk/src/core/api-promise.js';
 import type { ChatCompletionStream, ResponseStream } from '../../sdk/src/core/streaming.js';
 import type { OperationMethod, RequestOptions } from '../../sdk/src/operations.js';
-import type { AffiliateReferencedItemsParams, AffiliateReferencedItemsResponse, AgentCreateParams, AgentDeletedResponse, AgentListParams, AgentListResponse, AgentResponse, AgentUpdateParams, BillingAccountResponse, ChatCompletion, ChatCompletionCreateParams, ChatCompletionCreateParamsNonStreaming, ChatCompletionCreateParamsStreaming, CodingChatCompletionCreateParams, CodingChatCompletionCreateParamsNonStreaming, CodingChatCompletionCreateParamsStreaming, CreatedKeyResponse, CreditAddParams, CreditEntryResponse, DeleteItemsResponse, EmbeddingCreateParams, EmbeddingsResponse, FileRecord, FileUploadParams, FileUploadQuery, FileUploadRealTimeParams, GatewayDeploymentListResponse, GroundedChatCompletion, GroundedChatCompletionCreateParams, GroundedChatCompletionCreateParamsNonStreaming, GroundedChatCompletionCreateParamsStreaming, GroundedResponse, GroundedResponseCreateParams, GroundedResponseCreateParamsNonStreaming, GroundedResponseCreateParamsStreaming, HealthResponse, IngestFilesResponse, Item, ItemDeleteParams, ItemUpdateManyParams, ItemUpdateManyQuery, ItemUpdateParams, ItemsByProducerParams, ItemsByProducerResponse, KeyCreateParams, KeyListParams, KeyListResponse, KeyResponse, MetricsResponse, ModelList, PatchItemResponse, PatchItemsResponse, PublisherItemListResponse, RealTimeUploadResponse, RecommendationListParams, RecommendationListResponse, RecommendationListVerboseParams, RecommendationListVerboseResponse, ResponseCreateParams, ResponseCreateParamsNonStreaming, ResponseCreateParamsStreaming, ResponseObject, SearchQueryParams, SearchResponse, UsageReportParams, UsageReportResponse } from './types.js';
+import type { AffiliateReferencedItemsParams, AffiliateReferencedItemsResponse, AgentCreateParams, AgentDeletedResponse, AgentListParams, AgentListResponse, AgentResponse, AgentUpdateParams, BillingAccountResponse, ChatCompletion, ChatCompletionCreateParams, ChatCompletionCreateParamsNonStreaming, ChatCompletionCreateParamsStreaming, CodingChatCompletionCreateParams, CodingChatCompletionCreateParamsNonStreaming, CodingChatCompletionCreateParamsStreaming, CreatedKeyResponse, CreditAddParams, CreditEntryResponse, DeleteItemsResponse, EmbeddingCreateParams, EmbeddingsResponse, FileRecord, FileUploadParams, FileUploadQuery, FileUploadRealTimeParams, GatewayDeploymentListResponse, GroundedChatCompletion, GroundedChatCompletionCreateParams, GroundedChatCompletionCreateParamsNonStreaming, GroundedChatCompletionCreateParamsStreaming, GroundedResponse, GroundedResponseCreateParams, GroundedResponseCreateParamsNonStreaming, GroundedResponseCreateParamsStreaming, HealthResponse, IngestFilesResponse, IngestionFailureListParams, IngestionFailureListResponse, IngestionRetryResponse, Item, ItemDeleteParams, ItemUpdateManyParams, ItemUpdateManyQuery, ItemUpdateParams, ItemsByProducerParams, ItemsByProducerResponse, KeyCreateParams, KeyListParams, KeyListResponse, KeyResponse, MetricsResponse, ModelList, PatchItemResponse, PatchItemsResponse, PublisherCreateParams, PublisherItemListResponse, PublisherListParams, PublisherListResponse, PublisherResponse, RealTimeUploadResponse, RecommendationListParams, RecommendationListResponse, RecommendationListVerboseParams, RecommendationListVerboseResponse, RequestLogListParams, RequestLogListResponse, RequestStatsParams, RequestStatsResponse, ResponseCreateParams, ResponseCreateParamsNonStreaming, ResponseCreateParamsStreaming, ResponseObject, SearchQueryParams, SearchResponse, SessionResponse, UsageReportParams, UsageReportResponse, UsageSeriesParams, UsageSeriesResponse } from './types.js';
 
 /** `client` */
 export interface PlatformResources {
@@ -47,6 +47,20 @@ export interface ManagementResource {
   readonly gateway: ManagementGatewayResource;
   readonly billing: ManagementBillingResource;
   readonly usage: ManagementUsageResource;
+  /**
+   * The calling key
+   *
+   * Who the caller is: its organization, its key (id, label, prefix) and the scopes it
+   * holds, so that a tool (the console at `/console`) shows only what the key may do.
+   * Any valid key may call it.
+   *
+   * `GET /api/v1/session` (operation `getSession`).
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  session(options?: RequestOptions): APIPromise<SessionResponse>;
+  readonly publishers: ManagementPublishersResource;
+  readonly ingestion: ManagementIngestionResource;
+  readonly requests: ManagementRequestsResource;
   readonly keys: ManagementKeysResource;
   readonly agents: ManagementAgentsResource;
 }
@@ -157,6 +171,111 @@ export interface ManagementKeysResource {
   revoke(keyId: string, options?: RequestOptions): APIPromise<KeyResponse>;
 }
 
+/** `client.management.requests` */
+export interface ManagementRequestsResource {
+  /**
+   * Request log
+   *
+   * The organization's recent requests on the inference and data API, newest first:
+   * trace id, operation, route taken (`X-Gateway-Route`), model, provider, status,
+   * tokens, cost and latency. Written behind the requests in batches (a request is
+   * listed within about a second of its answer) and kept for `REQUEST_LOG_RETENTION_DAYS`
+   * (default 7). Prompt and answer text are not kept unless the operator sets
+   * `REQUEST_LOG_BODIES=true`. Platform activity, like the metrics: it needs `metrics:read`.
+   *
+   * `GET /api/v1/requests` (operation `listRequests`).
+   * @param query Query parameters.
+   * @param query.since Start of the period (epoch ms, inclusive). Default: this ISO week's Monday 00:00 UTC.
+   * @param query.until End of the period (epoch ms, exclusive), after `since`. Default: now.
+   * @param query.model Only requests answered by this model.
+   * @param query.provider Only requests answered by this provider.
+   * @param query.status Only these answers: `error` (any 4xx or 5xx), `ok` (2xx and 3xx), or one HTTP status.
+   * @param query.traceId The request with this trace id.
+   * @param query.limit Page size.
+   * @param query.cursor Opaque cursor from `meta.nextCursor` of the previous page.
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  list(query?: RequestLogListParams, options?: RequestOptions): PagePromise<RequestLogListResponse, PageItem<RequestLogListResponse>>;
+  /**
+   * Requests over time
+   *
+   * From the request log (so within its retention): the organization's requests of
+   * `[since, until)` in buckets of an hour or a day, each with its count, errors (4xx
+   * and 5xx), median and 95th-percentile latency, tokens and cost; and the same figures
+   * per model and provider over the whole period. Default period: the last 24 hours.
+   *
+   * `GET /api/v1/requests/stats` (operation `getRequestStats`).
+   * @param query Query parameters.
+   * @param query.since Start of the period (epoch ms, inclusive). Default: this ISO week's Monday 00:00 UTC.
+   * @param query.until End of the period (epoch ms, exclusive), after `since`. Default: now.
+   * @param query.bucket Width of a bucket: an hour or a day, aligned on UTC.
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  stats(query?: RequestStatsParams, options?: RequestOptions): APIPromise<RequestStatsResponse>;
+}
+
+/** `client.management.ingestion` */
+export interface ManagementIngestionResource {
+  /**
+   * Items whose ingestion failed
+   *
+   * The caller's organization's items in state `FAILED`, most recent first, each with
+   * the reason ingestion gave and whether its file is still held (then
+   * `POST /api/v1/ingestion/items/{item_id}/retry` queues it again). Poll an item's
+   * progress with `GET :8080/engine/v2/publisher/{publisher_id}/items` or the
+   * publisher counts of `GET /api/v1/publishers`.
+   *
+   * `GET /api/v1/ingestion/failures` (operation `listIngestionFailures`).
+   * @param query Query parameters.
+   * @param query.publisher_id Only this publisher's items (from `GET /api/v1/publishers`); one the caller's organization does not have is a 404.
+   * @param query.limit Page size.
+   * @param query.cursor Opaque cursor from `meta.nextCursor` of the previous page.
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  failures(query?: IngestionFailureListParams, options?: RequestOptions): PagePromise<IngestionFailureListResponse, PageItem<IngestionFailureListResponse>>;
+  /**
+   * Ingest a failed item again
+   *
+   * Queues a `FAILED` item's held file again, from its first step with a fresh count of
+   * attempts. An item that did not fail, or whose file is no longer held, is a 409
+   * (upload the file again); an item outside the caller's organization is a 404.
+   *
+   * `POST /api/v1/ingestion/items/{item_id}/retry` (operation `retryIngestion`).
+   * @param itemId `item_id`: Item identifier.
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  retry(itemId: string, options?: RequestOptions): APIPromise<IngestionRetryResponse>;
+}
+
+/** `client.management.publishers` */
+export interface ManagementPublishersResource {
+  /**
+   * List publishers
+   *
+   * The caller's organization's publishers, newest first: the `publisher_id` that ingestion,
+   * items and patches take, and the name that search, grounding and tenants take, with
+   * how many of each publisher's items are in each ingestion state.
+   *
+   * `GET /api/v1/publishers` (operation `listPublishers`).
+   * @param query Query parameters.
+   * @param query.limit Page size.
+   * @param query.cursor Opaque cursor from `meta.nextCursor` of the previous page.
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  list(query?: PublisherListParams, options?: RequestOptions): PagePromise<PublisherListResponse, PageItem<PublisherListResponse>>;
+  /**
+   * Create a publisher
+   *
+   * A new publisher of the caller's organization. Publisher names are unique across the
+   * platform (search and grounding name publishers): a name in use is a 409.
+   *
+   * `POST /api/v1/publishers` (operation `createPublisher`).
+   * @param body Request body.
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  create(body: PublisherCreateParams, options?: RequestOptions): APIPromise<PublisherResponse>;
+}
+
 /** `client.management.usage` */
 export interface ManagementUsageResource {
   /**
@@ -178,6 +297,23 @@ export interface ManagementUsageResource {
    * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
    */
   get(query?: UsageReportParams, options?: RequestOptions): APIPromise<UsageReportResponse>;
+  /**
+   * Usage over time
+   *
+   * The organization's usage of `[since, until)` in buckets of an hour or a day (UTC),
+   * each bucket split per model, provider, API key or coding-agent product: calls,
+   * tokens, cost and what was billed. Buckets without usage are left out. Default
+   * period: the current ISO week until now.
+   *
+   * `GET /api/v1/usage/series` (operation `getUsageSeries`).
+   * @param query Query parameters.
+   * @param query.since Start of the period (epoch ms, inclusive). Default: this ISO week's Monday 00:00 UTC.
+   * @param query.until End of the period (epoch ms, exclusive), after `since`. Default: now.
+   * @param query.bucket Width of a bucket: an hour or a day, aligned on UTC.
+   * @param query.groupBy What each point of a bucket totals.
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  series(query?: UsageSeriesParams, options?: RequestOptions): APIPromise<UsageSeriesResponse>;
 }
 
 /** `client.management.billing` */
@@ -1011,6 +1147,19 @@ export interface PlatformOperations {
    */
   createOAuthToken: OperationMethod<"createOAuthToken">;
   /**
+   * Create a publisher
+   *
+   * A new publisher of the caller's organization. Publisher names are unique across the
+   * platform (search and grounding name publishers): a name in use is a 409.
+   *
+   * `POST /api/v1/publishers` (operation `createPublisher`).
+   * Prefer `client.management.publishers.create()`.
+   * @param params `body` of the request.
+   * @param params.body Request body.
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  createPublisher: OperationMethod<"createPublisher">;
+  /**
    * Create a guarded response (Responses API v2)
    *
    * Canonical Responses API v2 path, with guardrails and `tradition` (the previous
@@ -1291,6 +1440,36 @@ export interface PlatformOperations {
    */
   getRecommendationsVerbose: OperationMethod<"getRecommendationsVerbose">;
   /**
+   * Requests over time
+   *
+   * From the request log (so within its retention): the organization's requests of
+   * `[since, until)` in buckets of an hour or a day, each with its count, errors (4xx
+   * and 5xx), median and 95th-percentile latency, tokens and cost; and the same figures
+   * per model and provider over the whole period. Default period: the last 24 hours.
+   *
+   * `GET /api/v1/requests/stats` (operation `getRequestStats`).
+   * Prefer `client.management.requests.stats()`.
+   * @param params `query` of the request.
+   * @param params.query Query parameters.
+   * @param params.query.since Start of the period (epoch ms, inclusive). Default: this ISO week's Monday 00:00 UTC.
+   * @param params.query.until End of the period (epoch ms, exclusive), after `since`. Default: now.
+   * @param params.query.bucket Width of a bucket: an hour or a day, aligned on UTC.
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  getRequestStats: OperationMethod<"getRequestStats">;
+  /**
+   * The calling key
+   *
+   * Who the caller is: its organization, its key (id, label, prefix) and the scopes it
+   * holds, so that a tool (the console at `/console`) shows only what the key may do.
+   * Any valid key may call it.
+   *
+   * `GET /api/v1/session` (operation `getSession`).
+   * Prefer `client.management.session()`.
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  getSession: OperationMethod<"getSession">;
+  /**
    * Usage of the organization over a period
    *
    * Totals of the caller's organization's model calls in `[since, until)`, per model
@@ -1311,6 +1490,25 @@ export interface PlatformOperations {
    * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
    */
   getUsage: OperationMethod<"getUsage">;
+  /**
+   * Usage over time
+   *
+   * The organization's usage of `[since, until)` in buckets of an hour or a day (UTC),
+   * each bucket split per model, provider, API key or coding-agent product: calls,
+   * tokens, cost and what was billed. Buckets without usage are left out. Default
+   * period: the current ISO week until now.
+   *
+   * `GET /api/v1/usage/series` (operation `getUsageSeries`).
+   * Prefer `client.management.usage.series()`.
+   * @param params `query` of the request.
+   * @param params.query Query parameters.
+   * @param params.query.since Start of the period (epoch ms, inclusive). Default: this ISO week's Monday 00:00 UTC.
+   * @param params.query.until End of the period (epoch ms, exclusive), after `since`. Default: now.
+   * @param params.query.bucket Width of a bucket: an hour or a day, aligned on UTC.
+   * @param params.query.groupBy What each point of a bucket totals.
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  getUsageSeries: OperationMethod<"getUsageSeries">;
   /**
    * Upload files for ingestion
    *
@@ -1385,6 +1583,25 @@ export interface PlatformOperations {
    */
   listGatewayDeployments: OperationMethod<"listGatewayDeployments">;
   /**
+   * Items whose ingestion failed
+   *
+   * The caller's organization's items in state `FAILED`, most recent first, each with
+   * the reason ingestion gave and whether its file is still held (then
+   * `POST /api/v1/ingestion/items/{item_id}/retry` queues it again). Poll an item's
+   * progress with `GET :8080/engine/v2/publisher/{publisher_id}/items` or the
+   * publisher counts of `GET /api/v1/publishers`.
+   *
+   * `GET /api/v1/ingestion/failures` (operation `listIngestionFailures`).
+   * Prefer `client.management.ingestion.failures()`.
+   * @param params `query` of the request.
+   * @param params.query Query parameters.
+   * @param params.query.publisher_id Only this publisher's items (from `GET /api/v1/publishers`); one the caller's organization does not have is a 404.
+   * @param params.query.limit Page size.
+   * @param params.query.cursor Opaque cursor from `meta.nextCursor` of the previous page.
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  listIngestionFailures: OperationMethod<"listIngestionFailures">;
+  /**
    * List API keys
    *
    * Keys of the caller's organization (never the plaintext key), cursor-paginated.
@@ -1434,6 +1651,47 @@ export interface PlatformOperations {
    * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
    */
   listPublisherItems: OperationMethod<"listPublisherItems">;
+  /**
+   * List publishers
+   *
+   * The caller's organization's publishers, newest first: the `publisher_id` that ingestion,
+   * items and patches take, and the name that search, grounding and tenants take, with
+   * how many of each publisher's items are in each ingestion state.
+   *
+   * `GET /api/v1/publishers` (operation `listPublishers`).
+   * Prefer `client.management.publishers.list()`.
+   * @param params `query` of the request.
+   * @param params.query Query parameters.
+   * @param params.query.limit Page size.
+   * @param params.query.cursor Opaque cursor from `meta.nextCursor` of the previous page.
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  listPublishers: OperationMethod<"listPublishers">;
+  /**
+   * Request log
+   *
+   * The organization's recent requests on the inference and data API, newest first:
+   * trace id, operation, route taken (`X-Gateway-Route`), model, provider, status,
+   * tokens, cost and latency. Written behind the requests in batches (a request is
+   * listed within about a second of its answer) and kept for `REQUEST_LOG_RETENTION_DAYS`
+   * (default 7). Prompt and answer text are not kept unless the operator sets
+   * `REQUEST_LOG_BODIES=true`. Platform activity, like the metrics: it needs `metrics:read`.
+   *
+   * `GET /api/v1/requests` (operation `listRequests`).
+   * Prefer `client.management.requests.list()`.
+   * @param params `query` of the request.
+   * @param params.query Query parameters.
+   * @param params.query.since Start of the period (epoch ms, inclusive). Default: this ISO week's Monday 00:00 UTC.
+   * @param params.query.until End of the period (epoch ms, exclusive), after `since`. Default: now.
+   * @param params.query.model Only requests answered by this model.
+   * @param params.query.provider Only requests answered by this provider.
+   * @param params.query.status Only these answers: `error` (any 4xx or 5xx), `ok` (2xx and 3xx), or one HTTP status.
+   * @param params.query.traceId The request with this trace id.
+   * @param params.query.limit Page size.
+   * @param params.query.cursor Opaque cursor from `meta.nextCursor` of the previous page.
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  listRequests: OperationMethod<"listRequests">;
   /**
    * Patch one item
    *
@@ -1496,6 +1754,20 @@ export interface PlatformOperations {
    * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
    */
   realTimeUpload: OperationMethod<"realTimeUpload">;
+  /**
+   * Ingest a failed item again
+   *
+   * Queues a `FAILED` item's held file again, from its first step with a fresh count of
+   * attempts. An item that did not fail, or whose file is no longer held, is a 409
+   * (upload the file again); an item outside the caller's organization is a 404.
+   *
+   * `POST /api/v1/ingestion/items/{item_id}/retry` (operation `retryIngestion`).
+   * Prefer `client.management.ingestion.retry()`.
+   * @param params `path` of the request.
+   * @param params.path.item_id Item identifier.
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  retryIngestion: OperationMethod<"retryIngestion">;
   /**
    * Revoke an API key
    *

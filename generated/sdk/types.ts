@@ -125,6 +125,34 @@ export type CreditEntryResponse = DataOf<"addCredit">;
 export type UsageReportParams = QueryOf<"getUsage">;
 /** Answer of `client.management.usage.get()` (getUsage). */
 export type UsageReportResponse = DataOf<"getUsage">;
+/** Query of `client.management.usage.series()` (getUsageSeries). */
+export type UsageSeriesParams = QueryOf<"getUsageSeries">;
+/** Answer of `client.management.usage.series()` (getUsageSeries). */
+export type UsageSeriesResponse = DataOf<"getUsageSeries">;
+/** Answer of `client.management.session()` (getSession). */
+export type SessionResponse = DataOf<"getSession">;
+/** Query of `client.management.publishers.list()` (listPublishers). */
+export type PublisherListParams = QueryOf<"listPublishers">;
+/** Answer of `client.management.publishers.list()` (listPublishers): one page. */
+export type PublisherListResponse = DataOf<"listPublishers">;
+/** Request body of `client.management.publishers.create()` (createPublisher). */
+export type PublisherCreateParams = BodyOf<"createPublisher">;
+/** Answer of `client.management.publishers.create()` (createPublisher). */
+export type PublisherResponse = DataOf<"createPublisher">;
+/** Query of `client.management.ingestion.failures()` (listIngestionFailures). */
+export type IngestionFailureListParams = QueryOf<"listIngestionFailures">;
+/** Answer of `client.management.ingestion.failures()` (listIngestionFailures): one page. */
+export type IngestionFailureListResponse = DataOf<"listIngestionFailures">;
+/** Answer of `client.management.ingestion.retry()` (retryIngestion). */
+export type IngestionRetryResponse = DataOf<"retryIngestion">;
+/** Query of `client.management.requests.list()` (listRequests). */
+export type RequestLogListParams = QueryOf<"listRequests">;
+/** Answer of `client.management.requests.list()` (listRequests): one page. */
+export type RequestLogListResponse = DataOf<"listRequests">;
+/** Query of `client.management.requests.stats()` (getRequestStats). */
+export type RequestStatsParams = QueryOf<"getRequestStats">;
+/** Answer of `client.management.requests.stats()` (getRequestStats). */
+export type RequestStatsResponse = DataOf<"getRequestStats">;
 /** Request body of `client.management.keys.create()` (createKey). */
 export type KeyCreateParams = BodyOf<"createKey">;
 /** Answer of `client.management.keys.create()` (createKey). */

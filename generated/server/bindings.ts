@@ -14,6 +14,7 @@ import { createGroundedResponse } from '../../server/handlers/responses/createGr
 import { createGuardedChatCompletion } from '../../server/handlers/completions/createGuardedChatCompletion.js';
 import { createKey } from '../../server/handlers/management/createKey.js';
 import { createOAuthToken } from '../../server/handlers/deprecated/createOAuthToken.js';
+import { createPublisher } from '../../server/handlers/management/createPublisher.js';
 import { createResponse } from '../../server/handlers/responses/createResponse.js';
 import { createResponseAlias } from '../../server/handlers/deprecated/createResponseAlias.js';
 import { createResponseV1 } from '../../server/handlers/deprecated/createResponseV1.js';
@@ -33,18 +34,25 @@ import { getMetrics } from '../../server/handlers/management/getMetrics.js';
 import { getPaywallRelated } from '../../server/handlers/deprecated/getPaywallRelated.js';
 import { getRecommendations } from '../../server/handlers/search/getRecommendations.js';
 import { getRecommendationsVerbose } from '../../server/handlers/search/getRecommendationsVerbose.js';
+import { getRequestStats } from '../../server/handlers/management/getRequestStats.js';
+import { getSession } from '../../server/handlers/management/getSession.js';
 import { getUsage } from '../../server/handlers/management/getUsage.js';
+import { getUsageSeries } from '../../server/handlers/management/getUsageSeries.js';
 import { ingestFiles } from '../../server/handlers/ingestion/ingestFiles.js';
 import { listAgents } from '../../server/handlers/management/listAgents.js';
 import { listGatewayDeployments } from '../../server/handlers/management/listGatewayDeployments.js';
+import { listIngestionFailures } from '../../server/handlers/management/listIngestionFailures.js';
 import { listKeys } from '../../server/handlers/management/listKeys.js';
 import { listModels } from '../../server/handlers/completions/listModels.js';
 import { listModelsV1 } from '../../server/handlers/deprecated/listModelsV1.js';
 import { listPublisherItems } from '../../server/handlers/items/listPublisherItems.js';
+import { listPublishers } from '../../server/handlers/management/listPublishers.js';
+import { listRequests } from '../../server/handlers/management/listRequests.js';
 import { patchItem } from '../../server/handlers/items/patchItem.js';
 import { patchItems } from '../../server/handlers/items/patchItems.js';
 import { postItem } from '../../server/handlers/items/postItem.js';
 import { realTimeUpload } from '../../server/handlers/ingestion/realTimeUpload.js';
+import { retryIngestion } from '../../server/handlers/management/retryIngestion.js';
 import { revokeKey } from '../../server/handlers/management/revokeKey.js';
 import { searchCollection } from '../../server/handlers/search/searchCollection.js';
 import { searchCollectionAlias } from '../../server/handlers/search/searchCollectionAlias.js';
@@ -66,6 +74,7 @@ export const handlers = {
   createGuardedChatCompletion,
   createKey,
   createOAuthToken,
+  createPublisher,
   createResponse,
   createResponseAlias,
   createResponseV1,
@@ -85,18 +94,25 @@ export const handlers = {
   getPaywallRelated,
   getRecommendations,
   getRecommendationsVerbose,
+  getRequestStats,
+  getSession,
   getUsage,
+  getUsageSeries,
   ingestFiles,
   listAgents,
   listGatewayDeployments,
+  listIngestionFailures,
   listKeys,
   listModels,
   listModelsV1,
   listPublisherItems,
+  listPublishers,
+  listRequests,
   patchItem,
   patchItems,
   postItem,
   realTimeUpload,
+  retryIngestion,
   revokeKey,
   searchCollection,
   searchCollectionAlias,

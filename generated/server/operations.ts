@@ -327,6 +327,27 @@ export type CreateOAuthTokenResponse =
   | { status: 431; body: operations['createOAuthToken']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['createOAuthToken']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
+/** POST /api/v1/publishers — Create a publisher */
+export interface CreatePublisherRequest {
+  params: Record<string, never>;
+  query: Record<string, never>;
+  body: NonNullable<operations['createPublisher']['requestBody']>['content']['application/json'];
+  headers: IncomingHeaders;
+}
+export type CreatePublisherResponse =
+  | { status: 201; body: operations['createPublisher']['responses'][201]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['createPublisher']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['createPublisher']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['createPublisher']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['createPublisher']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['createPublisher']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['createPublisher']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['createPublisher']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['createPublisher']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 422; body: operations['createPublisher']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['createPublisher']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['createPublisher']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
+
 /** POST /ai/v2/guarded/responses — Create a guarded response (Responses API v2) */
 export interface CreateResponseRequest {
   params: Record<string, never>;
@@ -723,6 +744,40 @@ export type GetRecommendationsVerboseResponse =
   | { status: 500; body: operations['getRecommendationsVerbose']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['getRecommendationsVerbose']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
 
+/** GET /api/v1/requests/stats — Requests over time */
+export interface GetRequestStatsRequest {
+  params: Record<string, never>;
+  query: NonNullable<operations['getRequestStats']['parameters']['query']>;
+  body: undefined;
+  headers: IncomingHeaders;
+}
+export type GetRequestStatsResponse =
+  | { status: 200; body: operations['getRequestStats']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['getRequestStats']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['getRequestStats']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getRequestStats']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['getRequestStats']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 422; body: operations['getRequestStats']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getRequestStats']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['getRequestStats']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
+
+/** GET /api/v1/session — The calling key */
+export interface GetSessionRequest {
+  params: Record<string, never>;
+  query: Record<string, never>;
+  body: undefined;
+  headers: IncomingHeaders;
+}
+export type GetSessionResponse =
+  | { status: 200; body: operations['getSession']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['getSession']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['getSession']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getSession']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['getSession']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 422; body: operations['getSession']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getSession']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['getSession']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
+
 /** GET /api/v1/usage — Usage of the organization over a period */
 export interface GetUsageRequest {
   params: Record<string, never>;
@@ -739,6 +794,23 @@ export type GetUsageResponse =
   | { status: 422; body: operations['getUsage']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 431; body: operations['getUsage']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['getUsage']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
+
+/** GET /api/v1/usage/series — Usage over time */
+export interface GetUsageSeriesRequest {
+  params: Record<string, never>;
+  query: NonNullable<operations['getUsageSeries']['parameters']['query']>;
+  body: undefined;
+  headers: IncomingHeaders;
+}
+export type GetUsageSeriesResponse =
+  | { status: 200; body: operations['getUsageSeries']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['getUsageSeries']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['getUsageSeries']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getUsageSeries']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['getUsageSeries']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 422; body: operations['getUsageSeries']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getUsageSeries']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['getUsageSeries']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
 /** POST /ingestion/v2/files — Upload files for ingestion */
 export interface IngestFilesRequest {
@@ -797,6 +869,24 @@ export type ListGatewayDeploymentsResponse =
   | { status: 422; body: operations['listGatewayDeployments']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 431; body: operations['listGatewayDeployments']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['listGatewayDeployments']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
+
+/** GET /api/v1/ingestion/failures — Items whose ingestion failed */
+export interface ListIngestionFailuresRequest {
+  params: Record<string, never>;
+  query: NonNullable<operations['listIngestionFailures']['parameters']['query']>;
+  body: undefined;
+  headers: IncomingHeaders;
+}
+export type ListIngestionFailuresResponse =
+  | { status: 200; body: operations['listIngestionFailures']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['listIngestionFailures']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['listIngestionFailures']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 404; body: operations['listIngestionFailures']['responses'][404]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listIngestionFailures']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['listIngestionFailures']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 422; body: operations['listIngestionFailures']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listIngestionFailures']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['listIngestionFailures']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
 /** GET /api/v1/keys — List API keys */
 export interface ListKeysRequest {
@@ -867,6 +957,40 @@ export type ListPublisherItemsResponse =
   | { status: 431; body: operations['listPublisherItems']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['listPublisherItems']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['listPublisherItems']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
+
+/** GET /api/v1/publishers — List publishers */
+export interface ListPublishersRequest {
+  params: Record<string, never>;
+  query: NonNullable<operations['listPublishers']['parameters']['query']>;
+  body: undefined;
+  headers: IncomingHeaders;
+}
+export type ListPublishersResponse =
+  | { status: 200; body: operations['listPublishers']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['listPublishers']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['listPublishers']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listPublishers']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['listPublishers']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 422; body: operations['listPublishers']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listPublishers']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['listPublishers']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
+
+/** GET /api/v1/requests — Request log */
+export interface ListRequestsRequest {
+  params: Record<string, never>;
+  query: NonNullable<operations['listRequests']['parameters']['query']>;
+  body: undefined;
+  headers: IncomingHeaders;
+}
+export type ListRequestsResponse =
+  | { status: 200; body: operations['listRequests']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['listRequests']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['listRequests']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listRequests']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['listRequests']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 422; body: operations['listRequests']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listRequests']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['listRequests']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
 /** PATCH /engine/v2/item — Patch one item */
 export interface PatchItemRequest {
@@ -957,6 +1081,26 @@ export type RealTimeUploadResponse =
   | { status: 431; body: operations['realTimeUpload']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['realTimeUpload']['responses'][500]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 503; body: operations['realTimeUpload']['responses'][503]['content']['application/json']; headers?: ResponseHeaders };
+
+/** POST /api/v1/ingestion/items/{item_id}/retry — Ingest a failed item again */
+export interface RetryIngestionRequest {
+  params: operations['retryIngestion']['parameters']['path'];
+  query: Record<string, never>;
+  body: undefined;
+  headers: IncomingHeaders;
+}
+export type RetryIngestionResponse =
+  | { status: 202; body: operations['retryIngestion']['responses'][202]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['retryIngestion']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['retryIngestion']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['retryIngestion']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 404; body: operations['retryIngestion']['responses'][404]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['retryIngestion']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['retryIngestion']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['retryIngestion']['responses'][409]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 422; body: operations['retryIngestion']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['retryIngestion']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['retryIngestion']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
 /** DELETE /api/v1/keys/{key_id} — Revoke an API key */
 export interface RevokeKeyRequest {
@@ -1080,6 +1224,7 @@ export interface Requests {
   createGuardedChatCompletion: CreateGuardedChatCompletionRequest;
   createKey: CreateKeyRequest;
   createOAuthToken: CreateOAuthTokenRequest;
+  createPublisher: CreatePublisherRequest;
   createResponse: CreateResponseRequest;
   createResponseAlias: CreateResponseAliasRequest;
   createResponseV1: CreateResponseV1Request;
@@ -1099,18 +1244,25 @@ export interface Requests {
   getPaywallRelated: GetPaywallRelatedRequest;
   getRecommendations: GetRecommendationsRequest;
   getRecommendationsVerbose: GetRecommendationsVerboseRequest;
+  getRequestStats: GetRequestStatsRequest;
+  getSession: GetSessionRequest;
   getUsage: GetUsageRequest;
+  getUsageSeries: GetUsageSeriesRequest;
   ingestFiles: IngestFilesRequest;
   listAgents: ListAgentsRequest;
   listGatewayDeployments: ListGatewayDeploymentsRequest;
+  listIngestionFailures: ListIngestionFailuresRequest;
   listKeys: ListKeysRequest;
   listModels: ListModelsRequest;
   listModelsV1: ListModelsV1Request;
   listPublisherItems: ListPublisherItemsRequest;
+  listPublishers: ListPublishersRequest;
+  listRequests: ListRequestsRequest;
   patchItem: PatchItemRequest;
   patchItems: PatchItemsRequest;
   postItem: PostItemRequest;
   realTimeUpload: RealTimeUploadRequest;
+  retryIngestion: RetryIngestionRequest;
   revokeKey: RevokeKeyRequest;
   searchCollection: SearchCollectionRequest;
   searchCollectionAlias: SearchCollectionAliasRequest;
@@ -1132,6 +1284,7 @@ export interface Responses {
   createGuardedChatCompletion: CreateGuardedChatCompletionResponse;
   createKey: CreateKeyResponse;
   createOAuthToken: CreateOAuthTokenResponse;
+  createPublisher: CreatePublisherResponse;
   createResponse: CreateResponseResponse;
   createResponseAlias: CreateResponseAliasResponse;
   createResponseV1: CreateResponseV1Response;
@@ -1151,18 +1304,25 @@ export interface Responses {
   getPaywallRelated: GetPaywallRelatedResponse;
   getRecommendations: GetRecommendationsResponse;
   getRecommendationsVerbose: GetRecommendationsVerboseResponse;
+  getRequestStats: GetRequestStatsResponse;
+  getSession: GetSessionResponse;
   getUsage: GetUsageResponse;
+  getUsageSeries: GetUsageSeriesResponse;
   ingestFiles: IngestFilesResponse;
   listAgents: ListAgentsResponse;
   listGatewayDeployments: ListGatewayDeploymentsResponse;
+  listIngestionFailures: ListIngestionFailuresResponse;
   listKeys: ListKeysResponse;
   listModels: ListModelsResponse;
   listModelsV1: ListModelsV1Response;
   listPublisherItems: ListPublisherItemsResponse;
+  listPublishers: ListPublishersResponse;
+  listRequests: ListRequestsResponse;
   patchItem: PatchItemResponse;
   patchItems: PatchItemsResponse;
   postItem: PostItemResponse;
   realTimeUpload: RealTimeUploadResponse;
+  retryIngestion: RetryIngestionResponse;
   revokeKey: RevokeKeyResponse;
   searchCollection: SearchCollectionResponse;
   searchCollectionAlias: SearchCollectionAliasResponse;

@@ -717,6 +717,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/ingestion/failures": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Items whose ingestion failed
+         * @description The caller's organization's items in state `FAILED`, most recent first, each with
+         *     the reason ingestion gave and whether its file is still held (then
+         *     `POST /api/v1/ingestion/items/{item_id}/retry` queues it again). Poll an item's
+         *     progress with `GET :8080/engine/v2/publisher/{publisher_id}/items` or the
+         *     publisher counts of `GET /api/v1/publishers`.
+         */
+        get: operations["listIngestionFailures"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/ingestion/items/{item_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Item identifier.
+                 * @example 6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d
+                 */
+                item_id: components["parameters"]["ItemId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ingest a failed item again
+         * @description Queues a `FAILED` item's held file again, from its first step with a fresh count of
+         *     attempts. An item that did not fail, or whose file is no longer held, is a 409
+         *     (upload the file again); an item outside the caller's organization is a 404.
+         */
+        post: operations["retryIngestion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/keys": {
         parameters: {
             query?: never;
@@ -798,6 +850,103 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/publishers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List publishers
+         * @description The caller's organization's publishers, newest first: the `publisher_id` that ingestion,
+         *     items and patches take, and the name that search, grounding and tenants take, with
+         *     how many of each publisher's items are in each ingestion state.
+         */
+        get: operations["listPublishers"];
+        put?: never;
+        /**
+         * Create a publisher
+         * @description A new publisher of the caller's organization. Publisher names are unique across the
+         *     platform (search and grounding name publishers): a name in use is a 409.
+         */
+        post: operations["createPublisher"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Request log
+         * @description The organization's recent requests on the inference and data API, newest first:
+         *     trace id, operation, route taken (`X-Gateway-Route`), model, provider, status,
+         *     tokens, cost and latency. Written behind the requests in batches (a request is
+         *     listed within about a second of its answer) and kept for `REQUEST_LOG_RETENTION_DAYS`
+         *     (default 7). Prompt and answer text are not kept unless the operator sets
+         *     `REQUEST_LOG_BODIES=true`. Platform activity, like the metrics: it needs `metrics:read`.
+         */
+        get: operations["listRequests"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/requests/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Requests over time
+         * @description From the request log (so within its retention): the organization's requests of
+         *     `[since, until)` in buckets of an hour or a day, each with its count, errors (4xx
+         *     and 5xx), median and 95th-percentile latency, tokens and cost; and the same figures
+         *     per model and provider over the whole period. Default period: the last 24 hours.
+         */
+        get: operations["getRequestStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The calling key
+         * @description Who the caller is: its organization, its key (id, label, prefix) and the scopes it
+         *     holds, so that a tool (the console at `/console`) shows only what the key may do.
+         *     Any valid key may call it.
+         */
+        get: operations["getSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/usage": {
         parameters: {
             query?: never;
@@ -816,6 +965,29 @@ export interface paths {
          *     (from Monday 00:00 UTC) until now.
          */
         get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/usage/series": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Usage over time
+         * @description The organization's usage of `[since, until)` in buckets of an hour or a day (UTC),
+         *     each bucket split per model, provider, API key or coding-agent product: calls,
+         *     tokens, cost and what was billed. Buckets without usage are left out. Default
+         *     period: the current ISO week until now.
+         */
+        get: operations["getUsageSeries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1896,6 +2068,10 @@ export interface components {
             /** @description Permissions of the new key; a key cannot grant scopes it lacks itself (403). */
             scopes: components["schemas"]["Scope"][];
         };
+        CreatePublisherRequest: {
+            /** @description The publisher's name, unique on the platform. */
+            name: string;
+        };
         /**
          * @description Responses API v2 request. Exactly one of `auto_routing`, `model`,
          *     `model_family` (checked by the server, 400).
@@ -2123,7 +2299,7 @@ export interface components {
          * @description Symbolic error code. Numeric code, HTTP status, retryability and category of each are listed in `x-error-catalog`.
          * @enum {string}
          */
-        ErrorName: "INVALID_REQUEST" | "ROUTING_SELECTOR_INVALID" | "NO_USER_MESSAGE" | "CONTEXT_WINDOW_EXCEEDED" | "UNSUPPORTED_MODEL" | "SPENDING_LIMIT_EXCEEDED" | "INSUFFICIENT_CREDIT" | "GC_ALLOWANCE_EXHAUSTED" | "NO_PLAN" | "NOT_EMBEDDING_MODEL" | "EMPTY_INPUT" | "UNSUPPORTED_DIMENSIONS" | "PUBLISHER_NOT_FOUND" | "UNAUTHORIZED" | "FORBIDDEN" | "GUARDRAIL_BLOCKED" | "NOT_FOUND" | "VALIDATION_ERROR" | "CONTENT_FILTERED" | "QUOTA_EXCEEDED" | "PAYLOAD_TOO_LARGE" | "IDEMPOTENCY_KEY_IN_USE" | "PROVIDER_TIMEOUT" | "PROVIDER_UNAVAILABLE" | "RATE_LIMIT" | "PROVIDER_BAD_REQUEST" | "PROVIDER_AUTH_ERROR" | "EMPTY_STREAM" | "MALFORMED_PROVIDER_STREAM" | "CONNECTION_DROPPED" | "EMBEDDING_PROVIDER_UNAVAILABLE" | "PROVIDER_INFERENCE_ERROR" | "INTERNAL_ERROR" | "ROUTING_ERROR" | "SERVICE_UNAVAILABLE" | "NOT_IMPLEMENTED";
+        ErrorName: "INVALID_REQUEST" | "ROUTING_SELECTOR_INVALID" | "NO_USER_MESSAGE" | "CONTEXT_WINDOW_EXCEEDED" | "UNSUPPORTED_MODEL" | "SPENDING_LIMIT_EXCEEDED" | "INSUFFICIENT_CREDIT" | "GC_ALLOWANCE_EXHAUSTED" | "NO_PLAN" | "NOT_EMBEDDING_MODEL" | "EMPTY_INPUT" | "UNSUPPORTED_DIMENSIONS" | "PUBLISHER_NOT_FOUND" | "UNAUTHORIZED" | "FORBIDDEN" | "GUARDRAIL_BLOCKED" | "NOT_FOUND" | "VALIDATION_ERROR" | "CONTENT_FILTERED" | "QUOTA_EXCEEDED" | "PAYLOAD_TOO_LARGE" | "IDEMPOTENCY_KEY_IN_USE" | "CONFLICT" | "PROVIDER_TIMEOUT" | "PROVIDER_UNAVAILABLE" | "RATE_LIMIT" | "PROVIDER_BAD_REQUEST" | "PROVIDER_AUTH_ERROR" | "EMPTY_STREAM" | "MALFORMED_PROVIDER_STREAM" | "CONNECTION_DROPPED" | "EMBEDDING_PROVIDER_UNAVAILABLE" | "PROVIDER_INFERENCE_ERROR" | "INTERNAL_ERROR" | "ROUTING_ERROR" | "SERVICE_UNAVAILABLE" | "NOT_IMPLEMENTED";
         /** @description File record of an item (spec 2.1). Required keys are always present; nullable ones may hold null. */
         FileData: {
             /** @description Authors of the item; null when unknown. */
@@ -2463,6 +2639,44 @@ export interface components {
             /** @description Whether every file was accepted (duplicates are reported, not failures). */
             success: boolean;
         };
+        /** @description An item whose ingestion failed. */
+        IngestionFailure: {
+            /** @description Attempts made before giving up. */
+            attempts: number;
+            /** @description When it failed, Unix milliseconds. */
+            failedAt: number;
+            /** @description The uploaded file's name. */
+            fileName: string;
+            /** @description The item (UUID). */
+            itemId: string;
+            /** @description Its publisher (UUID). */
+            publisherId: string;
+            /** @description Its publisher's name. */
+            publisherName: string;
+            /** @description Why ingestion failed. */
+            reason: string | null;
+            /** @description Whether the file is still held, so that a retry can ingest it again. */
+            retryable: boolean;
+        };
+        IngestionFailureListResponse: {
+            /** @description Failed items of this page, most recent first. */
+            data: components["schemas"]["IngestionFailure"][];
+            /** @description Request metadata of the management API: request id and pagination state. */
+            meta: components["schemas"]["ManagementMeta"];
+        };
+        /** @description An item queued again. */
+        IngestionRetry: {
+            /** @description The item (UUID). */
+            itemId: string;
+            /** @description Its state now (`QUEUED`). */
+            status: string;
+        };
+        IngestionRetryResponse: {
+            /** @description The item queued again. */
+            data: components["schemas"]["IngestionRetry"];
+            /** @description Request metadata of the management API: request id and pagination state. */
+            meta: components["schemas"]["ManagementMeta"];
+        };
         /** @description Item metadata (engine v2). */
         Item: {
             /** @description Authors of the item, in credit order. */
@@ -2581,6 +2795,44 @@ export interface components {
             data: components["schemas"]["ApiKey"];
             /** @description Request metadata of the management API: request id and pagination state. */
             meta: components["schemas"]["ManagementMeta"];
+        };
+        /** @description One request of the request log. */
+        LoggedRequest: {
+            /**
+             * Format: int64
+             * @description When it arrived, Unix milliseconds.
+             */
+            at: number;
+            /** @description What its model calls cost at the catalog's prices. */
+            costMicros: components["schemas"]["Micros"];
+            /** @description The error's name (for example `RATE_LIMIT`) when the answer was an error. */
+            error: string | null;
+            /** @description Prompt tokens of its model calls. */
+            inputTokens: number;
+            /** @description The calling key's record id; null when the request was not authenticated with a key. */
+            keyId: string | null;
+            /** @description From arrival to the end of the answer, in milliseconds. */
+            latencyMs: number;
+            /** @description HTTP method. */
+            method: string;
+            /** @description The model that answered (the last upstream call's), or for a request that reached no upstream (an open circuit) the catalog model it asked for; null otherwise. */
+            model: string | null;
+            /** @description The contract's operationId; null when no operation matched. */
+            operation: string | null;
+            /** @description Completion tokens of its model calls. */
+            outputTokens: number;
+            /** @description Path, without the query string. */
+            path: string;
+            /** @description Its provider. */
+            provider: string | null;
+            /** @description The request body (bounded), only when the operator set `REQUEST_LOG_BODIES=true`. */
+            requestBody: string | null;
+            /** @description The route the gateway took (`X-Gateway-Route`); null for a request the gateway did not route. */
+            route: string | null;
+            /** @description HTTP status of the answer. */
+            status: number;
+            /** @description The request's trace id (`X-Trace-Id`, `trace_id` of an error body). */
+            traceId: string;
         };
         /** @description Error body of the platform-management API. */
         ManagementError: {
@@ -2893,6 +3145,19 @@ export interface components {
             /** @description Prompt tokens read from the cache (OpenAI's `cached_tokens`, Anthropic's `cache_read_input_tokens`). */
             cached_tokens: number;
         };
+        /** @description A publisher of the organization (a source of items). */
+        Publisher: {
+            /** @description Creation time, Unix milliseconds. */
+            createdAt: number;
+            /** @description The `publisher_id` that ingestion, items and patches take (UUID). */
+            id: string;
+            /** @description How many of its items are in each ingestion state (`QUEUED` … `COMPLETED`, `FAILED`); states without items are left out. */
+            itemsByStatus: {
+                [key: string]: number;
+            };
+            /** @description The name that search, grounding and collections' tenants take. */
+            name: string;
+        };
         PublisherItemSummary: {
             /** @description Name of the file the item was ingested from; null when it was not ingested from a file. */
             filename: string | null;
@@ -2907,6 +3172,18 @@ export interface components {
             producer_id: string | null;
             /** @description Ingestion status (see `ItemStatus`). */
             status: string | null;
+        };
+        PublisherListResponse: {
+            /** @description Publishers of this page, newest first. */
+            data: components["schemas"]["Publisher"][];
+            /** @description Request metadata of the management API: request id and pagination state. */
+            meta: components["schemas"]["ManagementMeta"];
+        };
+        PublisherResponse: {
+            /** @description The new publisher with its id, to pass as `publisher_id`. */
+            data: components["schemas"]["Publisher"];
+            /** @description Request metadata of the management API: request id and pagination state. */
+            meta: components["schemas"]["ManagementMeta"];
         };
         /**
          * @description One document as text, ingested at once. Fields the platform does not use
@@ -3038,6 +3315,37 @@ export interface components {
              */
             uuid: string;
         };
+        /** @description The figures of one bucket. */
+        RequestBucket: {
+            /**
+             * Format: int64
+             * @description Start of the bucket (epoch ms, UTC).
+             */
+            start: number;
+        } & components["schemas"]["RequestFigures"];
+        /** @description Figures of a set of requests. */
+        RequestFigures: {
+            /** @description Cost at the catalog's prices. */
+            costMicros: components["schemas"]["Micros"];
+            /** @description Of which answered with a 4xx or 5xx. */
+            errors: number;
+            /** @description Prompt tokens. */
+            inputTokens: number;
+            /** @description Completion tokens. */
+            outputTokens: number;
+            /** @description Median latency, milliseconds. */
+            p50Ms: number;
+            /** @description 95th-percentile latency, milliseconds. */
+            p95Ms: number;
+            /** @description How many requests arrived. */
+            requests: number;
+        };
+        RequestLogListResponse: {
+            /** @description Logged requests of this page, newest first. */
+            data: components["schemas"]["LoggedRequest"][];
+            /** @description Request metadata of the management API: request id and pagination state. */
+            meta: components["schemas"]["ManagementMeta"];
+        };
         /**
          * @description Up to 16 caller-defined string pairs, echoed in logs. As OpenAI bounds it: keys of
          *     at most 64 characters, values strings of at most 512 characters; a request that
@@ -3045,6 +3353,41 @@ export interface components {
          */
         RequestMetadata: {
             [key: string]: string;
+        };
+        /** @description The figures of one model and provider over the period. */
+        RequestModelFigures: {
+            /** @description The model (null for requests without a model call). */
+            model: string | null;
+            /** @description Its provider. */
+            provider: string | null;
+        } & components["schemas"]["RequestFigures"];
+        /** @description Request figures over a period. */
+        RequestStats: {
+            /**
+             * @description Width of a bucket.
+             * @enum {string}
+             */
+            bucket: "hour" | "day";
+            /** @description The buckets with requests, in order. */
+            buckets: components["schemas"]["RequestBucket"][];
+            /** @description Per model and provider, most requests first. */
+            models: components["schemas"]["RequestModelFigures"][];
+            /**
+             * Format: int64
+             * @description Start of the period (epoch ms, inclusive).
+             */
+            since: number;
+            /**
+             * Format: int64
+             * @description End of the period (epoch ms, exclusive).
+             */
+            until: number;
+        };
+        RequestStatsResponse: {
+            /** @description Request figures. */
+            data: components["schemas"]["RequestStats"];
+            /** @description Request metadata of the management API: request id and pagination state. */
+            meta: components["schemas"]["ManagementMeta"];
         };
         /** @description Responses API response object. */
         Response: {
@@ -3826,6 +4169,27 @@ export interface components {
             /** @description Intent detected for the query. */
             intent: string | null;
         };
+        /** @description The caller of the management API. */
+        Session: {
+            /** @description The calling key's record id; null for an OAuth token. */
+            keyId: string | null;
+            /** @description The calling key, obfuscated; null for an OAuth token. */
+            keyPrefix: string | null;
+            /** @description The calling key's label; null when none. */
+            label: string | null;
+            /** @description The caller's organization (UUID). */
+            organizationId: string;
+            /** @description The organization's name. */
+            organizationName: string;
+            /** @description What the caller may do (see `x-scopes`). */
+            scopes: components["schemas"]["Scope"][];
+        };
+        SessionResponse: {
+            /** @description The caller. */
+            data: components["schemas"]["Session"];
+            /** @description Request metadata of the management API: request id and pagination state. */
+            meta: components["schemas"]["ManagementMeta"];
+        };
         /** @description Identifier of the request for support and log correlation (`trc_` + 32 hex digits), the same as the `X-Trace-Id` header. */
         TraceId: string;
         /**
@@ -3855,6 +4219,16 @@ export interface components {
             /** @description The model id, API key id or coding-agent product (null for API credit, or a call without a key). */
             group: string | null;
         } & components["schemas"]["UsageTotals"];
+        /** @description The totals of one group in one bucket. */
+        UsagePoint: {
+            /** @description The model, provider, API key id or coding-agent product (null where the usage has none). */
+            group: string | null;
+            /**
+             * Format: int64
+             * @description Start of the bucket (epoch ms, UTC).
+             */
+            start: number;
+        } & components["schemas"]["UsageTotals"];
         /** @description Usage of the organization over a period. */
         UsageReport: {
             /**
@@ -3880,6 +4254,37 @@ export interface components {
         UsageReportResponse: {
             /** @description Tokens and cost over the requested period, in lines grouped as asked, with totals. */
             data: components["schemas"]["UsageReport"];
+            /** @description Request metadata of the management API: request id and pagination state. */
+            meta: components["schemas"]["ManagementMeta"];
+        };
+        /** @description Usage of the organization over a period, in buckets. */
+        UsageSeries: {
+            /**
+             * @description Width of a bucket.
+             * @enum {string}
+             */
+            bucket: "hour" | "day";
+            /**
+             * @description What each point totals.
+             * @enum {string}
+             */
+            groupBy: "model" | "provider" | "key" | "product";
+            /** @description One point per bucket and group with usage, by bucket then group. */
+            points: components["schemas"]["UsagePoint"][];
+            /**
+             * Format: int64
+             * @description Start of the period (epoch ms, inclusive).
+             */
+            since: number;
+            /**
+             * Format: int64
+             * @description End of the period (epoch ms, exclusive).
+             */
+            until: number;
+        };
+        UsageSeriesResponse: {
+            /** @description Usage over time. */
+            data: components["schemas"]["UsageSeries"];
             /** @description Request metadata of the management API: request id and pagination state. */
             meta: components["schemas"]["ManagementMeta"];
         };
@@ -5217,6 +5622,18 @@ export interface components {
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
+        /** @description CONFLICT: the request conflicts with the resource as it is (a publisher name in use; an item that did not fail, or whose file is no longer held). */
+        ManagementStateConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "X-Should-Retry": components["headers"]["XShouldRetry"];
+                "X-Trace-Id": components["headers"]["XTraceId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ManagementError"];
+            };
+        };
         /** @description Authorization header missing or the key is invalid, expired or revoked. */
         ManagementUnauthorized: {
             headers: {
@@ -5434,6 +5851,11 @@ export interface components {
          * @example on
          */
         ResponseCache: "on" | "off" | "refresh";
+        /**
+         * @description Width of a bucket: an hour or a day, aligned on UTC.
+         * @example hour
+         */
+        SeriesBucket: "hour" | "day";
         /**
          * @description What each line totals: a model, an API key, or a coding-agent product (null: API credit).
          * @example model
@@ -7075,6 +7497,90 @@ export interface operations {
             500: components["responses"]["ManagementInternalError"];
         };
     };
+    listIngestionFailures: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque cursor from `meta.nextCursor` of the previous page.
+                 * @example Y3Vyc29yOmFndF8wMUpEUTlBMUIy
+                 */
+                cursor?: components["parameters"]["PageCursor"];
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /**
+                 * @description Only this publisher's items (from `GET /api/v1/publishers`); one the caller's organization does not have is a 404.
+                 * @example 0b7e6a52-1c3d-4e5f-8a9b-0c1d2e3f4a5b
+                 */
+                publisher_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of failed items. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IngestionFailureListResponse"];
+                };
+            };
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
+            404: components["responses"]["ManagementNotFound"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ManagementInternalError"];
+        };
+    };
+    retryIngestion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Item identifier.
+                 * @example 6f1c2b8e-3d4a-4f5b-9c6d-7e8f9a0b1c2d
+                 */
+                item_id: components["parameters"]["ItemId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued again; the item is `QUEUED`. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IngestionRetryResponse"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequestPath"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
+            404: components["responses"]["ManagementNotFound"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["ManagementStateConflict"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ManagementInternalError"];
+        };
+    };
     listKeys: {
         parameters: {
             query?: {
@@ -7278,6 +7784,245 @@ export interface operations {
             500: components["responses"]["ManagementInternalError"];
         };
     };
+    listPublishers: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque cursor from `meta.nextCursor` of the previous page.
+                 * @example Y3Vyc29yOmFndF8wMUpEUTlBMUIy
+                 */
+                cursor?: components["parameters"]["PageCursor"];
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of publishers. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublisherListResponse"];
+                };
+            };
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ManagementInternalError"];
+        };
+    };
+    createPublisher: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retried POST safe. The first request with a key runs; a repeat with the same
+                 *     key and the same request (same caller, path and body) within 24 hours gets the
+                 *     first answer again, with `Idempotent-Replayed: true`, instead of running twice. A
+                 *     repeat while the first is still running waits up to 30 seconds for its answer, then
+                 *     gets a 409 `IDEMPOTENCY_KEY_IN_USE`. Reusing a key for a different request is a 400.
+                 *     Streamed answers and failures (5xx) are not kept, so their retries run again. The
+                 *     SDK sends a fresh key on every POST and reuses it for that call's retries.
+                 * @example 2f6c1e0a-8b7d-4c3e-9f1a-5d4b3c2a1e0f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "gloo-books"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreatePublisherRequest"];
+            };
+        };
+        responses: {
+            /** @description The new publisher. */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublisherResponse"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["ManagementStateConflict"];
+            413: components["responses"]["ManagementPayloadTooLarge"];
+            415: components["responses"]["ManagementUnsupportedMediaType"];
+            422: components["responses"]["ManagementUnprocessable"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ManagementInternalError"];
+        };
+    };
+    listRequests: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque cursor from `meta.nextCursor` of the previous page.
+                 * @example Y3Vyc29yOmFndF8wMUpEUTlBMUIy
+                 */
+                cursor?: components["parameters"]["PageCursor"];
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /**
+                 * @description Only requests answered by this model.
+                 * @example local-chat
+                 */
+                model?: string;
+                /**
+                 * @description Only requests answered by this provider.
+                 * @example local
+                 */
+                provider?: string;
+                /**
+                 * @description Start of the period (epoch ms, inclusive). Default: this ISO week's Monday 00:00 UTC.
+                 * @example 1764547200000
+                 */
+                since?: components["parameters"]["UsageSince"];
+                /**
+                 * @description Only these answers: `error` (any 4xx or 5xx), `ok` (2xx and 3xx), or one HTTP status.
+                 * @example error
+                 */
+                status?: string;
+                /**
+                 * @description The request with this trace id.
+                 * @example trc_01JDQH8K9L0M1N2P3Q4R5S6T7V
+                 */
+                traceId?: string;
+                /**
+                 * @description End of the period (epoch ms, exclusive), after `since`. Default: now.
+                 * @example 1764633600000
+                 */
+                until?: components["parameters"]["UsageUntil"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of logged requests. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequestLogListResponse"];
+                };
+            };
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ManagementInternalError"];
+        };
+    };
+    getRequestStats: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Width of a bucket: an hour or a day, aligned on UTC.
+                 * @example hour
+                 */
+                bucket?: components["parameters"]["SeriesBucket"];
+                /**
+                 * @description Start of the period (epoch ms, inclusive). Default: this ISO week's Monday 00:00 UTC.
+                 * @example 1764547200000
+                 */
+                since?: components["parameters"]["UsageSince"];
+                /**
+                 * @description End of the period (epoch ms, exclusive), after `since`. Default: now.
+                 * @example 1764633600000
+                 */
+                until?: components["parameters"]["UsageUntil"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request figures per bucket and per model. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequestStatsResponse"];
+                };
+            };
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ManagementInternalError"];
+        };
+    };
+    getSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionResponse"];
+                };
+            };
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ManagementInternalError"];
+        };
+    };
     getUsage: {
         parameters: {
             query?: {
@@ -7312,6 +8057,56 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UsageReportResponse"];
+                };
+            };
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ManagementInternalError"];
+        };
+    };
+    getUsageSeries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Width of a bucket: an hour or a day, aligned on UTC.
+                 * @example hour
+                 */
+                bucket?: components["parameters"]["SeriesBucket"];
+                /**
+                 * @description What each point of a bucket totals.
+                 * @example model
+                 */
+                groupBy?: "model" | "provider" | "key" | "product";
+                /**
+                 * @description Start of the period (epoch ms, inclusive). Default: this ISO week's Monday 00:00 UTC.
+                 * @example 1764547200000
+                 */
+                since?: components["parameters"]["UsageSince"];
+                /**
+                 * @description End of the period (epoch ms, exclusive), after `since`. Default: now.
+                 * @example 1764633600000
+                 */
+                until?: components["parameters"]["UsageUntil"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Usage per bucket and group. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageSeriesResponse"];
                 };
             };
             401: components["responses"]["ManagementUnauthorized"];

@@ -15,6 +15,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { Prisma, type PrismaClient } from '../../generated/prisma/client.js';
 import type { Catalog } from '../gateway/catalog.js';
+import { routeOf } from '../gateway/route-header.js';
 import type { MeteredAttempt } from '../gateway/usage-scope.js';
 import type { Metrics } from '../observability/metrics.js';
 import { RedisFallback } from '../storage/redis-fallback.js';
@@ -60,17 +61,55 @@ export interface SettleRequest {
   calls: MeteredAttempt[][];
 }
 
+/** A settled request's model calls in sum (the request log shows it beside the request). */
+export interface Settlement {
+  billedMicros: bigint;
+  costMicros: bigint;
+  inputTokens: number;
+  outputTokens: number;
+  /** The last attempt's model and provider: the one that answered, or failed last. */
+  model: string | null;
+  provider: string | null;
+  /** Every attempt of every call, as X-Gateway-Route says it; null without a model call. */
+  route: string | null;
+}
+
+function settlement(s: SettleRequest, catalog: Catalog, rows: readonly Prisma.UsageRecordCreateManyInput[], billedMicros: bigint): Settlement {
+  const attempts = s.calls.flat();
+  const last = attempts.at(-1);
+  const sum: Settlement = {
+    billedMicros,
+    costMicros: 0n,
+    inputTokens: 0,
+    outputTokens: 0,
+    model: last?.modelId ?? null,
+    provider: (last && catalog.deployments.get(last.deploymentId)?.provider) ?? null,
+    route: attempts.length > 0 ? routeOf(attempts) : null,
+  };
+  for (const row of rows) {
+    sum.costMicros += BigInt(row.costMicros ?? 0);
+    sum.inputTokens += row.inputTokens ?? 0;
+    sum.outputTokens += row.outputTokens ?? 0;
+  }
+  return sum;
+}
+
 /** What a usage line totals: a model, an API key, or a coding-agent product (null: API credit). */
-export const USAGE_GROUPS = ['model', 'key', 'product'] as const;
+export const USAGE_GROUPS = ['model', 'provider', 'key', 'product'] as const;
 export type UsageGroup = (typeof USAGE_GROUPS)[number];
+/** Usage over time: buckets of an hour or a day, aligned on UTC. */
+export type UsageBucket = 'hour' | 'day';
 
 const USAGE_COLUMN: Record<UsageGroup, Prisma.Sql> = {
   model: Prisma.raw('model'),
+  provider: Prisma.raw('provider'),
   key: Prisma.raw('api_key_id::text'),
   product: Prisma.raw('product'),
 };
 
 export interface UsageLine {
+  /** Start of the line's bucket (epoch ms), when usage was asked per bucket. */
+  start?: number;
   group: string | null;
   /** upstream calls recorded (a resumed stream counts each upstream) */
   calls: number;
@@ -263,7 +302,7 @@ export class BillingService {
    * costs; the caller is `billed_micros` for one answer: the prompt once (first attempt of a
    * call), then every attempt's completion (a resumed stream's prefix is not billed again).
    */
-  async settle(s: SettleRequest): Promise<{ billedMicros: bigint }> {
+  async settle(s: SettleRequest): Promise<Settlement> {
     const rows: Prisma.UsageRecordCreateManyInput[] = [];
     const settledAt = new Date();
     let billed = 0n;
@@ -299,7 +338,7 @@ export class BillingService {
     if (!s.charge && !hold) {
       // Nothing charged, nothing held: written behind (usage-buffer.ts says what a crash can lose).
       if (rows.length > 0) this.unmeteredUsage.add(rows);
-      return { billedMicros: billed };
+      return settlement(s, this.catalog, rows, billed);
     }
     const week = weekStart();
     // The balance (or allowance) pays only for prepaid requests; the week's spend counts every
@@ -368,7 +407,7 @@ export class BillingService {
       // Unanswered, the hold stays counted (erring safe) until its process dies or it expires.
       await this.onRedis(() => holds.settle({ organizationId: s.organizationId, product: s.product, id: hold.id }, state));
     }
-    return { billedMicros: billed };
+    return settlement(s, this.catalog, rows, billed);
   }
 
   /**
@@ -423,17 +462,20 @@ export class BillingService {
   }
 
   /** Usage in [since, until) per model (or key, or product): what the calls used, cost and were billed. */
-  async usage(organizationId: string, since: Date, until: Date = new Date(), groupBy: UsageGroup = 'model'): Promise<UsageLine[]> {
+  /** Usage lines per group; with a bucket, per bucket and group (each line then has its `start`). */
+  async usage(organizationId: string, since: Date, until: Date = new Date(), groupBy: UsageGroup = 'model', bucket?: UsageBucket): Promise<UsageLine[]> {
     // Rows settled in this process are counted even if still buffered (other instances' buffers: ≤ USAGE_FLUSH_MS late).
     await this.unmeteredUsage.flush();
-    const rows = await this.prisma.$queryRaw<{ grp: string | null; calls: number; input: bigint; output: bigint; cost: bigint; billed: bigint }[]>`
-      SELECT ${USAGE_COLUMN[groupBy]} AS grp, COALESCE(sum(calls), 0)::int AS calls,
+    const start = bucket ? Prisma.sql`(extract(epoch FROM date_trunc(${bucket}, created_at, 'UTC')) * 1000)::bigint` : Prisma.sql`NULL::bigint`;
+    const rows = await this.prisma.$queryRaw<{ start: bigint | null; grp: string | null; calls: number; input: bigint; output: bigint; cost: bigint; billed: bigint }[]>`
+      SELECT ${start} AS start, ${USAGE_COLUMN[groupBy]} AS grp, COALESCE(sum(calls), 0)::int AS calls,
              COALESCE(sum(input_tokens), 0)::bigint AS input, COALESCE(sum(output_tokens), 0)::bigint AS output,
              COALESCE(sum(cost_micros), 0)::bigint AS cost, COALESCE(sum(billed_micros), 0)::bigint AS billed
       FROM usage_records
       WHERE organization_id = ${organizationId}::uuid AND created_at >= ${since}::timestamptz AND created_at < ${until}::timestamptz
-      GROUP BY 1 ORDER BY 1 NULLS LAST`;
+      GROUP BY 1, 2 ORDER BY 1, 2 NULLS LAST`;
     return rows.map((r) => ({
+      start: r.start === null ? undefined : Number(r.start),
       group: r.grp,
       calls: r.calls,
       inputTokens: Number(r.input),

@@ -23,6 +23,7 @@
 // row in JavaScript).
 import type { Logger } from 'pino';
 import type { Prisma, PrismaClient } from '../../generated/prisma/client.js';
+import { WriteBehind } from '../storage/write-behind.js';
 
 export const USAGE_FLUSH_MS = 250;
 export const USAGE_FLUSH_ROWS = 500;
@@ -37,15 +38,21 @@ function rollupKey(row: UsageRow, at: number): string {
 
 export class UsageBuffer {
   private rows = new Map<string, UsageRow & { createdAt: Date; calls: number }>();
-  private timer: NodeJS.Timeout | null = null;
-  /** The last write: flushes run one after another, so a flush ends after every earlier one. */
-  private writing: Promise<void> = Promise.resolve();
+  private readonly behind: WriteBehind<UsageRow[]>;
 
-  constructor(
-    private readonly prisma: Pick<PrismaClient, '$executeRaw'>,
-    private readonly logger: Pick<Logger, 'error'>,
-    private readonly flushMs = USAGE_FLUSH_MS,
-  ) {}
+  constructor(prisma: Pick<PrismaClient, '$executeRaw'>, logger: Pick<Logger, 'error'>, flushMs = USAGE_FLUSH_MS) {
+    this.behind = new WriteBehind(
+      () => {
+        const batch: UsageRow[] = [...this.rows.values()];
+        this.rows = new Map();
+        return batch.length > 0 ? batch : null;
+      },
+      (batch) => insertUsageRows(prisma, batch),
+      // Same outcome as a failed per-request insert was: logged, the request stays answered.
+      (error, batch) => logger.error({ err: error, rows: batch.length }, 'could not record the usage of unmetered requests'),
+      flushMs,
+    );
+  }
 
   /** One row per request (attempt); rows must carry their `createdAt`: they are written up to USAGE_FLUSH_MS later. */
   add(rows: UsageRow[]): void {
@@ -66,29 +73,12 @@ export class UsageBuffer {
       pending.traceId = null;
       if (createdAt < pending.createdAt) pending.createdAt = createdAt;
     }
-    if (this.rows.size >= USAGE_FLUSH_ROWS) void this.flush();
-    else if (!this.timer) {
-      this.timer = setTimeout(() => void this.flush(), this.flushMs);
-      this.timer.unref();
-    }
+    this.behind.added(this.rows.size >= USAGE_FLUSH_ROWS);
   }
 
   /** Writes what is buffered; resolves once it (and every earlier flush) is written or given up. */
   flush(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    const batch = [...this.rows.values()];
-    this.rows = new Map();
-    if (batch.length > 0) {
-      this.writing = this.writing.then(() =>
-        insertUsageRows(this.prisma, batch).then(
-          () => undefined,
-          // Same outcome as a failed per-request insert was: logged, the request stays answered.
-          (error) => this.logger.error({ err: error, rows: batch.length }, 'could not record the usage of unmetered requests'),
-        ),
-      );
-    }
-    return this.writing;
+    return this.behind.flush();
   }
 }
 

@@ -2,6 +2,7 @@
 // query whatever their number, each once.
 import type { Publisher, PrismaClient } from '../../generated/prisma/client.js';
 import { ApiError } from '../errors.js';
+import { PUBLISHERS_HINT } from '../identity/organizations.js';
 import type { Principal } from '../identity/principal.js';
 
 /**
@@ -13,7 +14,7 @@ export async function publishersNamed(prisma: PrismaClient, principal: Principal
   const unique = [...new Set(names)];
   const found = new Map((await prisma.publisher.findMany({ where: { name: { in: unique } } })).map((p) => [p.name, p]));
   const missing = unique.filter((name) => !found.has(name));
-  if (missing.length > 0) throw new ApiError('PUBLISHER_NOT_FOUND', `No publisher named ${missing.map((n) => `"${n}"`).join(', ')}.`);
+  if (missing.length > 0) throw new ApiError('PUBLISHER_NOT_FOUND', `No publisher named ${missing.map((n) => `"${n}"`).join(', ')} (${PUBLISHERS_HINT}).`);
   const publishers = unique.map((name) => found.get(name)!);
   const theirs = publishers.find((p) => p.organizationId !== principal.organizationId);
   if (theirs) throw foreign(theirs.name);

@@ -8,5 +8,10 @@ export const ROUTE_HEADER = 'X-Gateway-Route';
 
 /** `model=m; deployment=d; outcome=unavailable, model=f; deployment=e; outcome=ok` (catalog ids hold none of `=;, `). */
 export function routeHeader(attempts: readonly Attempt[]): Record<string, string> {
-  return { [ROUTE_HEADER]: attempts.map((a) => `model=${a.modelId}; deployment=${a.deploymentId}; outcome=${a.outcome}`).join(', ') };
+  return { [ROUTE_HEADER]: routeOf(attempts) };
+}
+
+/** The header's value; also what the request log keeps for an answer that could not carry it (an error). */
+export function routeOf(attempts: readonly { modelId: string; deploymentId: string; outcome: string }[]): string {
+  return attempts.map((a) => `model=${a.modelId}; deployment=${a.deploymentId}; outcome=${a.outcome}`).join(', ');
 }

@@ -14,7 +14,7 @@ import type { AdmissionStage } from './router.js';
 import { onResponseEnd } from './response-end.js';
 import { traceIdOf } from './trace.js';
 import type { Principal } from '../identity/principal.js';
-import type { BillingService, Reservation } from '../billing/billing-service.js';
+import type { BillingService, Reservation, Settlement } from '../billing/billing-service.js';
 import type { Estimator } from '../billing/estimate.js';
 import { UsageScope } from '../gateway/usage-scope.js';
 
@@ -75,12 +75,18 @@ export function billingStage(billing: BillingService, estimator: Estimator, logg
         });
       }
       const scope = new UsageScope();
+      let reportSettlement!: (settlement: Settlement | null) => void;
+      // What the request's model calls came to, for whoever reports on it (the request log).
+      res.locals.settlement = new Promise<Settlement | null>((resolve) => (reportSettlement = resolve));
       onResponseEnd(res, () => {
         billing.background(
           scope
             .settled(SETTLE_WAIT_MS)
             .then((calls) => billing.settle({ organizationId, apiKeyId, operation: route.operationId, traceId, product, charge, reservation, calls }))
-            .catch((error) => logger.error({ err: error, traceId, reservation: reservation?.id }, 'could not settle the usage of a request')),
+            .then(reportSettlement, (error: unknown) => {
+              reportSettlement(null);
+              logger.error({ err: error, traceId, reservation: reservation?.id }, 'could not settle the usage of a request');
+            }),
         );
       });
       res.locals.meter = scope;

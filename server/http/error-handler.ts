@@ -55,10 +55,15 @@ function asDeclared(error: ApiError, route: RouteDefinition | undefined): ApiErr
  * route order, so its answer still has the operation's error shape and headers.
  */
 function rawPathMatcher(api: Api): (method: string, path: string) => RouteDefinition | undefined {
-  const table = routes
+  const table = routeTable(api);
+  return (method, path) => table.find((entry) => entry.route.method === method.toLowerCase() && entry.pattern.test(path))?.route;
+}
+
+/** Each route of one port with a pattern for its raw path. */
+function routeTable(api: Api) {
+  return routes
     .filter((route) => route.api === api)
     .map((route) => ({ route, pattern: new RegExp(`^${route.expressPath.replace(/:[A-Za-z_]+/g, '[^/]+')}/?$`) }));
-  return (method, path) => table.find((entry) => entry.route.method === method.toLowerCase() && entry.pattern.test(path))?.route;
 }
 
 export function errorHandler(api: Api): ErrorRequestHandler {
@@ -94,6 +99,22 @@ export function errorHandler(api: Api): ErrorRequestHandler {
   };
 }
 
-export const routeNotFound: RequestHandler = (req) => {
-  throw new ApiError('NOT_FOUND', `No operation at ${req.method} ${req.path}`);
-};
+/** The ports the platform listens on, known once both listen (a port of 0 is chosen then). */
+export type Ports = Record<Api, number>;
+
+const PORT_NAME: Record<Api, string> = { api: 'the API port', management: 'the management port' };
+
+/**
+ * The last step: no operation of this port serves the request. A path the other port serves
+ * (its operations', or `extraPaths` such as the console's) is named with that port, so that
+ * `GET :8080/api/v1/health` says where health lives.
+ */
+export function routeNotFound(api: Api, ports: Readonly<Ports>, extraPaths: Partial<Record<Api, RegExp>> = {}): RequestHandler {
+  const other: Api = api === 'api' ? 'management' : 'api';
+  const patterns = [...routeTable(other).map((entry) => entry.pattern), ...(extraPaths[other] ? [extraPaths[other]] : [])];
+  return (req) => {
+    const elsewhere = patterns.some((pattern) => pattern.test(req.path));
+    const hint = elsewhere ? `: ${req.path} is served on ${PORT_NAME[other]}, ${ports[other]} (${req.method} :${ports[other]}${req.path})` : '';
+    throw new ApiError('NOT_FOUND', `No operation at ${req.method} ${req.path} on ${PORT_NAME[api]}${hint}`);
+  };
+}

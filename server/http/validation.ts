@@ -13,6 +13,7 @@ import type { OpenAPIV3, OpenApiRequest, ValidateResponseOpts } from 'express-op
 import { OpenApiValidator } from 'express-openapi-validator/dist/openapi.validator.js';
 import type { RouteDefinition } from '../../generated/contract/routes.js';
 import { ApiError, type ValidationIssue } from '../errors.js';
+import { PUBLISHERS_HINT } from '../identity/organizations.js';
 
 export interface ValidatorOptions {
   apiSpec: string;
@@ -232,6 +233,9 @@ function withPropertyNamesMerged(findings: ValidatorFinding[]): ValidatorFinding
 }
 
 /** express-openapi-validator findings → FastAPI-style `detail[]` entries (loc, msg, type, input). */
+/** Request fields that name a publisher (by id, or by name as search and grounding do). */
+const PUBLISHER_FIELDS = new Set(['publisher_id', 'publisherId', 'rag_publisher', 'publishers', 'tenant']);
+
 export function toValidationIssues(findings: ValidatorFinding[], request: RequestParts): ValidationIssue[] {
   return withPropertyNamesMerged(findings).slice(0, MAX_ISSUES).map((finding) => {
     const loc = finding.path
@@ -241,9 +245,11 @@ export function toValidationIssues(findings: ValidatorFinding[], request: Reques
     const type = issueType(finding);
     // Quoted within bounds where the answer is rendered (http/errors.ts).
     const input = type === 'missing' ? null : valueAt(request, loc);
+    const msg = type === 'missing' ? 'Field required' : finding.message.replace(/^must/, 'Must');
     return {
       loc,
-      msg: type === 'missing' ? 'Field required' : finding.message.replace(/^must/, 'Must'),
+      // A publisher's id or name that is missing or malformed: say where to find the right one.
+      msg: loc.some((segment) => PUBLISHER_FIELDS.has(segment)) ? `${msg} (${PUBLISHERS_HINT})` : msg,
       type,
       ...(input === undefined ? {} : { input }),
     };

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { PrismaClient } from '../../generated/prisma/client.js';
 import { scopes, type Scope } from '../../generated/contract/routes.js';
 import { newKeyRecord } from './api-keys.js';
+import { PUBLISHERS_HINT } from './organizations.js';
 
 export const DEFAULT_ORGANIZATION = 'default';
 export const DEFAULT_PUBLISHER = 'default';
@@ -39,7 +40,9 @@ function createDefaults(prisma: PrismaClient, logger: Logger, printKey: boolean)
       logger.info({ organizationId: organization.id, publisherId: publisher.id }, 'created the default organization and publisher');
       if (printKey) {
         process.stdout.write(
-          `\nAdmin API key (all scopes) for organization "${DEFAULT_ORGANIZATION}":\n\n  ${key.plaintext}\n\nIt will not be shown again: store it now.\n\n`,
+          `\nAdmin API key (all scopes) for organization "${DEFAULT_ORGANIZATION}":\n\n  ${key.plaintext}\n\nIt will not be shown again: store it now.\n\n` +
+            `Default publisher: "${DEFAULT_PUBLISHER}", id ${publisher.id}\n` +
+            `  (ingestion takes the id as publisher_id, search the name; ${PUBLISHERS_HINT})\n\n`,
         );
       }
       return { organizationId: organization.id, publisherId: publisher.id, adminKey: key.plaintext };

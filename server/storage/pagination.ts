@@ -26,7 +26,7 @@ export function encodeCursor(position: Position): string {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-function decodeCursor(cursor: string): Position {
+export function decodeCursor(cursor: string): Position {
   const [iso, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
   // A forged cursor may hold a date the database rejects: that too is an invalid cursor.
   const createdAt = storableDate(iso ?? '');

@@ -419,7 +419,8 @@ export const ModelName = {
   BillingInstance: 'BillingInstance',
   RateLimit: 'RateLimit',
   IdempotencyRecord: 'IdempotencyRecord',
-  StoredResponse: 'StoredResponse'
+  StoredResponse: 'StoredResponse',
+  RequestLogEntry: 'RequestLogEntry'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -435,7 +436,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "publisher" | "apiKey" | "oAuthClient" | "oAuthAccessToken" | "collection" | "item" | "chunk" | "itemTerm" | "ingestionJob" | "ingestionJobPart" | "agent" | "chat" | "message" | "usageRecord" | "creditLedger" | "billingAccount" | "billingReservation" | "codingPlan" | "billingInstance" | "rateLimit" | "idempotencyRecord" | "storedResponse"
+    modelProps: "organization" | "publisher" | "apiKey" | "oAuthClient" | "oAuthAccessToken" | "collection" | "item" | "chunk" | "itemTerm" | "ingestionJob" | "ingestionJobPart" | "agent" | "chat" | "message" | "usageRecord" | "creditLedger" | "billingAccount" | "billingReservation" | "codingPlan" | "billingInstance" | "rateLimit" | "idempotencyRecord" | "storedResponse" | "requestLogEntry"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -2141,6 +2142,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    RequestLogEntry: {
+      payload: Prisma.$RequestLogEntryPayload<ExtArgs>
+      fields: Prisma.RequestLogEntryFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.RequestLogEntryFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RequestLogEntryPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.RequestLogEntryFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RequestLogEntryPayload>
+        }
+        findFirst: {
+          args: Prisma.RequestLogEntryFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RequestLogEntryPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.RequestLogEntryFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RequestLogEntryPayload>
+        }
+        findMany: {
+          args: Prisma.RequestLogEntryFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RequestLogEntryPayload>[]
+        }
+        create: {
+          args: Prisma.RequestLogEntryCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RequestLogEntryPayload>
+        }
+        createMany: {
+          args: Prisma.RequestLogEntryCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.RequestLogEntryCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RequestLogEntryPayload>[]
+        }
+        delete: {
+          args: Prisma.RequestLogEntryDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RequestLogEntryPayload>
+        }
+        update: {
+          args: Prisma.RequestLogEntryUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RequestLogEntryPayload>
+        }
+        deleteMany: {
+          args: Prisma.RequestLogEntryDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.RequestLogEntryUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.RequestLogEntryUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RequestLogEntryPayload>[]
+        }
+        upsert: {
+          args: Prisma.RequestLogEntryUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RequestLogEntryPayload>
+        }
+        aggregate: {
+          args: Prisma.RequestLogEntryAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateRequestLogEntry>
+        }
+        groupBy: {
+          args: Prisma.RequestLogEntryGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RequestLogEntryGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.RequestLogEntryCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RequestLogEntryCountAggregateOutputType> | number
+        }
+      }
+    }
   }
 } & {
   other: {
@@ -2528,6 +2603,30 @@ export const StoredResponseScalarFieldEnum = {
 export type StoredResponseScalarFieldEnum = (typeof StoredResponseScalarFieldEnum)[keyof typeof StoredResponseScalarFieldEnum]
 
 
+export const RequestLogEntryScalarFieldEnum = {
+  id: 'id',
+  organizationId: 'organizationId',
+  apiKeyId: 'apiKeyId',
+  traceId: 'traceId',
+  at: 'at',
+  method: 'method',
+  path: 'path',
+  operation: 'operation',
+  status: 'status',
+  latencyMs: 'latencyMs',
+  route: 'route',
+  model: 'model',
+  provider: 'provider',
+  inputTokens: 'inputTokens',
+  outputTokens: 'outputTokens',
+  costMicros: 'costMicros',
+  error: 'error',
+  requestBody: 'requestBody'
+} as const
+
+export type RequestLogEntryScalarFieldEnum = (typeof RequestLogEntryScalarFieldEnum)[keyof typeof RequestLogEntryScalarFieldEnum]
+
+
 export const SortOrder = {
   asc: 'asc',
   desc: 'desc'
@@ -2860,6 +2959,7 @@ export type GlobalOmitConfig = {
   rateLimit?: Prisma.RateLimitOmit
   idempotencyRecord?: Prisma.IdempotencyRecordOmit
   storedResponse?: Prisma.StoredResponseOmit
+  requestLogEntry?: Prisma.RequestLogEntryOmit
 }
 
 /* Types for Logging */

@@ -73,7 +73,8 @@ export const ModelName = {
   BillingInstance: 'BillingInstance',
   RateLimit: 'RateLimit',
   IdempotencyRecord: 'IdempotencyRecord',
-  StoredResponse: 'StoredResponse'
+  StoredResponse: 'StoredResponse',
+  RequestLogEntry: 'RequestLogEntry'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -438,6 +439,30 @@ export const StoredResponseScalarFieldEnum = {
 } as const
 
 export type StoredResponseScalarFieldEnum = (typeof StoredResponseScalarFieldEnum)[keyof typeof StoredResponseScalarFieldEnum]
+
+
+export const RequestLogEntryScalarFieldEnum = {
+  id: 'id',
+  organizationId: 'organizationId',
+  apiKeyId: 'apiKeyId',
+  traceId: 'traceId',
+  at: 'at',
+  method: 'method',
+  path: 'path',
+  operation: 'operation',
+  status: 'status',
+  latencyMs: 'latencyMs',
+  route: 'route',
+  model: 'model',
+  provider: 'provider',
+  inputTokens: 'inputTokens',
+  outputTokens: 'outputTokens',
+  costMicros: 'costMicros',
+  error: 'error',
+  requestBody: 'requestBody'
+} as const
+
+export type RequestLogEntryScalarFieldEnum = (typeof RequestLogEntryScalarFieldEnum)[keyof typeof RequestLogEntryScalarFieldEnum]
 
 
 export const SortOrder = {

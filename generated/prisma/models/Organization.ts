@@ -238,6 +238,7 @@ export type OrganizationWhereInput = {
   codingPlans?: Prisma.CodingPlanListRelationFilter
   rateLimits?: Prisma.RateLimitListRelationFilter
   responses?: Prisma.StoredResponseListRelationFilter
+  requestLog?: Prisma.RequestLogEntryListRelationFilter
 }
 
 export type OrganizationOrderByWithRelationInput = {
@@ -261,6 +262,7 @@ export type OrganizationOrderByWithRelationInput = {
   codingPlans?: Prisma.CodingPlanOrderByRelationAggregateInput
   rateLimits?: Prisma.RateLimitOrderByRelationAggregateInput
   responses?: Prisma.StoredResponseOrderByRelationAggregateInput
+  requestLog?: Prisma.RequestLogEntryOrderByRelationAggregateInput
 }
 
 export type OrganizationWhereUniqueInput = Prisma.AtLeast<{
@@ -287,6 +289,7 @@ export type OrganizationWhereUniqueInput = Prisma.AtLeast<{
   codingPlans?: Prisma.CodingPlanListRelationFilter
   rateLimits?: Prisma.RateLimitListRelationFilter
   responses?: Prisma.StoredResponseListRelationFilter
+  requestLog?: Prisma.RequestLogEntryListRelationFilter
 }, "id" | "name">
 
 export type OrganizationOrderByWithAggregationInput = {
@@ -336,6 +339,7 @@ export type OrganizationCreateInput = {
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateInput = {
@@ -359,6 +363,7 @@ export type OrganizationUncheckedCreateInput = {
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUpdateInput = {
@@ -382,6 +387,7 @@ export type OrganizationUpdateInput = {
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateInput = {
@@ -405,6 +411,7 @@ export type OrganizationUncheckedUpdateInput = {
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateManyInput = {
@@ -690,6 +697,20 @@ export type OrganizationUpdateOneRequiredWithoutResponsesNestedInput = {
   update?: Prisma.XOR<Prisma.XOR<Prisma.OrganizationUpdateToOneWithWhereWithoutResponsesInput, Prisma.OrganizationUpdateWithoutResponsesInput>, Prisma.OrganizationUncheckedUpdateWithoutResponsesInput>
 }
 
+export type OrganizationCreateNestedOneWithoutRequestLogInput = {
+  create?: Prisma.XOR<Prisma.OrganizationCreateWithoutRequestLogInput, Prisma.OrganizationUncheckedCreateWithoutRequestLogInput>
+  connectOrCreate?: Prisma.OrganizationCreateOrConnectWithoutRequestLogInput
+  connect?: Prisma.OrganizationWhereUniqueInput
+}
+
+export type OrganizationUpdateOneRequiredWithoutRequestLogNestedInput = {
+  create?: Prisma.XOR<Prisma.OrganizationCreateWithoutRequestLogInput, Prisma.OrganizationUncheckedCreateWithoutRequestLogInput>
+  connectOrCreate?: Prisma.OrganizationCreateOrConnectWithoutRequestLogInput
+  upsert?: Prisma.OrganizationUpsertWithoutRequestLogInput
+  connect?: Prisma.OrganizationWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.OrganizationUpdateToOneWithWhereWithoutRequestLogInput, Prisma.OrganizationUpdateWithoutRequestLogInput>, Prisma.OrganizationUncheckedUpdateWithoutRequestLogInput>
+}
+
 export type OrganizationCreateWithoutPublishersInput = {
   id?: string
   name: string
@@ -710,6 +731,7 @@ export type OrganizationCreateWithoutPublishersInput = {
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutPublishersInput = {
@@ -732,6 +754,7 @@ export type OrganizationUncheckedCreateWithoutPublishersInput = {
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutPublishersInput = {
@@ -770,6 +793,7 @@ export type OrganizationUpdateWithoutPublishersInput = {
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutPublishersInput = {
@@ -792,6 +816,7 @@ export type OrganizationUncheckedUpdateWithoutPublishersInput = {
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutApiKeysInput = {
@@ -814,6 +839,7 @@ export type OrganizationCreateWithoutApiKeysInput = {
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutApiKeysInput = {
@@ -836,6 +862,7 @@ export type OrganizationUncheckedCreateWithoutApiKeysInput = {
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutApiKeysInput = {
@@ -874,6 +901,7 @@ export type OrganizationUpdateWithoutApiKeysInput = {
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutApiKeysInput = {
@@ -896,6 +924,7 @@ export type OrganizationUncheckedUpdateWithoutApiKeysInput = {
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutOauthClientsInput = {
@@ -918,6 +947,7 @@ export type OrganizationCreateWithoutOauthClientsInput = {
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutOauthClientsInput = {
@@ -940,6 +970,7 @@ export type OrganizationUncheckedCreateWithoutOauthClientsInput = {
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutOauthClientsInput = {
@@ -978,6 +1009,7 @@ export type OrganizationUpdateWithoutOauthClientsInput = {
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutOauthClientsInput = {
@@ -1000,6 +1032,7 @@ export type OrganizationUncheckedUpdateWithoutOauthClientsInput = {
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutCollectionsInput = {
@@ -1022,6 +1055,7 @@ export type OrganizationCreateWithoutCollectionsInput = {
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutCollectionsInput = {
@@ -1044,6 +1078,7 @@ export type OrganizationUncheckedCreateWithoutCollectionsInput = {
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutCollectionsInput = {
@@ -1082,6 +1117,7 @@ export type OrganizationUpdateWithoutCollectionsInput = {
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutCollectionsInput = {
@@ -1104,6 +1140,7 @@ export type OrganizationUncheckedUpdateWithoutCollectionsInput = {
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutAgentsInput = {
@@ -1126,6 +1163,7 @@ export type OrganizationCreateWithoutAgentsInput = {
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutAgentsInput = {
@@ -1148,6 +1186,7 @@ export type OrganizationUncheckedCreateWithoutAgentsInput = {
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutAgentsInput = {
@@ -1186,6 +1225,7 @@ export type OrganizationUpdateWithoutAgentsInput = {
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutAgentsInput = {
@@ -1208,6 +1248,7 @@ export type OrganizationUncheckedUpdateWithoutAgentsInput = {
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutChatsInput = {
@@ -1230,6 +1271,7 @@ export type OrganizationCreateWithoutChatsInput = {
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutChatsInput = {
@@ -1252,6 +1294,7 @@ export type OrganizationUncheckedCreateWithoutChatsInput = {
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutChatsInput = {
@@ -1290,6 +1333,7 @@ export type OrganizationUpdateWithoutChatsInput = {
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutChatsInput = {
@@ -1312,6 +1356,7 @@ export type OrganizationUncheckedUpdateWithoutChatsInput = {
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutUsageRecordsInput = {
@@ -1334,6 +1379,7 @@ export type OrganizationCreateWithoutUsageRecordsInput = {
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutUsageRecordsInput = {
@@ -1356,6 +1402,7 @@ export type OrganizationUncheckedCreateWithoutUsageRecordsInput = {
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutUsageRecordsInput = {
@@ -1394,6 +1441,7 @@ export type OrganizationUpdateWithoutUsageRecordsInput = {
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutUsageRecordsInput = {
@@ -1416,6 +1464,7 @@ export type OrganizationUncheckedUpdateWithoutUsageRecordsInput = {
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutCreditLedgerInput = {
@@ -1438,6 +1487,7 @@ export type OrganizationCreateWithoutCreditLedgerInput = {
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutCreditLedgerInput = {
@@ -1460,6 +1510,7 @@ export type OrganizationUncheckedCreateWithoutCreditLedgerInput = {
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutCreditLedgerInput = {
@@ -1498,6 +1549,7 @@ export type OrganizationUpdateWithoutCreditLedgerInput = {
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutCreditLedgerInput = {
@@ -1520,6 +1572,7 @@ export type OrganizationUncheckedUpdateWithoutCreditLedgerInput = {
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutBillingAccountInput = {
@@ -1542,6 +1595,7 @@ export type OrganizationCreateWithoutBillingAccountInput = {
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutBillingAccountInput = {
@@ -1564,6 +1618,7 @@ export type OrganizationUncheckedCreateWithoutBillingAccountInput = {
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutBillingAccountInput = {
@@ -1602,6 +1657,7 @@ export type OrganizationUpdateWithoutBillingAccountInput = {
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutBillingAccountInput = {
@@ -1624,6 +1680,7 @@ export type OrganizationUncheckedUpdateWithoutBillingAccountInput = {
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutBillingReservationsInput = {
@@ -1646,6 +1703,7 @@ export type OrganizationCreateWithoutBillingReservationsInput = {
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutBillingReservationsInput = {
@@ -1668,6 +1726,7 @@ export type OrganizationUncheckedCreateWithoutBillingReservationsInput = {
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutBillingReservationsInput = {
@@ -1706,6 +1765,7 @@ export type OrganizationUpdateWithoutBillingReservationsInput = {
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutBillingReservationsInput = {
@@ -1728,6 +1788,7 @@ export type OrganizationUncheckedUpdateWithoutBillingReservationsInput = {
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutCodingPlansInput = {
@@ -1750,6 +1811,7 @@ export type OrganizationCreateWithoutCodingPlansInput = {
   billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutCodingPlansInput = {
@@ -1772,6 +1834,7 @@ export type OrganizationUncheckedCreateWithoutCodingPlansInput = {
   billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutCodingPlansInput = {
@@ -1810,6 +1873,7 @@ export type OrganizationUpdateWithoutCodingPlansInput = {
   billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutCodingPlansInput = {
@@ -1832,6 +1896,7 @@ export type OrganizationUncheckedUpdateWithoutCodingPlansInput = {
   billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutRateLimitsInput = {
@@ -1854,6 +1919,7 @@ export type OrganizationCreateWithoutRateLimitsInput = {
   billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutRateLimitsInput = {
@@ -1876,6 +1942,7 @@ export type OrganizationUncheckedCreateWithoutRateLimitsInput = {
   billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutRateLimitsInput = {
@@ -1914,6 +1981,7 @@ export type OrganizationUpdateWithoutRateLimitsInput = {
   billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutRateLimitsInput = {
@@ -1936,6 +2004,7 @@ export type OrganizationUncheckedUpdateWithoutRateLimitsInput = {
   billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutIdempotencyInput = {
@@ -1958,6 +2027,7 @@ export type OrganizationCreateWithoutIdempotencyInput = {
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutIdempotencyInput = {
@@ -1980,6 +2050,7 @@ export type OrganizationUncheckedCreateWithoutIdempotencyInput = {
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
   responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutIdempotencyInput = {
@@ -2018,6 +2089,7 @@ export type OrganizationUpdateWithoutIdempotencyInput = {
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutIdempotencyInput = {
@@ -2040,6 +2112,7 @@ export type OrganizationUncheckedUpdateWithoutIdempotencyInput = {
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
   responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateWithoutResponsesInput = {
@@ -2062,6 +2135,7 @@ export type OrganizationCreateWithoutResponsesInput = {
   billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateWithoutResponsesInput = {
@@ -2084,6 +2158,7 @@ export type OrganizationUncheckedCreateWithoutResponsesInput = {
   billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
   codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
+  requestLog?: Prisma.RequestLogEntryUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationCreateOrConnectWithoutResponsesInput = {
@@ -2122,6 +2197,7 @@ export type OrganizationUpdateWithoutResponsesInput = {
   billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateWithoutResponsesInput = {
@@ -2144,6 +2220,115 @@ export type OrganizationUncheckedUpdateWithoutResponsesInput = {
   billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
   codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
+  requestLog?: Prisma.RequestLogEntryUncheckedUpdateManyWithoutOrganizationNestedInput
+}
+
+export type OrganizationCreateWithoutRequestLogInput = {
+  id?: string
+  name: string
+  createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
+  publishers?: Prisma.PublisherCreateNestedManyWithoutOrganizationInput
+  apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutOrganizationInput
+  oauthClients?: Prisma.OAuthClientCreateNestedManyWithoutOrganizationInput
+  collections?: Prisma.CollectionCreateNestedManyWithoutOrganizationInput
+  agents?: Prisma.AgentCreateNestedManyWithoutOrganizationInput
+  chats?: Prisma.ChatCreateNestedManyWithoutOrganizationInput
+  usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutOrganizationInput
+  creditLedger?: Prisma.CreditLedgerCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseCreateNestedManyWithoutOrganizationInput
+}
+
+export type OrganizationUncheckedCreateWithoutRequestLogInput = {
+  id?: string
+  name: string
+  createdAt?: Date | string
+  billingMode?: string
+  weeklyCapMicros?: bigint | number | null
+  ratePlan?: string | null
+  publishers?: Prisma.PublisherUncheckedCreateNestedManyWithoutOrganizationInput
+  apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutOrganizationInput
+  oauthClients?: Prisma.OAuthClientUncheckedCreateNestedManyWithoutOrganizationInput
+  collections?: Prisma.CollectionUncheckedCreateNestedManyWithoutOrganizationInput
+  agents?: Prisma.AgentUncheckedCreateNestedManyWithoutOrganizationInput
+  chats?: Prisma.ChatUncheckedCreateNestedManyWithoutOrganizationInput
+  usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  creditLedger?: Prisma.CreditLedgerUncheckedCreateNestedManyWithoutOrganizationInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutOrganizationInput
+  billingAccount?: Prisma.BillingAccountUncheckedCreateNestedOneWithoutOrganizationInput
+  billingReservations?: Prisma.BillingReservationUncheckedCreateNestedManyWithoutOrganizationInput
+  codingPlans?: Prisma.CodingPlanUncheckedCreateNestedManyWithoutOrganizationInput
+  rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutOrganizationInput
+  responses?: Prisma.StoredResponseUncheckedCreateNestedManyWithoutOrganizationInput
+}
+
+export type OrganizationCreateOrConnectWithoutRequestLogInput = {
+  where: Prisma.OrganizationWhereUniqueInput
+  create: Prisma.XOR<Prisma.OrganizationCreateWithoutRequestLogInput, Prisma.OrganizationUncheckedCreateWithoutRequestLogInput>
+}
+
+export type OrganizationUpsertWithoutRequestLogInput = {
+  update: Prisma.XOR<Prisma.OrganizationUpdateWithoutRequestLogInput, Prisma.OrganizationUncheckedUpdateWithoutRequestLogInput>
+  create: Prisma.XOR<Prisma.OrganizationCreateWithoutRequestLogInput, Prisma.OrganizationUncheckedCreateWithoutRequestLogInput>
+  where?: Prisma.OrganizationWhereInput
+}
+
+export type OrganizationUpdateToOneWithWhereWithoutRequestLogInput = {
+  where?: Prisma.OrganizationWhereInput
+  data: Prisma.XOR<Prisma.OrganizationUpdateWithoutRequestLogInput, Prisma.OrganizationUncheckedUpdateWithoutRequestLogInput>
+}
+
+export type OrganizationUpdateWithoutRequestLogInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  publishers?: Prisma.PublisherUpdateManyWithoutOrganizationNestedInput
+  apiKeys?: Prisma.ApiKeyUpdateManyWithoutOrganizationNestedInput
+  oauthClients?: Prisma.OAuthClientUpdateManyWithoutOrganizationNestedInput
+  collections?: Prisma.CollectionUpdateManyWithoutOrganizationNestedInput
+  agents?: Prisma.AgentUpdateManyWithoutOrganizationNestedInput
+  chats?: Prisma.ChatUpdateManyWithoutOrganizationNestedInput
+  usageRecords?: Prisma.UsageRecordUpdateManyWithoutOrganizationNestedInput
+  creditLedger?: Prisma.CreditLedgerUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUpdateManyWithoutOrganizationNestedInput
+}
+
+export type OrganizationUncheckedUpdateWithoutRequestLogInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  billingMode?: Prisma.StringFieldUpdateOperationsInput | string
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  ratePlan?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  publishers?: Prisma.PublisherUncheckedUpdateManyWithoutOrganizationNestedInput
+  apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutOrganizationNestedInput
+  oauthClients?: Prisma.OAuthClientUncheckedUpdateManyWithoutOrganizationNestedInput
+  collections?: Prisma.CollectionUncheckedUpdateManyWithoutOrganizationNestedInput
+  agents?: Prisma.AgentUncheckedUpdateManyWithoutOrganizationNestedInput
+  chats?: Prisma.ChatUncheckedUpdateManyWithoutOrganizationNestedInput
+  usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+  creditLedger?: Prisma.CreditLedgerUncheckedUpdateManyWithoutOrganizationNestedInput
+  idempotency?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutOrganizationNestedInput
+  billingAccount?: Prisma.BillingAccountUncheckedUpdateOneWithoutOrganizationNestedInput
+  billingReservations?: Prisma.BillingReservationUncheckedUpdateManyWithoutOrganizationNestedInput
+  codingPlans?: Prisma.CodingPlanUncheckedUpdateManyWithoutOrganizationNestedInput
+  rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutOrganizationNestedInput
+  responses?: Prisma.StoredResponseUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 
@@ -2165,6 +2350,7 @@ export type OrganizationCountOutputType = {
   codingPlans: number
   rateLimits: number
   responses: number
+  requestLog: number
 }
 
 export type OrganizationCountOutputTypeSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
@@ -2181,6 +2367,7 @@ export type OrganizationCountOutputTypeSelect<ExtArgs extends runtime.Types.Exte
   codingPlans?: boolean | OrganizationCountOutputTypeCountCodingPlansArgs
   rateLimits?: boolean | OrganizationCountOutputTypeCountRateLimitsArgs
   responses?: boolean | OrganizationCountOutputTypeCountResponsesArgs
+  requestLog?: boolean | OrganizationCountOutputTypeCountRequestLogArgs
 }
 
 /**
@@ -2284,6 +2471,13 @@ export type OrganizationCountOutputTypeCountResponsesArgs<ExtArgs extends runtim
   where?: Prisma.StoredResponseWhereInput
 }
 
+/**
+ * OrganizationCountOutputType without action
+ */
+export type OrganizationCountOutputTypeCountRequestLogArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.RequestLogEntryWhereInput
+}
+
 
 export type OrganizationSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   id?: boolean
@@ -2306,6 +2500,7 @@ export type OrganizationSelect<ExtArgs extends runtime.Types.Extensions.Internal
   codingPlans?: boolean | Prisma.Organization$codingPlansArgs<ExtArgs>
   rateLimits?: boolean | Prisma.Organization$rateLimitsArgs<ExtArgs>
   responses?: boolean | Prisma.Organization$responsesArgs<ExtArgs>
+  requestLog?: boolean | Prisma.Organization$requestLogArgs<ExtArgs>
   _count?: boolean | Prisma.OrganizationCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["organization"]>
 
@@ -2352,6 +2547,7 @@ export type OrganizationInclude<ExtArgs extends runtime.Types.Extensions.Interna
   codingPlans?: boolean | Prisma.Organization$codingPlansArgs<ExtArgs>
   rateLimits?: boolean | Prisma.Organization$rateLimitsArgs<ExtArgs>
   responses?: boolean | Prisma.Organization$responsesArgs<ExtArgs>
+  requestLog?: boolean | Prisma.Organization$requestLogArgs<ExtArgs>
   _count?: boolean | Prisma.OrganizationCountOutputTypeDefaultArgs<ExtArgs>
 }
 export type OrganizationIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {}
@@ -2374,6 +2570,7 @@ export type $OrganizationPayload<ExtArgs extends runtime.Types.Extensions.Intern
     codingPlans: Prisma.$CodingPlanPayload<ExtArgs>[]
     rateLimits: Prisma.$RateLimitPayload<ExtArgs>[]
     responses: Prisma.$StoredResponsePayload<ExtArgs>[]
+    requestLog: Prisma.$RequestLogEntryPayload<ExtArgs>[]
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     id: string
@@ -2799,6 +2996,7 @@ export interface Prisma__OrganizationClient<T, Null = never, ExtArgs extends run
   codingPlans<T extends Prisma.Organization$codingPlansArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Organization$codingPlansArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$CodingPlanPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   rateLimits<T extends Prisma.Organization$rateLimitsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Organization$rateLimitsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$RateLimitPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   responses<T extends Prisma.Organization$responsesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Organization$responsesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$StoredResponsePayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  requestLog<T extends Prisma.Organization$requestLogArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Organization$requestLogArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$RequestLogEntryPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -3555,6 +3753,30 @@ export type Organization$responsesArgs<ExtArgs extends runtime.Types.Extensions.
   take?: number
   skip?: number
   distinct?: Prisma.StoredResponseScalarFieldEnum | Prisma.StoredResponseScalarFieldEnum[]
+}
+
+/**
+ * Organization.requestLog
+ */
+export type Organization$requestLogArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the RequestLogEntry
+   */
+  select?: Prisma.RequestLogEntrySelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the RequestLogEntry
+   */
+  omit?: Prisma.RequestLogEntryOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.RequestLogEntryInclude<ExtArgs> | null
+  where?: Prisma.RequestLogEntryWhereInput
+  orderBy?: Prisma.RequestLogEntryOrderByWithRelationInput | Prisma.RequestLogEntryOrderByWithRelationInput[]
+  cursor?: Prisma.RequestLogEntryWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.RequestLogEntryScalarFieldEnum | Prisma.RequestLogEntryScalarFieldEnum[]
 }
 
 /**

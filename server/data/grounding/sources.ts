@@ -2,6 +2,7 @@
 // `Citation` shape (with the item's public URL), best first.
 import type { components } from '../../../generated/types/openapi.js';
 import type { PrismaClient, Publisher } from '../../../generated/prisma/client.js';
+import { PUBLISHERS_HINT } from '../../identity/organizations.js';
 import { ApiError } from '../../errors.js';
 import type { CallScope } from '../../gateway/gateway-service.js';
 import type { Principal } from '../../identity/principal.js';
@@ -36,7 +37,7 @@ export class Sources {
 
   /** Several publishers named for grounding, by the rules of `publisherNamed`, in one query. */
   publishersNamed(principal: Principal, names: readonly string[]): Promise<Publisher[]> {
-    return publishersNamed(this.prisma, principal, names, (name) => new ApiError('FORBIDDEN', `Publisher "${name}" is not in your organization.`));
+    return publishersNamed(this.prisma, principal, names, (name) => new ApiError('FORBIDDEN', `Publisher "${name}" is not in your organization (${PUBLISHERS_HINT}).`));
   }
 
   async find(query: SourceQuery, scope: CallScope): Promise<Source[]> {

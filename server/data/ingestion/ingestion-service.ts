@@ -9,7 +9,7 @@ import type { components } from '../../../generated/types/openapi.js';
 import type { UploadedFile } from '../../../generated/server/operations.js';
 import { ApiError } from '../../errors.js';
 import { softDeletion } from '../items.js';
-import type { OrganizationService } from '../../identity/organizations.js';
+import { PUBLISHERS_HINT, type OrganizationService } from '../../identity/organizations.js';
 import type { Principal } from '../../identity/principal.js';
 import { checkIntact, detectFormat, MEDIA_TYPES, UnreadableDocumentError, type DocumentFormat } from './formats.js';
 import type { ClaimedJob, JobQueue } from './job-queue.js';
@@ -90,7 +90,7 @@ export class IngestionService {
   /** One document, indexed before the answer (run by this instance, under a lease like any job). */
   async ingestText(principal: Principal, document: RealTimeDocument): Promise<RealTimeResult> {
     const publisherId = document.publisherId ?? document.publisher_id;
-    if (!publisherId) throw new ApiError('INVALID_REQUEST', 'publisherId (or publisher_id) is required');
+    if (!publisherId) throw new ApiError('INVALID_REQUEST', `publisherId (or publisher_id) is required (${PUBLISHERS_HINT})`);
     const publisher = await this.organizations.publisherForCaller(principal, publisherId);
     const bytes = Buffer.from(document.content, 'utf8');
     const title = document.item_title?.trim() || null;

@@ -2,6 +2,7 @@
 // answer shapes of the public platform (real-platform.md), over the hybrid retriever.
 import type { PrismaClient } from '../../../generated/prisma/client.js';
 import type { components } from '../../../generated/types/openapi.js';
+import { PUBLISHERS_HINT } from '../../identity/organizations.js';
 import { ApiError } from '../../errors.js';
 import type { CallScope } from '../../gateway/gateway-service.js';
 import type { Principal } from '../../identity/principal.js';
@@ -29,7 +30,7 @@ function invalidBody(message: string): ApiError {
 }
 
 function notYours(publisher: string): ApiError {
-  return new ApiError('FORBIDDEN', `Publisher "${publisher}" is not in your organization`, { gatewayCode: 'forbidden' });
+  return new ApiError('FORBIDDEN', `Publisher "${publisher}" is not in your organization (${PUBLISHERS_HINT})`, { gatewayCode: 'forbidden' });
 }
 
 const isBlank = (text: string | undefined) => text === undefined || text.trim() === '';
@@ -94,12 +95,12 @@ export class SearchService {
       if (tenant !== undefined) throw new ApiError('INVALID_REQUEST', `Invalid tenant: collection "${name}" is not multi-tenant.`);
       return { collection: collection.name, publisherIds: await this.organizationPublishers(principal.organizationId) };
     }
-    if (isBlank(tenant)) throw new ApiError('INVALID_REQUEST', `Missing tenant: collection "${name}" is multi-tenant; name a publisher as tenant.`);
+    if (isBlank(tenant)) throw new ApiError('INVALID_REQUEST', `Missing tenant: collection "${name}" is multi-tenant; name a publisher as tenant (${PUBLISHERS_HINT}).`);
     // The collection is the caller's: its tenants are the caller's publishers. Another
     // organization's publisher is answered as one that does not exist (its existence is not
     // the caller's to learn).
     const publisher = await this.prisma.publisher.findFirst({ where: { name: tenant, organizationId: principal.organizationId }, select: { id: true } });
-    if (!publisher) throw new ApiError('INVALID_REQUEST', `Invalid tenant: "${tenant}" is not a tenant of collection "${name}".`);
+    if (!publisher) throw new ApiError('INVALID_REQUEST', `Invalid tenant: "${tenant}" is not a tenant of collection "${name}" (${PUBLISHERS_HINT}).`);
     return { collection: collection.name, publisherIds: [publisher.id] };
   }
 

@@ -1,0 +1,10 @@
+import type { UsageLine } from '../../billing/billing-service.js';
+
+/** A usage line's figures as the contract's `UsageTotals` (micros as numbers). */
+export const usageTotals = (l: UsageLine) => ({
+  calls: l.calls,
+  inputTokens: l.inputTokens,
+  outputTokens: l.outputTokens,
+  costMicros: Number(l.costMicros),
+  billedMicros: Number(l.billedMicros),
+});
