@@ -5,6 +5,7 @@
 import type { Logger } from 'pino';
 import type { components } from '../../generated/types/openapi.js';
 import { ApiError } from '../errors.js';
+import type { ModelAccess } from '../identity/model-access.js';
 import { LogsThrough } from '../logging.js';
 import type { ChatMessage, ChatRequest, ChatStreamEvent, ResponseFormat, ToolChoice, ToolDefinition, Usage } from '../providers/types.js';
 import type { CacheRequest, ResponseCache } from './cache/response-cache.js';
@@ -28,6 +29,8 @@ export interface CompletionContext extends CallScope {
   readonly log: Logger;
   /** Set by the operations that offer the response cache (cache/response-cache.ts). */
   readonly cache?: CacheRequest;
+  /** The models the caller's key may call (null: all). */
+  readonly models: ModelAccess | null;
 }
 
 /** The gateway call of a request's completion: its scope, and its logger read only when something logs. */
@@ -150,7 +153,7 @@ export class ChatCompletions {
     }
     this.gateway.catalog.imageUrls.check(messages, (i, j) => `messages[${i}].content[${j}].image_url.url`);
     const request = providerRequest(body, guarded ? withTradition(messages, body.tradition) : messages);
-    const plan = planRoute(this.gateway.catalog, guarded ? body : { model: body.model }, requestFeatures(request));
+    const plan = planRoute(this.gateway.catalog, guarded ? body : { model: body.model }, requestFeatures(request), ctx.models);
     return { messages, request, plan };
   }
 

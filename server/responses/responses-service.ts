@@ -92,7 +92,7 @@ export class ResponsesService {
     ];
     const messages = guarded ? withTradition([...system, ...conversation], body.tradition) : [...system, ...conversation];
     const { request, imageTool } = providerRequest(body, messages);
-    const plan = planRoute(this.gateway.catalog, guarded ? body : { model: body.model }, requestFeatures(request, { imageGeneration: imageTool !== undefined }));
+    const plan = planRoute(this.gateway.catalog, guarded ? body : { model: body.model }, requestFeatures(request, { imageGeneration: imageTool !== undefined }), ctx.models);
     return { request, imageTool, plan };
   }
 

@@ -17,6 +17,7 @@ class HandlerCompletionContext extends LogsThrough implements CompletionContext 
   readonly traceId: string;
   readonly signal: AbortSignal;
   readonly meter: CompletionContext['meter'];
+  readonly models: CompletionContext['models'];
 
   constructor(
     ctx: RequestContext,
@@ -28,6 +29,7 @@ class HandlerCompletionContext extends LogsThrough implements CompletionContext 
     this.traceId = ctx.traceId;
     this.signal = ctx.signal;
     this.meter = ctx.meter;
+    this.models = ctx.principal?.models ?? null;
   }
 }
 
