@@ -37,6 +37,8 @@ import { createRateLimiter } from './limits/rate-limiter.js';
 import { loadCatalog, type Catalog } from './gateway/catalog.js';
 import { createInference } from './gateway/index.js';
 import { Metrics } from './observability/metrics.js';
+import { createTracing } from './observability/tracing.js';
+import { tracingStage } from './http/tracing-admission.js';
 import { ResponsesService } from './responses/responses-service.js';
 import { ResponseStore } from './responses/store.js';
 import { createLocalEmbedder } from './providers/local/local-embedder.js';
@@ -84,6 +86,8 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
       health.register({ id: 'redis', name: 'Redis (shared state)', critical: false, probe: async () => (await redis.ping(), 'healthy') });
     }
     const metrics = new Metrics();
+    const tracing = await createTracing(config, logger);
+    cleanup.push(() => tracing.close());
     // The local embedding model (server/providers/local): worker threads, started on first use.
     const embedder = createLocalEmbedder(config);
     cleanup.push(() => embedder.close());
@@ -163,6 +167,8 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
       chat: async (organizationId, chatId) => estimateMessageTokens(await services.chats.contextOf(organizationId, chatId)),
     });
     const admission = [
+      // First, so that the request span holds every other stage (off: not installed at all).
+      ...(tracing.enabled ? [tracingStage(tracing)] : []),
       // Before idempotency: a 429 must not become the stored answer of the client's retry key.
       rateLimitStage(rateLimits.limiter, quotas, estimator),
       idempotencyStage(stores, { waitMs: config.idempotencyWaitMs, pollMs: 100 }),

@@ -31,6 +31,7 @@ import { estimateUsage, UpstreamCall, type Attempt } from './upstream-call.js';
 import { continuationRequest, joinedContinuation, restartProbe, startsOver } from './continuation.js';
 import { RouteWalk, type Candidate, type RetryPolicy, type WalkOptions } from './route-walk.js';
 import { trackUsage, type UsageMeter } from './usage-scope.js';
+import type { RequestTrace, TraceSpan } from '../observability/tracing.js';
 
 export type { Served } from './catalog.js';
 export type { Attempt } from './upstream-call.js';
@@ -44,6 +45,8 @@ export interface CallScope {
    * work nobody is billed for (ingestion, probes). Required, so a call cannot forget it.
    */
   meter: UsageMeter | null;
+  /** The request's trace: each upstream attempt is a span of it (absent or null: not traced). */
+  trace?: RequestTrace | null;
 }
 
 export interface ChatCall extends CallScope {
@@ -122,7 +125,7 @@ export class GatewayService {
       if (call.signal.aborted) throw new ApiError('INTERNAL_ERROR', 'The client went away.');
       const candidate = await walk.next(call.signal, maxAttempts - attempts.length);
       if (!candidate) break;
-      const upstream = new UpstreamCall(candidate.deployment.id, candidate.model.id, this.health, this.metrics);
+      const upstream = new UpstreamCall(candidate.deployment.id, candidate.model.id, this.health, this.metrics, attemptSpan(call.trace, 'chat', candidate, this.catalog));
       attempts.push(upstream.attempt);
       try {
         const value = await run(candidate, call.signal);
@@ -235,11 +238,11 @@ export class GatewayService {
     return (operation !== undefined ? routes[operation]?.resume_streams : undefined) ?? fallback;
   }
 
-  async embed(modelId: string, input: string[], dimensions: number | undefined, { signal, meter }: CallScope): Promise<{ result: Required<EmbedResult>; served: Served }> {
+  async embed(modelId: string, input: string[], dimensions: number | undefined, { signal, meter, trace }: CallScope): Promise<{ result: Required<EmbedResult>; served: Served }> {
     // Spec 7.1: no failover to another embedding provider; the model's first healthy deployment answers.
     const candidate = this.candidates.get(modelId)!.find((c) => this.health.available(c.deployment.id));
     if (!candidate) throw new ApiError('EMBEDDING_PROVIDER_UNAVAILABLE', `The embedding provider of ${modelId} is unavailable.`);
-    const upstream = new UpstreamCall(candidate.deployment.id, modelId, this.health, this.metrics);
+    const upstream = new UpstreamCall(candidate.deployment.id, modelId, this.health, this.metrics, attemptSpan(trace, 'embeddings', candidate, this.catalog));
     try {
       const result = await this.provider(candidate).embed({ model: candidate.deployment.model, input, dimensions }, this.callContext(signal));
       upstream.answered();
@@ -299,6 +302,25 @@ export function streamUsage(attempts: readonly Attempt[]): Usage {
     ...(reasoningTokens ? { reasoningTokens } : {}),
     ...(cachedTokens || cacheWriteTokens ? { cachedTokens, cacheWriteTokens, cacheWrite1hTokens } : {}),
   };
+}
+
+/**
+ * An upstream attempt's span, named and described as the GenAI semantic conventions say
+ * (`{operation} {model}`; the provider as gen_ai.provider.name and, for older backends,
+ * gen_ai.system); UpstreamCall adds the token counts and ends it.
+ */
+function attemptSpan(trace: RequestTrace | null | undefined, operation: 'chat' | 'embeddings', c: Candidate, catalog: Catalog): TraceSpan | null {
+  if (!trace) return null;
+  const system = catalog.providers.get(c.deployment.provider)?.type ?? 'local';
+  return trace.span(`${operation} ${c.model.id}`, {
+    'gen_ai.operation.name': operation,
+    'gen_ai.provider.name': system,
+    'gen_ai.system': system,
+    'gen_ai.request.model': c.model.id,
+    'gen_ai.response.model': c.deployment.model,
+    'gateway.deployment': c.deployment.id,
+    'gateway.provider': c.deployment.provider,
+  });
 }
 
 /** The request as one deployment gets it: its upstream model name; reasoning options only for reasoning models. */

@@ -19,6 +19,7 @@
 // first; the other tiers' models follow as fallbacks (the tier above first).
 import { ApiError } from '../errors.js';
 import type { ModelAccess } from '../identity/model-access.js';
+import type { RequestTrace } from '../observability/tracing.js';
 import { estimateMessageTokens } from '../providers/local/tokens.js';
 import type { ChatRequest } from '../providers/types.js';
 import type { Catalog, ModelConfig, ModelFamily, Tier } from './catalog.js';
@@ -220,5 +221,24 @@ function requireFits(model: ModelConfig, features: RequestFeatures): void {
       `The prompt (about ${features.promptTokens} tokens) plus max_tokens (${features.maxTokens ?? 0}) exceed the ${model.context_window}-token context window of ${model.id}.`,
       { param: 'messages' },
     );
+  }
+}
+
+/** `plan` as a span of the request's trace: the selector asked for, then the mechanism and models planned (or the refusal). */
+export function tracedRoute(trace: RequestTrace | null | undefined, selector: RouteSelector, plan: () => RoutePlan): RoutePlan {
+  if (!trace) return plan();
+  const span = trace.span('gateway.route', {
+    'gen_ai.request.model': selector.model,
+    'gateway.model_family': selector.model_family,
+    'gateway.auto_routing': selector.auto_routing,
+  });
+  try {
+    const planned = plan();
+    span.set({ 'gateway.mechanism': planned.mechanism, 'gateway.tier': planned.tier ?? undefined, 'gateway.models': [...planned.models, ...planned.fallbacks].map((m) => m.id).join(',') });
+    span.end();
+    return planned;
+  } catch (error) {
+    span.fail(error);
+    throw error;
   }
 }

@@ -18,6 +18,7 @@ import type { Principal } from '../identity/principal.js';
 import type { BillingService, Reservation } from '../billing/billing-service.js';
 import type { Estimator } from '../billing/estimate.js';
 import { UsageScope } from '../gateway/usage-scope.js';
+import { traced, type RequestTrace } from '../observability/tracing.js';
 
 const INFERENCE_TAGS = new Set(['completions', 'embeddings', 'responses']);
 
@@ -66,7 +67,9 @@ export function billingStage(billing: BillingService, estimator: Estimator, logg
       let reservation: Reservation | null = null;
       if (charge || capped) {
         const estimate = await estimator.of(res, route, req.body, organizationId);
-        reservation = await billing.reserve({
+        const trace = res.locals.trace as RequestTrace | undefined;
+        const hold = { 'gen_ai.request.model': estimate.model?.id, 'billing.estimate_micros': Number(estimate.micros), 'billing.limited_key': limitedKey };
+        reservation = await traced(trace, 'billing.reserve', hold, () => billing.reserve({
           organizationId,
           apiKeyId,
           operation: route.operationId,
@@ -76,14 +79,18 @@ export function billingStage(billing: BillingService, estimator: Estimator, logg
           traceId,
           debit: prepaid,
           limitedKey,
-        });
+        }));
       }
       const scope = new UsageScope();
       onResponseEnd(res, () => {
         billing.background(
           scope
             .settled(SETTLE_WAIT_MS)
-            .then((calls) => billing.settle({ organizationId, apiKeyId, operation: route.operationId, traceId, product, charge, reservation, calls }))
+            .then((calls) =>
+              traced(res.locals.trace as RequestTrace | undefined, 'billing.settle', {}, () =>
+                billing.settle({ organizationId, apiKeyId, operation: route.operationId, traceId, product, charge, reservation, calls }),
+              ),
+            )
             .catch((error) => logger.error({ err: error, traceId, reservation: reservation?.id }, 'could not settle the usage of a request')),
         );
       });

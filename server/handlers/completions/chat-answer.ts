@@ -18,6 +18,7 @@ class HandlerCompletionContext extends LogsThrough implements CompletionContext 
   readonly signal: AbortSignal;
   readonly meter: CompletionContext['meter'];
   readonly models: CompletionContext['models'];
+  readonly trace: CompletionContext['trace'];
 
   constructor(
     ctx: RequestContext,
@@ -30,6 +31,7 @@ class HandlerCompletionContext extends LogsThrough implements CompletionContext 
     this.signal = ctx.signal;
     this.meter = ctx.meter;
     this.models = ctx.principal?.models ?? null;
+    this.trace = ctx.trace;
   }
 }
 
