@@ -171,7 +171,7 @@ async function main(): Promise<void> {
   // within BILLING_SETTINGS_CACHE_MS (server/billing/settings-cache.ts).
   const billingChanges = redis ? await redisSettingsChanges(redis, logger) : localSettingsChanges();
   // With REDIS_URL, changes also reach the servers' copies of the billing gates at once.
-  const billingService = new BillingService(prisma, loadCatalog(), logger, { changes: billingChanges, hot: redis ? { redis: redis.hotPath, metrics: new Metrics() } : undefined });
+  const billingService = new BillingService(prisma, { catalog: loadCatalog() }, logger, { changes: billingChanges, hot: redis ? { redis: redis.hotPath, metrics: new Metrics() } : undefined });
   const billing = () => billingService;
   try {
     switch (command) {

@@ -38,6 +38,7 @@ import { loadCatalog, type Catalog } from './gateway/catalog.js';
 import { createInference } from './gateway/index.js';
 import { Metrics } from './observability/metrics.js';
 import { createTracing } from './observability/tracing.js';
+import { reloadGatewayConfig, type ReloadOutcome } from './gateway/reload.js';
 import { tracingStage } from './http/tracing-admission.js';
 import { ResponsesService } from './responses/responses-service.js';
 import { ResponseStore } from './responses/store.js';
@@ -50,6 +51,8 @@ export interface RunningPlatform {
   services: Services;
   /** What this start created on an empty database (with the one-time admin key), else null. */
   bootstrap: BootstrapResult | null;
+  /** Reads GATEWAY_CONFIG again (SIGHUP: main.ts): reload.ts says what changes and what an invalid file does. */
+  reloadGatewayConfig(env?: NodeJS.ProcessEnv): ReloadOutcome;
   close(): Promise<void>;
 }
 
@@ -105,7 +108,7 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     // instances' caches through Redis when configured.
     const billingChanges = redis ? await redisSettingsChanges(redis, logger) : localSettingsChanges();
     cleanup.push(() => billingChanges.close());
-    const billing = new BillingService(database.prisma, inference.gateway.catalog, logger, {
+    const billing = new BillingService(database.prisma, inference.gateway, logger, {
       changes: billingChanges,
       hot: redis ? { redis: redis.hotPath, metrics } : undefined,
       instanceId: config.instanceId ?? (config.port !== 0 ? `${hostname()}:${config.port}` : undefined),
@@ -162,7 +165,7 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     cleanup.push(async () => idempotency.stopSweeping());
     const stores = { durable: idempotency, inference: inferenceIdempotencyStore(redis, logger, metrics) };
     // A request's worst case, with the conversation it continues (stored response, or chat).
-    const estimator = new Estimator(inference.gateway.catalog, {
+    const estimator = new Estimator(inference.gateway, {
       response: (organizationId, id) => services.responses.historyTokens(organizationId, id),
       chat: async (organizationId, chatId) => estimateMessageTokens(await services.chats.contextOf(organizationId, chatId)),
     });
@@ -209,7 +212,14 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     if (stubs.length > 0) logger.warn({ operations: stubs }, `${stubs.length} operations are still stubs answering 501`);
 
     let closing: Promise<void> | undefined;
-    return { apiUrl, mgmtUrl, services, bootstrap, close: () => (closing ??= closeAll()) };
+    return {
+      apiUrl,
+      mgmtUrl,
+      services,
+      bootstrap,
+      reloadGatewayConfig: (env = process.env) => reloadGatewayConfig(inference, env, logger),
+      close: () => (closing ??= closeAll()),
+    };
   } catch (error) {
     await closeAll();
     throw error;

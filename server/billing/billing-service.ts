@@ -134,7 +134,8 @@ export class BillingService {
 
   constructor(
     private readonly prisma: PrismaClient,
-    private readonly catalog: Catalog,
+    /** The catalog now (the gateway's: a reload changes it), for the prices usage is billed at. */
+    private readonly catalogs: { readonly catalog: Catalog },
     private readonly logger: Logger,
     options: BillingOptions = {},
   ) {
@@ -339,7 +340,8 @@ export class BillingService {
       let first = true;
       for (const attempt of call) {
         if (!attempt.usage) continue;
-        const model = this.catalog.models.get(attempt.modelId);
+        const { catalog } = this.catalogs;
+        const model = catalog.models.get(attempt.modelId);
         const images = attempt.images ?? 0;
         const cost = costMicros(model, { ...attempt.usage, images });
         const charged = first ? cost : costMicros(model, { promptTokens: 0, completionTokens: attempt.usage.completionTokens, images });
@@ -350,7 +352,7 @@ export class BillingService {
           apiKeyId: s.apiKeyId,
           operation: s.operation,
           model: attempt.modelId,
-          provider: this.catalog.deployments.get(attempt.deploymentId)?.provider ?? null,
+          provider: catalog.deployments.get(attempt.deploymentId)?.provider ?? null,
           inputTokens: attempt.usage.promptTokens,
           outputTokens: attempt.usage.completionTokens,
           images,

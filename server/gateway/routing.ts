@@ -58,6 +58,8 @@ export interface RoutePlan {
   features: RequestFeatures;
   /** The models the caller may call (null: all): refusal fallbacks are picked among them too. */
   access: ModelAccess | null;
+  /** The catalog it was planned on: the request runs on it to the end, whatever a reload changes meanwhile. */
+  catalog: Catalog;
 }
 
 const REASONING_HINT = /\b(step[- ]by[- ]step|prove|proof|derive|analy[sz]e|reason(ing)? through|think (it )?through|trade-?offs?)\b|`{3}/i;
@@ -163,7 +165,7 @@ function unique(models: (ModelConfig | undefined)[]): ModelConfig[] {
   return [...new Set(models.filter((m) => m !== undefined))];
 }
 
-function withFallbacks(catalog: Catalog, plan: Omit<RoutePlan, 'fallbacks' | 'features' | 'access'>, features: RequestFeatures, access: ModelAccess | null): RoutePlan {
+function withFallbacks(catalog: Catalog, plan: Omit<RoutePlan, 'fallbacks' | 'features' | 'access' | 'catalog'>, features: RequestFeatures, access: ModelAccess | null): RoutePlan {
   const fallbacks: ModelConfig[] = [];
   for (const model of plan.models) {
     for (const m of catalog.fallbacks.get(model.id)!.fallbacks) {
@@ -172,7 +174,7 @@ function withFallbacks(catalog: Catalog, plan: Omit<RoutePlan, 'fallbacks' | 'fe
       }
     }
   }
-  return { ...plan, fallbacks, features, access };
+  return { ...plan, fallbacks, features, access, catalog };
 }
 
 /** The fallbacks of `model` for a refusal of its upstream (context length, content filter) that can take the request and the caller may call. */
