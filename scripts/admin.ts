@@ -10,7 +10,9 @@ import { weekStart } from '../server/billing/pricing.js';
 import { loadCatalog } from '../server/gateway/catalog.js';
 import { QUOTA_CACHE_MS, QuotaSettings } from '../server/limits/quotas.js';
 import { loadConfig } from '../server/config.js';
+import { spendLimited, type KeyLimits } from '../server/identity/api-keys.js';
 import { createIdentity } from '../server/identity/index.js';
+import { patternProblem } from '../server/identity/model-access.js';
 import { createLogger } from '../server/logging.js';
 import { Metrics } from '../server/observability/metrics.js';
 import { openDatabase } from '../server/storage/database.js';
@@ -20,10 +22,15 @@ const USAGE = `Usage: npm run admin -- <command> [options]
 
   create-org <name>                        a new organization
   create-publisher <org> <name>            a publisher of an organization (names are global)
-  create-key <org> [--scopes a,b] [--label text] [--expires-in-days n]
+  create-key <org> [--scopes a,b] [--label text] [--expires-in-days n] [limits]
                                            an API key (all scopes but billing:manage unless
                                            --scopes: that one lets a key credit its own
                                            organization; give it only to the payment system)
+  set-key-limits <org> <key id> [limits]   changes a key's limits (those given; none: removed)
+      limits: --weekly-cap <usd|none>      the key's weekly spending cap
+              --credit-share <1-100|none>  percent of the organization's credit per week
+              --models <a,b|all>           models allowed: ids or family/ids, * for any
+                                           characters (gpt-4o*, anthropic/*); all: every model
   create-oauth-client <org> [--scopes a,b] deprecated OAuth client credentials
   revoke-oauth-client <client_id>          revokes the client and its tokens
   add-credit <org> <usd> [--reason text]   prepaid credit for the billing gate
@@ -47,6 +54,7 @@ const ARITY: Record<string, number> = {
   'create-org': 1,
   'create-publisher': 2,
   'create-key': 1,
+  'set-key-limits': 2,
   'create-oauth-client': 1,
   'revoke-oauth-client': 1,
   'add-credit': 2,
@@ -67,6 +75,39 @@ function parseScopes(value: string | undefined): Scope[] {
   return list as Scope[];
 }
 
+/** The limits options given (absent: unchanged); `none` / `all` remove a limit. Checked before the database is opened. */
+function keyLimits(values: { 'weekly-cap'?: string; 'credit-share'?: string; models?: string }): Partial<KeyLimits> {
+  const limits: Partial<KeyLimits> = {};
+  const cap = values['weekly-cap'];
+  if (cap !== undefined) {
+    const micros = cap === 'none' ? null : usdToMicros(cap);
+    if (cap !== 'none' && micros === null) throw new Error('--weekly-cap must be a number of US dollars, e.g. 50.00, or none');
+    limits.weeklyCapMicros = micros === null ? null : Number(micros);
+  }
+  const share = values['credit-share'];
+  if (share !== undefined) {
+    const percent = share === 'none' ? null : Number(share);
+    if (percent !== null && !(Number.isInteger(percent) && percent >= 1 && percent <= 100)) throw new Error('--credit-share must be a whole percent from 1 to 100, or none');
+    limits.creditSharePercent = percent;
+  }
+  if (values.models !== undefined) {
+    const models = values.models === 'all' ? null : values.models.split(',').map((m) => m.trim()).filter(Boolean);
+    const problem = models && patternProblem(models);
+    if (problem) throw new Error(`--models: ${problem}`);
+    limits.allowedModels = models;
+  }
+  return limits;
+}
+
+function describeLimits(limits: KeyLimits): string {
+  const parts = [
+    limits.weeklyCapMicros === null ? 'no weekly cap' : `weekly cap ${formatUsd(BigInt(limits.weeklyCapMicros))}`,
+    limits.creditSharePercent === null ? 'no credit share' : `${limits.creditSharePercent}% of the organization's credit per week`,
+    limits.allowedModels === null ? 'every model' : `models ${limits.allowedModels.join(', ')}`,
+  ];
+  return parts.join(', ');
+}
+
 async function main(): Promise<void> {
   const { positionals, values } = parseArgs({
     allowPositionals: true,
@@ -81,6 +122,9 @@ async function main(): Promise<void> {
       key: { type: 'string' },
       rpm: { type: 'string' },
       tpm: { type: 'string' },
+      'weekly-cap': { type: 'string' },
+      'credit-share': { type: 'string' },
+      models: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -113,6 +157,7 @@ async function main(): Promise<void> {
     return n;
   };
   const quota = { requestsPerMinute: perMinute('rpm'), tokensPerMinute: perMinute('tpm') };
+  const limits = keyLimits(values);
   const days = values['expires-in-days'] ? Number(values['expires-in-days']) : undefined;
   if (days !== undefined && !(days > 0)) throw new Error('--expires-in-days must be a positive number');
 
@@ -126,7 +171,7 @@ async function main(): Promise<void> {
   // within BILLING_SETTINGS_CACHE_MS (server/billing/settings-cache.ts).
   const billingChanges = redis ? await redisSettingsChanges(redis, logger) : localSettingsChanges();
   // With REDIS_URL, changes also reach the servers' copies of the billing gates at once.
-  const billingService = new BillingService(prisma, loadCatalog(), logger, { changes: billingChanges, hot: redis ? { redis: redis.hotPath, metrics: new Metrics() } : undefined });
+  const billingService = new BillingService(prisma, { catalog: loadCatalog() }, logger, { changes: billingChanges, hot: redis ? { redis: redis.hotPath, metrics: new Metrics() } : undefined });
   const billing = () => billingService;
   try {
     switch (command) {
@@ -146,8 +191,19 @@ async function main(): Promise<void> {
           scopes,
           label: values.label ?? null,
           expiresAt: days ? Date.now() + days * 86_400_000 : null,
+          limits,
         });
-        console.log(`key ${key.id} for ${org.name}, scopes ${key.scopes.join(', ')}\n\n  ${plaintext}\n\nIt will not be shown again.`);
+        if (spendLimited(key.limits)) await billing().syncKeyPool(org.id, key.id);
+        console.log(`key ${key.id} for ${org.name}, scopes ${key.scopes.join(', ')}; ${describeLimits(key.limits)}\n\n  ${plaintext}\n\nIt will not be shown again.`);
+        break;
+      }
+      case 'set-key-limits': {
+        const org = await identity.organizations.findOrganization(args[0]);
+        if (Object.keys(limits).length === 0) throw new Error('give at least one of --weekly-cap, --credit-share, --models');
+        const key = await identity.keys.amend(org.id, args[1], { limits });
+        if (spendLimited(key.limits)) await billing().syncKeyPool(org.id, key.id);
+        // Running servers drop the key's cached principal at once with REDIS_URL, else within the credential cache TTL.
+        console.log(`key ${key.id} of ${org.name}: ${describeLimits(key.limits)}`);
         break;
       }
       case 'create-oauth-client': {

@@ -56,6 +56,9 @@ const schema = z.object({
     .string()
     .regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL')
     .optional(),
+  /** OTLP/HTTP collector (traces go to its /v1/traces); unset: no tracing, the SDK is never loaded. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).default('inference-platform'),
   INSTANCE_ID: z
     .string()
     .regex(/^[\w.:-]{1,200}$/, 'expected letters, digits and . : _ - (e.g. a host name)')
@@ -125,6 +128,9 @@ export type Config = {
   databaseUrl: string | undefined;
   dataDir: string;
   redisUrl: string | undefined;
+  /** OpenTelemetry: traces exported over OTLP/HTTP to this endpoint (server/observability/tracing.ts); undefined: off. */
+  otlpEndpoint: string | undefined;
+  otelServiceName: string;
   /**
    * Names this instance across restarts (billing holds it left open are released when it
    * starts again); unset: the host name and port, or a random id when the port is 0.
@@ -222,6 +228,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: c.DATABASE_URL,
     dataDir: c.DATA_DIR,
     redisUrl: c.REDIS_URL,
+    otlpEndpoint: c.OTEL_EXPORTER_OTLP_ENDPOINT,
+    otelServiceName: c.OTEL_SERVICE_NAME,
     instanceId: c.INSTANCE_ID,
     logLevel: c.LOG_LEVEL,
     jsonBodyLimit: c.JSON_BODY_LIMIT,

@@ -25,6 +25,8 @@ async function main(): Promise<void> {
     logger.info('stopped');
     process.exit(0);
   };
+  // Reloads GATEWAY_CONFIG; an invalid file is refused (its problems logged) and the running catalog kept.
+  process.on('SIGHUP', () => platform.reloadGatewayConfig());
   process.once('SIGTERM', () => void stop('SIGTERM'));
   process.once('SIGINT', () => void stop('SIGINT'));
 }

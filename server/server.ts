@@ -40,6 +40,9 @@ import { loadCatalog, type Catalog } from './gateway/catalog.js';
 import { createInference } from './gateway/index.js';
 import { Metrics } from './observability/metrics.js';
 import { RequestLog } from './observability/request-log.js';
+import { createTracing } from './observability/tracing.js';
+import { reloadGatewayConfig, type ReloadOutcome } from './gateway/reload.js';
+import { tracingStage } from './http/tracing-admission.js';
 import { ResponsesService } from './responses/responses-service.js';
 import { ResponseStore } from './responses/store.js';
 import { createLocalEmbedder } from './providers/local/local-embedder.js';
@@ -51,6 +54,8 @@ export interface RunningPlatform {
   services: Services;
   /** What this start created on an empty database (with the one-time admin key), else null. */
   bootstrap: BootstrapResult | null;
+  /** Reads GATEWAY_CONFIG again (SIGHUP: main.ts): reload.ts says what changes and what an invalid file does. */
+  reloadGatewayConfig(env?: NodeJS.ProcessEnv): ReloadOutcome;
   close(): Promise<void>;
 }
 
@@ -92,6 +97,8 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     const requestLog = new RequestLog(database.prisma, logger, config.requestLogRetentionMs, config.requestLogBodies);
     if (requestLog.enabled) requestLog.writer.startSweeping();
     cleanup.push(() => requestLog.writer.close());
+    const tracing = await createTracing(config, logger);
+    cleanup.push(() => tracing.close());
     // The local embedding model (server/providers/local): worker threads, started on first use.
     const embedder = createLocalEmbedder(config);
     cleanup.push(() => embedder.close());
@@ -109,7 +116,7 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     // instances' caches through Redis when configured.
     const billingChanges = redis ? await redisSettingsChanges(redis, logger) : localSettingsChanges();
     cleanup.push(() => billingChanges.close());
-    const billing = new BillingService(database.prisma, inference.gateway.catalog, logger, {
+    const billing = new BillingService(database.prisma, inference.gateway, logger, {
       changes: billingChanges,
       hot: redis ? { redis: redis.hotPath, metrics } : undefined,
       instanceId: config.instanceId ?? (config.port !== 0 ? `${hostname()}:${config.port}` : undefined),
@@ -171,11 +178,13 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     cleanup.push(async () => idempotency.stopSweeping());
     const stores = { durable: idempotency, inference: inferenceIdempotencyStore(redis, logger, metrics) };
     // A request's worst case, with the conversation it continues (stored response, or chat).
-    const estimator = new Estimator(inference.gateway.catalog, {
+    const estimator = new Estimator(inference.gateway, {
       response: (organizationId, id) => services.responses.historyTokens(organizationId, id),
       chat: async (organizationId, chatId) => estimateMessageTokens(await services.chats.contextOf(organizationId, chatId)),
     });
     const admission = [
+      // First, so that the request span holds every other stage (off: not installed at all).
+      ...(tracing.enabled ? [tracingStage(tracing)] : []),
       // Before idempotency: a 429 must not become the stored answer of the client's retry key.
       rateLimitStage(rateLimits.limiter, quotas, estimator),
       idempotencyStage(stores, { waitMs: config.idempotencyWaitMs, pollMs: 100 }),
@@ -219,7 +228,14 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
     if (stubs.length > 0) logger.warn({ operations: stubs }, `${stubs.length} operations are still stubs answering 501`);
 
     let closing: Promise<void> | undefined;
-    return { apiUrl, mgmtUrl, services, bootstrap, close: () => (closing ??= closeAll()) };
+    return {
+      apiUrl,
+      mgmtUrl,
+      services,
+      bootstrap,
+      reloadGatewayConfig: (env = process.env) => reloadGatewayConfig(inference, env, logger),
+      close: () => (closing ??= closeAll()),
+    };
   } catch (error) {
     await closeAll();
     throw error;

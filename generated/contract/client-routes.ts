@@ -74,4 +74,5 @@ export const clientRoutesById: Readonly<Record<OperationId, ClientRoute>> = {
   searchCollectionAlias: { operationId: "searchCollectionAlias", method: "post", path: "/ai/data/v1/search", api: "api", bearer: true, deprecated: false, replacedBy: null, sunset: null, sse: null, idempotent: true },
   sendChatMessage: { operationId: "sendChatMessage", method: "post", path: "/ai/{v}/message", api: "api", bearer: true, deprecated: true, replacedBy: "createGroundedChatCompletion", sunset: null, sse: null, idempotent: true },
   updateAgent: { operationId: "updateAgent", method: "patch", path: "/api/v1/agents/{agent_id}", api: "management", bearer: true, deprecated: false, replacedBy: null, sunset: null, sse: null, idempotent: false },
+  updateKey: { operationId: "updateKey", method: "patch", path: "/api/v1/keys/{key_id}", api: "management", bearer: true, deprecated: false, replacedBy: null, sunset: null, sse: null, idempotent: false },
 };

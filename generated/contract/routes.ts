@@ -88,7 +88,8 @@ export type OperationId =
   | "searchCollection"
   | "searchCollectionAlias"
   | "sendChatMessage"
-  | "updateAgent";
+  | "updateAgent"
+  | "updateKey";
 
 /** Permission scopes an API key can hold (openapi.yaml `x-scopes`). */
 export const scopes = {
@@ -865,6 +866,26 @@ export const routes: readonly RouteDefinition[] = [
     idempotent: false,
     sse: null,
     errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","404":"ManagementError","405":"ManagementError","408":"GatewayError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
+  },
+  {
+    operationId: "updateKey",
+    method: "patch",
+    path: "/api/v1/keys/{key_id}",
+    expressPath: "/api/v1/keys/:key_id",
+    api: "management",
+    tag: "management",
+    summary: "Update an API key's label and limits",
+    deprecated: false,
+    replacedBy: null,
+    sunset: null,
+    deprecatedAt: null,
+    auth: {"scheme":"bearer","scopes":["keys:manage"]},
+    requestMediaType: "application/json",
+    uploads: {},
+    successStatus: 200,
+    idempotent: false,
+    sse: null,
+    errorBodies: {"400":"ManagementError","401":"ManagementError","403":"ManagementError","404":"ManagementError","405":"ManagementError","408":"GatewayError","413":"ManagementError","415":"ManagementError","422":"ManagementError","431":"GatewayError","500":"ManagementError"},
   },
   {
     operationId: "getMetrics",

@@ -113,6 +113,11 @@ export type CreditLedger = Prisma.CreditLedgerModel
  */
 export type BillingAccount = Prisma.BillingAccountModel
 /**
+ * Model BillingKeyPool
+ * A limited key's gate counters (weekly cap, credit share): holds and this week's spend.
+ */
+export type BillingKeyPool = Prisma.BillingKeyPoolModel
+/**
  * Model BillingReservation
  * An admission hold: prompt + max tokens at the model's price, taken before the
  * model call and settled (replaced by the actual charge) when the request ends.

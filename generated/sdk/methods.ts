@@ -55,4 +55,5 @@ export const resourceMethods: ReadonlyArray<readonly [at: string, operationId: s
   ["management.agents.create", "createAgent", [], 1, 0],
   ["management.agents.update", "updateAgent", ["agent_id"], 1, 0],
   ["management.agents.delete", "deleteAgent", ["agent_id"], 0, 0],
+  ["management.updateKey", "updateKey", ["key_id"], 1, 0],
 ];

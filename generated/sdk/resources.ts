@@ -3,7 +3,7 @@
 import type { APIPromise, PageItem, PagePromise } from '../../sdk/src/core/api-promise.js';
 import type { ChatCompletionStream, ResponseStream } from '../../sdk/src/core/streaming.js';
 import type { OperationMethod, RequestOptions } from '../../sdk/src/operations.js';
-import type { AffiliateReferencedItemsParams, AffiliateReferencedItemsResponse, AgentCreateParams, AgentDeletedResponse, AgentListParams, AgentListResponse, AgentResponse, AgentUpdateParams, BillingAccountResponse, ChatCompletion, ChatCompletionCreateParams, ChatCompletionCreateParamsNonStreaming, ChatCompletionCreateParamsStreaming, CodingChatCompletionCreateParams, CodingChatCompletionCreateParamsNonStreaming, CodingChatCompletionCreateParamsStreaming, CreatedKeyResponse, CreditAddParams, CreditEntryResponse, DeleteItemsResponse, EmbeddingCreateParams, EmbeddingsResponse, FileRecord, FileUploadParams, FileUploadQuery, FileUploadRealTimeParams, GatewayDeploymentListResponse, GroundedChatCompletion, GroundedChatCompletionCreateParams, GroundedChatCompletionCreateParamsNonStreaming, GroundedChatCompletionCreateParamsStreaming, GroundedResponse, GroundedResponseCreateParams, GroundedResponseCreateParamsNonStreaming, GroundedResponseCreateParamsStreaming, HealthResponse, IngestFilesResponse, IngestionFailureListParams, IngestionFailureListResponse, IngestionRetryResponse, Item, ItemDeleteParams, ItemUpdateManyParams, ItemUpdateManyQuery, ItemUpdateParams, ItemsByProducerParams, ItemsByProducerResponse, KeyCreateParams, KeyListParams, KeyListResponse, KeyResponse, MetricsResponse, ModelList, PatchItemResponse, PatchItemsResponse, PublisherCreateParams, PublisherItemListResponse, PublisherListParams, PublisherListResponse, PublisherResponse, RealTimeUploadResponse, RecommendationListParams, RecommendationListResponse, RecommendationListVerboseParams, RecommendationListVerboseResponse, RequestLogListParams, RequestLogListResponse, RequestStatsParams, RequestStatsResponse, ResponseCreateParams, ResponseCreateParamsNonStreaming, ResponseCreateParamsStreaming, ResponseObject, SearchQueryParams, SearchResponse, SessionResponse, UsageReportParams, UsageReportResponse, UsageSeriesParams, UsageSeriesResponse } from './types.js';
+import type { AffiliateReferencedItemsParams, AffiliateReferencedItemsResponse, AgentCreateParams, AgentDeletedResponse, AgentListParams, AgentListResponse, AgentResponse, AgentUpdateParams, BillingAccountResponse, ChatCompletion, ChatCompletionCreateParams, ChatCompletionCreateParamsNonStreaming, ChatCompletionCreateParamsStreaming, CodingChatCompletionCreateParams, CodingChatCompletionCreateParamsNonStreaming, CodingChatCompletionCreateParamsStreaming, CreatedKeyResponse, CreditAddParams, CreditEntryResponse, DeleteItemsResponse, EmbeddingCreateParams, EmbeddingsResponse, FileRecord, FileUploadParams, FileUploadQuery, FileUploadRealTimeParams, GatewayDeploymentListResponse, GroundedChatCompletion, GroundedChatCompletionCreateParams, GroundedChatCompletionCreateParamsNonStreaming, GroundedChatCompletionCreateParamsStreaming, GroundedResponse, GroundedResponseCreateParams, GroundedResponseCreateParamsNonStreaming, GroundedResponseCreateParamsStreaming, HealthResponse, IngestFilesResponse, IngestionFailureListParams, IngestionFailureListResponse, IngestionRetryResponse, Item, ItemDeleteParams, ItemUpdateManyParams, ItemUpdateManyQuery, ItemUpdateParams, ItemsByProducerParams, ItemsByProducerResponse, KeyCreateParams, KeyListParams, KeyListResponse, KeyResponse, MetricsResponse, ModelList, PatchItemResponse, PatchItemsResponse, PublisherCreateParams, PublisherItemListResponse, PublisherListParams, PublisherListResponse, PublisherResponse, RealTimeUploadResponse, RecommendationListParams, RecommendationListResponse, RecommendationListVerboseParams, RecommendationListVerboseResponse, RequestLogListParams, RequestLogListResponse, RequestStatsParams, RequestStatsResponse, ResponseCreateParams, ResponseCreateParamsNonStreaming, ResponseCreateParamsStreaming, ResponseObject, SearchQueryParams, SearchResponse, SessionResponse, UpdateKeyParams, UsageReportParams, UsageReportResponse, UsageSeriesParams, UsageSeriesResponse } from './types.js';
 
 /** `client` */
 export interface PlatformResources {
@@ -63,6 +63,22 @@ export interface ManagementResource {
   readonly requests: ManagementRequestsResource;
   readonly keys: ManagementKeysResource;
   readonly agents: ManagementAgentsResource;
+  /**
+   * Update an API key's label and limits
+   *
+   * Changes the fields present in the body: the label, and each limit in `limits`
+   * present (null removes it). A key's weekly cap and credit share are enforced by the
+   * same admission hold as the organization's credit (exact under concurrency, across
+   * instances); its allowed models by routing (403 for a model it may not call). A change
+   * takes effect at once on every instance (within 60 seconds when an announcement is
+   * lost). A key cannot change its own limits, nor a key holding scopes it lacks (403).
+   *
+   * `PATCH /api/v1/keys/{key_id}` (operation `updateKey`).
+   * @param keyId `key_id`: API key identifier (not the key itself).
+   * @param body Request body.
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  updateKey(keyId: string, body: UpdateKeyParams, options?: RequestOptions): APIPromise<KeyResponse>;
 }
 
 /** `client.management.agents` */
@@ -1855,4 +1871,22 @@ export interface PlatformOperations {
    * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
    */
   updateAgent: OperationMethod<"updateAgent">;
+  /**
+   * Update an API key's label and limits
+   *
+   * Changes the fields present in the body: the label, and each limit in `limits`
+   * present (null removes it). A key's weekly cap and credit share are enforced by the
+   * same admission hold as the organization's credit (exact under concurrency, across
+   * instances); its allowed models by routing (403 for a model it may not call). A change
+   * takes effect at once on every instance (within 60 seconds when an announcement is
+   * lost). A key cannot change its own limits, nor a key holding scopes it lacks (403).
+   *
+   * `PATCH /api/v1/keys/{key_id}` (operation `updateKey`).
+   * Prefer `client.management.updateKey()`.
+   * @param params `path`, `body` of the request.
+   * @param params.path.key_id API key identifier (not the key itself).
+   * @param params.body Request body.
+   * @param options Per-request options: timeout, retries, signal, headers, idempotency key.
+   */
+  updateKey: OperationMethod<"updateKey">;
 }

@@ -175,3 +175,5 @@ export type AgentCreateParams = BodyOf<"createAgent">;
 export type AgentUpdateParams = BodyOf<"updateAgent">;
 /** Answer of `client.management.agents.delete()` (deleteAgent). */
 export type AgentDeletedResponse = DataOf<"deleteAgent">;
+/** Request body of `client.management.updateKey()` (updateKey). */
+export type UpdateKeyParams = BodyOf<"updateKey">;

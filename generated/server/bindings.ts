@@ -58,6 +58,7 @@ import { searchCollection } from '../../server/handlers/search/searchCollection.
 import { searchCollectionAlias } from '../../server/handlers/search/searchCollectionAlias.js';
 import { sendChatMessage } from '../../server/handlers/deprecated/sendChatMessage.js';
 import { updateAgent } from '../../server/handlers/management/updateAgent.js';
+import { updateKey } from '../../server/handlers/management/updateKey.js';
 
 /** The implementation of every operation; a missing or mistyped handler fails the typecheck here. */
 export const handlers = {
@@ -118,4 +119,5 @@ export const handlers = {
   searchCollectionAlias,
   sendChatMessage,
   updateAgent,
+  updateKey,
 } satisfies Handlers<never>;

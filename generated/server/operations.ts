@@ -1210,6 +1210,27 @@ export type UpdateAgentResponse =
   | { status: 431; body: operations['updateAgent']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['updateAgent']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
 
+/** PATCH /api/v1/keys/{key_id} — Update an API key's label and limits */
+export interface UpdateKeyRequest {
+  params: operations['updateKey']['parameters']['path'];
+  query: Record<string, never>;
+  body: NonNullable<operations['updateKey']['requestBody']>['content']['application/json'];
+  headers: IncomingHeaders;
+}
+export type UpdateKeyResponse =
+  | { status: 200; body: operations['updateKey']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['updateKey']['responses'][400]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['updateKey']['responses'][401]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['updateKey']['responses'][403]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 404; body: operations['updateKey']['responses'][404]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['updateKey']['responses'][405]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 408; body: operations['updateKey']['responses'][408]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['updateKey']['responses'][413]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['updateKey']['responses'][415]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 422; body: operations['updateKey']['responses'][422]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['updateKey']['responses'][431]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['updateKey']['responses'][500]['content']['application/json']; headers?: ResponseHeaders };
+
 export interface Requests {
   addCredit: AddCreditRequest;
   createAgent: CreateAgentRequest;
@@ -1268,6 +1289,7 @@ export interface Requests {
   searchCollectionAlias: SearchCollectionAliasRequest;
   sendChatMessage: SendChatMessageRequest;
   updateAgent: UpdateAgentRequest;
+  updateKey: UpdateKeyRequest;
 }
 
 export interface Responses {
@@ -1328,6 +1350,7 @@ export interface Responses {
   searchCollectionAlias: SearchCollectionAliasResponse;
   sendChatMessage: SendChatMessageResponse;
   updateAgent: UpdateAgentResponse;
+  updateKey: UpdateKeyResponse;
 }
 
 /** One function per operation; `Ctx` is whatever the server hands each request. */

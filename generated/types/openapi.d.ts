@@ -823,7 +823,16 @@ export interface paths {
         delete: operations["revokeKey"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update an API key's label and limits
+         * @description Changes the fields present in the body: the label, and each limit in `limits`
+         *     present (null removes it). A key's weekly cap and credit share are enforced by the
+         *     same admission hold as the organization's credit (exact under concurrency, across
+         *     instances); its allowed models by routing (403 for a model it may not call). A change
+         *     takes effect at once on every instance (within 60 seconds when an announcement is
+         *     lost). A key cannot change its own limits, nor a key holding scopes it lacks (403).
+         */
+        patch: operations["updateKey"];
         trace?: never;
     };
     "/api/v1/metrics": {
@@ -1403,6 +1412,8 @@ export interface components {
             label: string | null;
             /** @description Time of the last authenticated request, Unix milliseconds; null when never used. */
             lastUsedAt: number | null;
+            /** @description What the key may spend and call. */
+            limits: components["schemas"]["KeyLimits"];
             /** @description Revocation time, Unix milliseconds; null while the key is active. */
             revokedAt: number | null;
             /** @description Permissions of the key (see `x-scopes`). */
@@ -2045,6 +2056,8 @@ export interface components {
             keyPrefix: string;
             /** @description Your name for the key, to tell keys apart; null when none. */
             label: string | null;
+            /** @description What the key may spend and call. */
+            limits: components["schemas"]["KeyLimits"];
             /** @description Permissions of the key (see `x-scopes`). */
             scopes: components["schemas"]["Scope"][];
             /** @description Always `active` for a new key. */
@@ -2065,6 +2078,8 @@ export interface components {
             expiresAt?: number | null;
             /** @description Your name for the key. */
             label?: string | null;
+            /** @description The new key's limits (absent ones are none). */
+            limits?: components["schemas"]["KeyLimitsChange"];
             /** @description Permissions of the new key; a key cannot grant scopes it lacks itself (403). */
             scopes: components["schemas"]["Scope"][];
         };
@@ -2784,6 +2799,44 @@ export interface components {
          * @enum {string}
          */
         ItemStatus: "STARTED" | "QUEUED" | "FETCHING" | "TRANSCRIBING" | "NORMALIZING" | "CHUNKING" | "EMBEDDING" | "SYNCED" | "ENRICHED" | "COMPLETED" | "FAILED";
+        /**
+         * @description A key's own limits, within its organization's. `null` (or absent when creating): no
+         *     such limit. Weeks run Monday 00:00 UTC to Monday 00:00 UTC, as the organization's cap.
+         */
+        KeyLimits: {
+            /**
+             * @description Models the key may call: model ids, or `family/…` for a family's models, with `*`
+             *     for any characters (`gpt-4o*`, `anthropic/*`). Routing plans only these (fallbacks
+             *     included); a request none of whose models is allowed is refused 403 `FORBIDDEN`.
+             *     null: every model.
+             */
+            allowedModels: string[] | null;
+            /**
+             * @description The share of the organization's prepaid credit the key may use each week, in
+             *     percent of what the organization had to spend that week (its balance plus its
+             *     week's spend): beyond it, 402 `INSUFFICIENT_CREDIT` (credit added widens the
+             *     share). Binds only when the organization is prepaid.
+             */
+            creditSharePercent: number | null;
+            /**
+             * Format: int64
+             * @description The key's weekly spending cap in micro-dollars: a request that could take the key's
+             *     week past it is refused 429 `SPENDING_LIMIT_EXCEEDED` (as the organization's cap).
+             */
+            weeklyCapMicros: number | null;
+        };
+        /** @description Limits to change; each one present is set (null removes it), each one absent is kept. */
+        KeyLimitsChange: {
+            /** @description Model patterns the key may call (see `KeyLimits`); null or an empty list allows every model. */
+            allowedModels?: string[] | null;
+            /** @description The key's weekly share of the organization's credit, in percent (see `KeyLimits`). */
+            creditSharePercent?: number | null;
+            /**
+             * Format: int64
+             * @description The key's weekly spending cap in micro-dollars (see `KeyLimits`).
+             */
+            weeklyCapMicros?: number | null;
+        };
         KeyListResponse: {
             /** @description Key records of this page. */
             data: components["schemas"]["ApiKey"][];
@@ -4213,6 +4266,12 @@ export interface components {
             tags?: string[];
             /** @description New tradition; null clears it. */
             tradition?: components["schemas"]["Tradition"] | null;
+        };
+        UpdateKeyRequest: {
+            /** @description Your name for the key. */
+            label?: string | null;
+            /** @description The limits to change. */
+            limits?: components["schemas"]["KeyLimitsChange"];
         };
         /** @description The totals of one group. */
         UsageLine: {
@@ -7649,7 +7708,15 @@ export interface operations {
                  *         "data:read"
                  *       ],
                  *       "label": "CI pipeline",
-                 *       "expiresAt": 1893456000000
+                 *       "expiresAt": 1893456000000,
+                 *       "limits": {
+                 *         "weeklyCapMicros": 50000000,
+                 *         "creditSharePercent": 25,
+                 *         "allowedModels": [
+                 *           "gpt-4o*",
+                 *           "anthropic/*"
+                 *         ]
+                 *       }
                  *     }
                  */
                 "application/json": components["schemas"]["CreateKeyRequest"];
@@ -7750,6 +7817,59 @@ export interface operations {
             404: components["responses"]["ManagementNotFound"];
             405: components["responses"]["ManagementMethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ManagementUnprocessableUnkeyed"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ManagementInternalError"];
+        };
+    };
+    updateKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description API key identifier (not the key itself).
+                 * @example 9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d
+                 */
+                key_id: components["parameters"]["KeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "limits": {
+                 *         "weeklyCapMicros": 20000000,
+                 *         "allowedModels": [
+                 *           "openai/*"
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The key record as changed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Trace-Id": components["headers"]["XTraceId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyResponse"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequestUnkeyed"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbiddenUnkeyed"];
+            404: components["responses"]["ManagementNotFound"];
+            405: components["responses"]["ManagementMethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["ManagementPayloadTooLarge"];
+            415: components["responses"]["ManagementUnsupportedMediaType"];
             422: components["responses"]["ManagementUnprocessableUnkeyed"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ManagementInternalError"];

@@ -22,7 +22,23 @@ import { RedisFallback } from '../storage/redis-fallback.js';
 import { CreditService, ensureBillingAccount, type CreditEntry } from './credit.js';
 import { holdInDatabase, releaseHolds, type ReserveRequest } from './database-holds.js';
 import { HEARTBEAT_MS, Incarnations, RESERVATION_TTL_MS } from './instances.js';
-import { ACCOUNT_COLUMNS, accountState, currentSpend, PLAN_COLUMNS, planState, readPool, refusal, type AccountColumns, type PlanColumns, type PoolState } from './pools.js';
+import {
+  ACCOUNT_COLUMNS,
+  accountState,
+  creditOrKeyRefusal,
+  currentSpend,
+  KEY_POOL_COLUMNS,
+  keyPoolState,
+  PLAN_COLUMNS,
+  planState,
+  readKeyPool,
+  readPool,
+  refusal,
+  type AccountColumns,
+  type KeyPoolColumns,
+  type PlanColumns,
+  type PoolState,
+} from './pools.js';
 import { costMicros, nextWeekStart, periodStart, weekStart, type PlanPeriod } from './pricing.js';
 import { RedisHolds } from './redis-holds.js';
 import { localSettingsChanges, SettingsCache, type SettingsChanges } from './settings-cache.js';
@@ -45,6 +61,8 @@ export interface Reservation {
   model: string;
   /** Where the hold is kept until it is settled (a Redis hold gets its database row then). */
   kept: 'database' | 'redis';
+  /** The limited key whose pool the hold counts on too (pools.ts); null: none. */
+  limitedKey: string | null;
   createdAt: Date;
 }
 
@@ -155,7 +173,8 @@ export class BillingService {
 
   constructor(
     private readonly prisma: PrismaClient,
-    private readonly catalog: Catalog,
+    /** The catalog now (the gateway's: a reload changes it), for the prices usage is billed at. */
+    private readonly catalogs: { readonly catalog: Catalog },
     private readonly logger: Logger,
     options: BillingOptions = {},
   ) {
@@ -252,11 +271,39 @@ export class BillingService {
   }
 
   /**
+   * Sets up a key's pool after its weekly cap or credit share changed (ApiKeyService.update):
+   * the row is created on first need, the key's spend this week counted again from the usage
+   * records (as setWeeklyCap does for the organization), and its Redis copy replaced, so the
+   * next request is held against the new limits on every instance.
+   */
+  async syncKeyPool(organizationId: string, apiKeyId: string): Promise<void> {
+    await this.unmeteredUsage.flush();
+    const week = weekStart();
+    await this.prisma.$executeRaw`
+      INSERT INTO billing_key_pools (api_key_id, organization_id, week_start, week_spent_micros)
+      SELECT ${apiKeyId}::uuid, ${organizationId}::uuid, ${week}::timestamptz,
+             (SELECT COALESCE(sum(billed_micros), 0) FROM usage_records
+              WHERE api_key_id = ${apiKeyId}::uuid AND product IS NULL AND created_at >= ${week}::timestamptz)
+      ON CONFLICT (api_key_id) DO UPDATE SET
+        version = billing_key_pools.version + 1, week_start = EXCLUDED.week_start, week_spent_micros = EXCLUDED.week_spent_micros`;
+    const state = await readKeyPool(this.prisma, apiKeyId);
+    const hot = this.hot;
+    if (hot && state) await this.onRedis(() => hot.holds.installKey(organizationId, apiKeyId, state));
+  }
+
+  /** A key's weekly spend and open holds (null: the key never had a cap or a share). */
+  async keyAccount(apiKeyId: string): Promise<{ weekSpentMicros: bigint; reservedMicros: bigint } | null> {
+    const state = await readKeyPool(this.prisma, apiKeyId);
+    return state && { weekSpentMicros: currentSpend(state), reservedMicros: state.reservedMicros };
+  }
+
+  /**
    * Holds `estimateMicros` for a request, or refuses it: API credit needs a positive
    * balance covering open holds plus this estimate, and the weekly cap (when set) must hold
    * this week's spend plus open holds plus this estimate (429 SPENDING_LIMIT_EXCEEDED,
-   * checked first: more credit does not clear it). A coding-agent product draws on its
-   * plan's allowance only (402 NO_PLAN / GC_ALLOWANCE_EXHAUSTED with topup_available).
+   * checked first: more credit does not clear it). A limited key's pool must hold it too
+   * (its cap: 429; its credit share: 402). A coding-agent product draws on its plan's
+   * allowance only (402 NO_PLAN / GC_ALLOWANCE_EXHAUSTED with topup_available).
    */
   async reserve(request: ReserveRequest): Promise<Reservation> {
     const reservation: Reservation = {
@@ -265,33 +312,55 @@ export class BillingService {
       product: request.product,
       model: request.model,
       kept: 'redis',
+      limitedKey: request.product === null && request.limitedKey ? request.apiKeyId : null,
       createdAt: new Date(),
     };
-    if (this.hot && (await this.reserveInRedis(this.hot.holds, request, reservation))) return reservation;
-    const held = await holdInDatabase(this.prisma, { ...request, id: reservation.id, incarnation: this.incarnations.incarnation });
+    const inRedis = this.hot ? await this.reserveInRedis(this.hot.holds, request, reservation) : null;
+    return inRedis ?? this.reserveInDatabase(request, reservation, 0);
+  }
+
+  private async reserveInDatabase(request: ReserveRequest, reservation: Reservation, attempt: number): Promise<Reservation> {
+    const limitedKey = reservation.limitedKey;
+    const held = await holdInDatabase(this.prisma, { ...request, limitedKey: limitedKey !== null, id: reservation.id, incarnation: this.incarnations.incarnation });
     if (held) return { ...reservation, kept: 'database' };
     const state = await readPool(this.prisma, request.organizationId, request.product);
-    throw refusal(request, state, state?.reservedMicros ?? 0n);
+    if (limitedKey === null || !state) throw refusal(request, state, state?.reservedMicros ?? 0n);
+    const key = await readKeyPool(this.prisma, limitedKey);
+    // No pool yet (its limits are being set at this moment): the key is not limited yet.
+    if (!key) return this.reserveInDatabase(request, { ...reservation, limitedKey: null }, attempt);
+    const why = creditOrKeyRefusal({ ...request, product: null }, state, state.reservedMicros, key, key.reservedMicros);
+    // Both fit now (a hold settled in between): once more.
+    if (why === null && attempt === 0) return this.reserveInDatabase(request, reservation, 1);
+    throw why ?? refusal(request, state, state.reservedMicros);
   }
 
   /**
-   * The hold in Redis: true when taken; false when Redis cannot answer (the database takes
-   * it). A refusal is confirmed against the database's row first: a copy older than the row
-   * (credit added, a cap raised, by a process that could not tell Redis) is replaced and
-   * the hold tried again, so access resumes as soon as credit lands.
+   * The hold in Redis: the reservation when taken; null when Redis cannot answer (the
+   * database takes it). A refusal is confirmed against the database's rows first: a copy
+   * older than its row (credit added, a cap raised, by a process that could not tell Redis)
+   * is replaced and the hold tried again, so access resumes as soon as credit lands.
    */
-  private async reserveInRedis(holds: RedisHolds, r: ReserveRequest, reservation: Reservation): Promise<boolean> {
-    const hold = { ...reservation, organizationId: r.organizationId, owner: this.incarnations.incarnation };
+  private async reserveInRedis(holds: RedisHolds, r: ReserveRequest, reservation: Reservation): Promise<Reservation | null> {
+    let hold = { ...reservation, organizationId: r.organizationId, owner: this.incarnations.incarnation };
     for (let attempt = 0; ; attempt++) {
       const outcome = await this.onRedis(() => holds.reserve(hold, this.incarnations.dead, r.debit));
-      if (outcome === null) return false;
-      if (outcome.kind === 'ok') return true;
+      if (outcome === null) return null;
+      if (outcome.kind === 'ok') return { ...reservation, limitedKey: hold.limitedKey };
       const state = await readPool(this.prisma, r.organizationId, r.product);
       if (!state) throw refusal(r, null, 0n); // no such plan
+      const key = hold.limitedKey === null ? null : await readKeyPool(this.prisma, hold.limitedKey);
+      // No pool yet (its limits are being set at this moment): the key is not limited yet.
+      if (hold.limitedKey !== null && !key) hold = { ...hold, limitedKey: null };
       if (outcome.kind === 'refused' && (state.version <= outcome.version || attempt === 2)) throw refusal(r, state, state.reservedMicros + outcome.heldMicros);
-      // A copy that will not stay installed (clocks far apart): the database decides.
-      if (attempt === 2) return false;
-      if ((await this.onRedis(() => holds.install(r.organizationId, r.product, state))) === null) return false;
+      if (outcome.kind === 'refused_key' && key && (key.version <= outcome.version || attempt === 2)) {
+        const why = creditOrKeyRefusal({ ...r, product: null }, state, state.reservedMicros, key, key.reservedMicros + outcome.heldMicros);
+        if (why) throw why;
+      }
+      // A copy that will not stay installed (clocks far apart), or refusals that do not hold: the database decides.
+      if (attempt === 2) return null;
+      if ((await this.onRedis(() => holds.install(r.organizationId, r.product, state))) === null) return null;
+      const limited = hold.limitedKey;
+      if (key && limited !== null && (await this.onRedis(() => holds.installKey(r.organizationId, limited, key))) === null) return null;
     }
   }
 
@@ -310,7 +379,8 @@ export class BillingService {
       let first = true;
       for (const attempt of call) {
         if (!attempt.usage) continue;
-        const model = this.catalog.models.get(attempt.modelId);
+        const { catalog } = this.catalogs;
+        const model = catalog.models.get(attempt.modelId);
         const images = attempt.images ?? 0;
         const cost = costMicros(model, { ...attempt.usage, images });
         const charged = first ? cost : costMicros(model, { promptTokens: 0, completionTokens: attempt.usage.completionTokens, images });
@@ -321,7 +391,7 @@ export class BillingService {
           apiKeyId: s.apiKeyId,
           operation: s.operation,
           model: attempt.modelId,
-          provider: this.catalog.deployments.get(attempt.deploymentId)?.provider ?? null,
+          provider: catalog.deployments.get(attempt.deploymentId)?.provider ?? null,
           inputTokens: attempt.usage.promptTokens,
           outputTokens: attempt.usage.completionTokens,
           images,
@@ -338,7 +408,7 @@ export class BillingService {
     if (!s.charge && !hold) {
       // Nothing charged, nothing held: written behind (usage-buffer.ts says what a crash can lose).
       if (rows.length > 0) this.unmeteredUsage.add(rows);
-      return settlement(s, this.catalog, rows, billed);
+      return settlement(s, this.catalogs.catalog, rows, billed);
     }
     const week = weekStart();
     // The balance (or allowance) pays only for prepaid requests; the week's spend counts every
@@ -348,12 +418,14 @@ export class BillingService {
       if (rows.length > 0) await tx.usageRecord.createMany({ data: rows });
       // A database hold is released once: a sweep that already released it leaves nothing to undo.
       let held = 0n;
+      let keyHeld = 0n;
       if (hold?.kept === 'database') {
-        const released = await tx.$queryRaw<{ estimate_micros: bigint }[]>`
+        const released = await tx.$queryRaw<{ estimate_micros: bigint; key_held: boolean }[]>`
           UPDATE billing_reservations SET settled_at = now(), outcome = 'settled'
           WHERE id = ${hold.id}::uuid AND settled_at IS NULL
-          RETURNING estimate_micros`;
+          RETURNING estimate_micros, key_held`;
         held = released[0] ? BigInt(released[0].estimate_micros) : 0n;
+        keyHeld = released[0]?.key_held ? held : 0n;
       } else if (hold) {
         // A Redis hold leaves its record here, settled (what it held, for whom, when).
         await tx.billingReservation.create({
@@ -374,6 +446,20 @@ export class BillingService {
         });
       }
       if (s.product === null) {
+        // A key's pool (when it has one) counts what its key spent; its row is locked before
+        // the account's, in the order holds take them (database-holds.ts).
+        const [keyRow] =
+          s.apiKeyId === null
+            ? []
+            : await tx.$queryRaw<KeyPoolColumns[]>`
+                UPDATE billing_key_pools p SET
+                  reserved_micros = p.reserved_micros - ${keyHeld}::bigint,
+                  week_spent_micros = CASE WHEN p.week_start = ${week}::timestamptz THEN p.week_spent_micros ELSE 0 END + ${billed}::bigint,
+                  week_start = ${week}::timestamptz,
+                  version = p.version + 1
+                FROM api_keys k
+                WHERE p.api_key_id = ${s.apiKeyId}::uuid AND k.id = p.api_key_id
+                RETURNING ${KEY_POOL_COLUMNS}`;
         if (charge > 0n) {
           await tx.creditLedger.create({ data: { organizationId: s.organizationId, amountMicros: -charge, reason: `usage ${s.operation} ${s.traceId}` } });
         }
@@ -387,7 +473,7 @@ export class BillingService {
           FROM organizations o
           WHERE a.organization_id = ${s.organizationId}::uuid AND o.id = a.organization_id
           RETURNING a.version, a.balance_micros, a.week_spent_micros, a.week_start, a.reserved_micros, o.weekly_cap_micros`;
-        return row ? accountState(row, row.weekly_cap_micros) : null;
+        return row ? { pool: accountState(row, row.weekly_cap_micros), key: keyRow ? keyPoolState(keyRow) : null } : null;
       }
       // The period turns here too: with Redis holds, settling is the only write of the plan.
       const month = periodStart('month');
@@ -400,14 +486,16 @@ export class BillingService {
           version = version + 1
         WHERE organization_id = ${s.organizationId}::uuid AND product = ${s.product}
         RETURNING ${PLAN_COLUMNS}`;
-      return row ? planState(row) : null;
+      return row ? { pool: planState(row), key: null } : null;
     });
     if (hold?.kept === 'redis' && state) {
       const holds = this.hot!.holds;
       // Unanswered, the hold stays counted (erring safe) until its process dies or it expires.
-      await this.onRedis(() => holds.settle({ organizationId: s.organizationId, product: s.product, id: hold.id }, state));
+      // The key's copy takes its new spend whether or not this hold counted on it (limits set while it ran).
+      const limitedKey = state.key ? s.apiKeyId : null;
+      await this.onRedis(() => holds.settle({ organizationId: s.organizationId, product: s.product, id: hold.id, limitedKey }, state.pool, state.key));
     }
-    return settlement(s, this.catalog, rows, billed);
+    return settlement(s, this.catalogs.catalog, rows, billed);
   }
 
   /**

@@ -2,8 +2,10 @@
 // statement (the conditional UPDATE locks the pool's row, so concurrent holds on any
 // instance see each other; the CTE records the hold only when it succeeded), and so is
 // releasing the holds of dead processes: the rows and the pools' counters change together
-// or not at all.
-import type { PrismaClient } from '../../generated/prisma/client.js';
+// or not at all. A limited key's hold takes its key pool's row too, in the same statement:
+// the key's row is locked first (then the account's, as settling does), its cap and credit
+// share checked with the account's, and both counters move only when both fit.
+import { Prisma, type PrismaClient } from '../../generated/prisma/client.js';
 import { periodStart, weekStart } from './pricing.js';
 
 /** What admission asks to hold for a request. */
@@ -21,6 +23,8 @@ export interface ReserveRequest {
    * against its weekly cap alone.
    */
   debit: boolean;
+  /** The key has a weekly cap or a credit share: the hold counts on its key pool too (pools.ts). */
+  limitedKey: boolean;
 }
 
 export interface DatabaseHold extends ReserveRequest {
@@ -37,24 +41,27 @@ export interface DatabaseHold extends ReserveRequest {
 export async function holdInDatabase(prisma: PrismaClient, h: DatabaseHold): Promise<boolean> {
   const week = weekStart();
   if (h.product === null) {
+    const key = h.limitedKey && h.apiKeyId !== null;
     const rows = await prisma.$queryRaw<{ id: string }[]>`
-      WITH held AS (
+      WITH ${key ? keyLocked(h.apiKeyId!, week) : Prisma.empty} held AS (
         UPDATE billing_accounts a SET
           reserved_micros = a.reserved_micros + ${h.estimateMicros}::bigint,
           week_spent_micros = CASE WHEN a.week_start = ${week}::timestamptz THEN a.week_spent_micros ELSE 0 END,
           week_start = ${week}::timestamptz,
           version = a.version + 1
-        FROM organizations o
+        FROM organizations o ${key ? Prisma.sql`, kp` : Prisma.empty}
         WHERE a.organization_id = ${h.organizationId}::uuid AND o.id = a.organization_id
           AND (NOT ${h.debit}::boolean OR (a.balance_micros - a.reserved_micros > 0
                AND a.balance_micros - a.reserved_micros - ${h.estimateMicros}::bigint >= 0))
           AND (o.weekly_cap_micros IS NULL
                OR (CASE WHEN a.week_start = ${week}::timestamptz THEN a.week_spent_micros ELSE 0 END)
                   + a.reserved_micros + ${h.estimateMicros}::bigint <= o.weekly_cap_micros)
+          ${key ? keyFits(h, week) : Prisma.empty}
         RETURNING a.organization_id
-      )
-      INSERT INTO billing_reservations (id, organization_id, api_key_id, operation, model, product, estimate_micros, trace_id, incarnation)
-      SELECT ${h.id}::uuid, organization_id, ${h.apiKeyId}::uuid, ${h.operation}, ${h.model}, NULL, ${h.estimateMicros}::bigint, ${h.traceId}, ${h.incarnation}::uuid FROM held
+      )${key ? keyCounted(h, week) : Prisma.empty}
+      INSERT INTO billing_reservations (id, organization_id, api_key_id, operation, model, product, estimate_micros, trace_id, incarnation, key_held)
+      SELECT ${h.id}::uuid, organization_id, ${h.apiKeyId}::uuid, ${h.operation}, ${h.model}, NULL, ${h.estimateMicros}::bigint, ${h.traceId}, ${h.incarnation}::uuid, ${key}::boolean
+      FROM held
       RETURNING id`;
     return rows.length === 1;
   }
@@ -78,6 +85,40 @@ export async function holdInDatabase(prisma: PrismaClient, h: DatabaseHold): Pro
   return rows.length === 1;
 }
 
+/** The key's pool row, locked before the account's (settling locks in the same order), with its limits. */
+function keyLocked(apiKeyId: string, week: Date): Prisma.Sql {
+  return Prisma.sql`kp AS (
+      SELECT p.reserved_micros, CASE WHEN p.week_start = ${week}::timestamptz THEN p.week_spent_micros ELSE 0 END AS spent,
+             k.weekly_cap_micros AS cap, k.credit_share_percent AS share
+      FROM billing_key_pools p JOIN api_keys k ON k.id = p.api_key_id
+      WHERE p.api_key_id = ${apiKeyId}::uuid
+      FOR UPDATE OF p
+    ),`;
+}
+
+/** The key's cap over its week's spend and holds, and (when the balance pays) its share of the week's credit (balance + week's spend). */
+function keyFits(h: DatabaseHold, week: Date): Prisma.Sql {
+  const used = Prisma.sql`kp.spent + kp.reserved_micros + ${h.estimateMicros}::bigint`;
+  return Prisma.sql`
+          AND (kp.cap IS NULL OR ${used} <= kp.cap)
+          AND (NOT ${h.debit}::boolean OR kp.share IS NULL
+               OR (${used}) * 100 <= kp.share * (a.balance_micros + CASE WHEN a.week_start = ${week}::timestamptz THEN a.week_spent_micros ELSE 0 END))`;
+}
+
+/** Counts the hold on the key's pool once the account took it (a data-modifying CTE runs whether or not it is read). */
+function keyCounted(h: DatabaseHold, week: Date): Prisma.Sql {
+  return Prisma.sql`,
+      key_held AS (
+        UPDATE billing_key_pools p SET
+          reserved_micros = p.reserved_micros + ${h.estimateMicros}::bigint,
+          week_spent_micros = CASE WHEN p.week_start = ${week}::timestamptz THEN p.week_spent_micros ELSE 0 END,
+          week_start = ${week}::timestamptz,
+          version = p.version + 1
+        FROM held WHERE p.api_key_id = ${h.apiKeyId}::uuid
+        RETURNING 1
+      )`;
+}
+
 export interface ReleaseRule {
   /** Open holds taken at or before this time (the longest request is over). */
   createdBefore: Date;
@@ -87,7 +128,8 @@ export interface ReleaseRule {
 
 /**
  * Releases (nothing charged) the open holds the rule names and takes them off their pools'
- * counters, in one statement: a crash midway leaves both as they were. Answers how many.
+ * counters (keys' pools too), in one statement: a crash midway leaves both as they were.
+ * Answers how many.
  */
 export async function releaseHolds(prisma: PrismaClient, rule: ReleaseRule): Promise<number> {
   const [{ released }] = await prisma.$queryRaw<{ released: number }[]>`
@@ -95,7 +137,13 @@ export async function releaseHolds(prisma: PrismaClient, rule: ReleaseRule): Pro
       UPDATE billing_reservations SET settled_at = now(), outcome = 'released'
       WHERE settled_at IS NULL
         AND (created_at <= ${rule.createdBefore}::timestamptz OR incarnation = ANY(${[...rule.incarnations]}::uuid[]))
-      RETURNING organization_id, product, estimate_micros
+      RETURNING organization_id, api_key_id, product, estimate_micros, key_held
+    ),
+    keys AS (
+      UPDATE billing_key_pools p SET reserved_micros = p.reserved_micros - r.held, version = p.version + 1
+      FROM (SELECT api_key_id, sum(estimate_micros) AS held FROM released WHERE key_held GROUP BY api_key_id) r
+      WHERE p.api_key_id = r.api_key_id
+      RETURNING 1
     ),
     credit AS (
       UPDATE billing_accounts a SET reserved_micros = a.reserved_micros - r.held, version = a.version + 1

@@ -128,7 +128,8 @@ function numberOr(value: unknown): number | undefined {
 /** Works out a request's estimate once, for every stage that needs it (rate limits, billing). */
 export class Estimator {
   constructor(
-    readonly catalog: Catalog,
+    /** The catalog now (the gateway's: a reload changes it). */
+    private readonly catalogs: { readonly catalog: Catalog },
     private readonly history: PromptHistory,
   ) {}
 
@@ -141,6 +142,6 @@ export class Estimator {
     let history = 0;
     if (typeof body.previous_response_id === 'string') history = await this.history.response(organizationId, body.previous_response_id);
     else if (route.operationId === 'sendChatMessage' && typeof body.chat_id === 'string') history = await this.history.chat(organizationId, body.chat_id);
-    return estimateRequest(this.catalog, route, body, history);
+    return estimateRequest(this.catalogs.catalog, route, body, history);
   }
 }

@@ -1,5 +1,8 @@
 // What a hold draws on: the organization's API credit (balance, and the weekly cap over
-// this week's spend) or one coding-agent plan (its allowance over the period's use). The
+// this week's spend) or one coding-agent plan (its allowance over the period's use); and,
+// for a key with limits, the key's own pool besides the credit (its weekly cap, and its
+// share of the organization's credit: the key's spend this week stays within that share of
+// what the organization had to spend this week, its balance plus its week's spend). The
 // database row is the truth; redis-holds.ts keeps a versioned copy for the hot path. Both
 // paths refuse with the same errors, worked out here from the same numbers.
 import { Prisma, type PrismaClient } from '../../generated/prisma/client.js';
@@ -18,8 +21,10 @@ export interface PoolState {
   period: PlanPeriod;
   /** What holds kept in the database hold. */
   reservedMicros: bigint;
-  /** The weekly cap (credit) or the allowance (plan); null: none. */
+  /** The weekly cap (credit, key) or the allowance (plan); null: none. */
   capMicros: bigint | null;
+  /** A key's share of its organization's credit, in percent; null: none (always for credit and plans). */
+  sharePercent: number | null;
   topupAvailable: boolean;
 }
 
@@ -59,6 +64,7 @@ export function accountState(row: AccountColumns, capMicros: bigint | null): Poo
     period: 'week',
     reservedMicros: BigInt(row.reserved_micros),
     capMicros: capMicros === null ? null : BigInt(capMicros),
+    sharePercent: null,
     topupAvailable: false,
   };
 }
@@ -72,8 +78,94 @@ export function planState(row: PlanColumns): PoolState {
     period: row.period === 'week' ? 'week' : 'month',
     reservedMicros: BigInt(row.reserved_micros),
     capMicros: BigInt(row.allowance_micros),
+    sharePercent: null,
     topupAvailable: row.topup_available,
   };
+}
+
+export interface KeyPoolColumns {
+  version: bigint;
+  reserved_micros: bigint;
+  week_start: Date;
+  week_spent_micros: bigint;
+  weekly_cap_micros: bigint | null;
+  credit_share_percent: number | null;
+}
+
+/** The columns of a key pool joined with its key's limits (`p`: billing_key_pools, `k`: api_keys). */
+export const KEY_POOL_COLUMNS = Prisma.raw('p.version, p.reserved_micros, p.week_start, p.week_spent_micros, k.weekly_cap_micros, k.credit_share_percent');
+
+export function keyPoolState(row: KeyPoolColumns): PoolState {
+  return {
+    version: BigInt(row.version),
+    balanceMicros: null,
+    spentMicros: BigInt(row.week_spent_micros),
+    periodStart: row.week_start,
+    period: 'week',
+    reservedMicros: BigInt(row.reserved_micros),
+    capMicros: row.weekly_cap_micros === null ? null : BigInt(row.weekly_cap_micros),
+    sharePercent: row.credit_share_percent,
+    topupAvailable: false,
+  };
+}
+
+/** A key's pool with its limits; null when the key never had a cap or a share (no pool). */
+export async function readKeyPool(prisma: PrismaClient, apiKeyId: string): Promise<PoolState | null> {
+  const [row] = await prisma.$queryRaw<KeyPoolColumns[]>`
+    SELECT ${KEY_POOL_COLUMNS} FROM billing_key_pools p JOIN api_keys k ON k.id = p.api_key_id WHERE p.api_key_id = ${apiKeyId}::uuid`;
+  return row ? keyPoolState(row) : null;
+}
+
+/** Whether a hold of `estimateMicros` fits the organization's credit (its cap, and its balance when that pays). */
+function creditFits(request: { estimateMicros: bigint; debit: boolean }, credit: PoolState, heldMicros: bigint): boolean {
+  const inFlight = heldMicros + request.estimateMicros;
+  if (credit.capMicros !== null && currentSpend(credit) + inFlight > credit.capMicros) return false;
+  const available = (credit.balanceMicros ?? 0n) - heldMicros;
+  return !request.debit || (available > 0n && available - request.estimateMicros >= 0n);
+}
+
+/**
+ * Why a hold on the organization's credit and a limited key's pool was refused: the
+ * credit's reason when it does not fit, else the key's (null: both fit now, e.g. a hold
+ * settled meanwhile).
+ */
+export function creditOrKeyRefusal(
+  request: { product: null; estimateMicros: bigint; debit: boolean },
+  credit: PoolState,
+  creditHeld: bigint,
+  key: PoolState,
+  keyHeld: bigint,
+): ApiError | null {
+  if (!creditFits(request, credit, creditHeld)) return refusal(request, credit, creditHeld);
+  return keyRefusal(request, key, keyHeld, credit);
+}
+
+/**
+ * Why a key's pool refuses a hold of `estimateMicros`, `heldMicros` being what the key's
+ * holds hold; null when it fits. The key's weekly cap is 429 SPENDING_LIMIT_EXCEEDED (as the
+ * organization's); its credit share (only when the balance pays) is 402 INSUFFICIENT_CREDIT:
+ * credit added to the organization widens the share.
+ */
+export function keyRefusal(request: { estimateMicros: bigint; debit: boolean }, key: PoolState, heldMicros: bigint, credit: PoolState): ApiError | null {
+  const used = currentSpend(key) + heldMicros;
+  if (key.capMicros !== null && used + request.estimateMicros > key.capMicros) {
+    return new ApiError(
+      'SPENDING_LIMIT_EXCEEDED',
+      `This API key's weekly spending cap of ${formatUsd(key.capMicros)} is reached (${formatUsd(currentSpend(key))} spent this week, ` +
+        `${formatUsd(heldMicros)} held by requests in flight); it resets at ${nextWeekStart().toISOString()}.`,
+    );
+  }
+  if (key.sharePercent !== null && request.debit) {
+    const weekCredit = (credit.balanceMicros ?? 0n) + currentSpend(credit);
+    if ((used + request.estimateMicros) * 100n > BigInt(key.sharePercent) * weekCredit) {
+      return new ApiError(
+        'INSUFFICIENT_CREDIT',
+        `This API key may use ${key.sharePercent}% of the organization's credit this week (${formatUsd((BigInt(key.sharePercent) * weekCredit) / 100n)}); ` +
+          `${formatUsd(used)} is spent or held, and this request's estimate is ${formatUsd(request.estimateMicros)}.`,
+      );
+    }
+  }
+  return null;
 }
 
 /** The pool's row (credit: the billing account, created on first need); null: no such plan. */

@@ -5,13 +5,15 @@
 import type { Logger } from 'pino';
 import type { components } from '../../generated/types/openapi.js';
 import { ApiError } from '../errors.js';
+import type { ModelAccess } from '../identity/model-access.js';
+import { traced, type RequestTrace } from '../observability/tracing.js';
 import { LogsThrough } from '../logging.js';
 import type { ChatMessage, ChatRequest, ChatStreamEvent, ResponseFormat, ToolChoice, ToolDefinition, Usage } from '../providers/types.js';
 import type { CacheRequest, ResponseCache } from './cache/response-cache.js';
 import { streamUsage, type CallScope, type ChatCall, type GatewayService, type GatewayStream, type Served } from './gateway-service.js';
 import type { Guardrails, StreamModeration } from './guardrails.js';
 import { routeHeader } from './route-header.js';
-import { planRoute, requestFeatures, type RoutePlan, type RouteSelector } from './routing.js';
+import { planRoute, tracedRoute, requestFeatures, type RoutePlan, type RouteSelector } from './routing.js';
 import { withTradition, type Tradition } from './tradition.js';
 
 type Schemas = components['schemas'];
@@ -28,6 +30,10 @@ export interface CompletionContext extends CallScope {
   readonly log: Logger;
   /** Set by the operations that offer the response cache (cache/response-cache.ts). */
   readonly cache?: CacheRequest;
+  /** The models the caller's key may call (null: all). */
+  readonly models: ModelAccess | null;
+  /** The request's trace (null: not traced): routing, guardrails and each upstream attempt are spans of it. */
+  readonly trace: RequestTrace | null;
 }
 
 /** The gateway call of a request's completion: its scope, and its logger read only when something logs. */
@@ -39,6 +45,7 @@ class CompletionCall extends LogsThrough implements ChatCall {
   readonly operation: string;
   readonly signal: AbortSignal;
   readonly meter: ChatCall['meter'];
+  readonly trace: ChatCall['trace'];
 
   constructor(
     ctx: CompletionContext,
@@ -49,6 +56,7 @@ class CompletionCall extends LogsThrough implements ChatCall {
     this.operation = ctx.operation;
     this.signal = ctx.signal;
     this.meter = ctx.meter;
+    this.trace = ctx.trace;
   }
 }
 
@@ -150,14 +158,16 @@ export class ChatCompletions {
     }
     this.gateway.catalog.imageUrls.check(messages, (i, j) => `messages[${i}].content[${j}].image_url.url`);
     const request = providerRequest(body, guarded ? withTradition(messages, body.tradition) : messages);
-    const plan = planRoute(this.gateway.catalog, guarded ? body : { model: body.model }, requestFeatures(request));
+    const plan = tracedRoute(ctx.trace, guarded ? body : { model: body.model }, () =>
+      planRoute(this.gateway.catalog, guarded ? body : { model: body.model }, requestFeatures(request), ctx.models),
+    );
     return { messages, request, plan };
   }
 
   /** `route`, then the input guardrails: a request that cannot be routed is a 400 before a moderation call is spent on it. */
   private async admit(body: ChatCompletionBody, ctx: CompletionContext): Promise<Routed> {
     const routed = this.route(body, ctx);
-    if (ctx.mode === 'guarded') await this.guardrails.checkInput(routed.messages, ctx.signal);
+    if (ctx.mode === 'guarded') await traced(ctx.trace, 'guardrails.input', {}, () => this.guardrails.checkInput(routed.messages, ctx.signal));
     return routed;
   }
 }

@@ -1,17 +1,23 @@
 // The OpenAI embeddings surface over the gateway: checks the contract leaves to the server
-// (embedding model, non-empty input, supported dimensions: 400) and encodes the vectors.
+// (embedding model, non-empty input, supported dimensions: 400; a model the key may not
+// call: 403) and encodes the vectors.
 import type { components } from '../../generated/types/openapi.js';
 import { ApiError } from '../errors.js';
+import type { Principal } from '../identity/principal.js';
 import { estimateTokens } from '../providers/local/tokens.js';
 import type { CallScope, GatewayService } from './gateway-service.js';
+import { notAllowed } from './routing.js';
 
 type EmbeddingsRequest = components['schemas']['EmbeddingsRequest'];
 type EmbeddingsResponse = components['schemas']['EmbeddingsResponse'];
 
-export async function createEmbeddings(gateway: GatewayService, body: EmbeddingsRequest, scope: CallScope): Promise<EmbeddingsResponse> {
+export async function createEmbeddings(gateway: GatewayService, body: EmbeddingsRequest, scope: CallScope & { principal: Principal | null }): Promise<EmbeddingsResponse> {
   const model = gateway.catalog.models.get(body.model);
   if (!model || model.type !== 'embedding') {
     throw new ApiError('NOT_EMBEDDING_MODEL', `${body.model} is not an embedding model of the catalog (see GET /ai/v2/models).`, { param: 'model' });
+  }
+  if (scope.principal?.models && !scope.principal.models.allows(model)) {
+    throw notAllowed(`model ${model.id}`, 'model');
   }
   const input = typeof body.input === 'string' ? [body.input] : body.input;
   if (input.length === 0 || input.some((text) => text.trim() === '')) {

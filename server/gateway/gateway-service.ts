@@ -31,6 +31,7 @@ import { estimateUsage, UpstreamCall, type Attempt } from './upstream-call.js';
 import { continuationRequest, joinedContinuation, restartProbe, startsOver } from './continuation.js';
 import { RouteWalk, type Candidate, type RetryPolicy, type WalkOptions } from './route-walk.js';
 import { trackUsage, type UsageMeter } from './usage-scope.js';
+import type { RequestTrace, TraceSpan } from '../observability/tracing.js';
 
 export type { Served } from './catalog.js';
 export type { Attempt } from './upstream-call.js';
@@ -44,6 +45,8 @@ export interface CallScope {
    * work nobody is billed for (ingestion, probes). Required, so a call cannot forget it.
    */
   meter: UsageMeter | null;
+  /** The request's trace: each upstream attempt is a span of it (absent or null: not traced). */
+  trace?: RequestTrace | null;
 }
 
 export interface ChatCall extends CallScope {
@@ -68,37 +71,71 @@ export interface GatewayStream extends AsyncIterable<ChatStreamEvent> {
   readonly attempts: Attempt[];
 }
 
+/**
+ * One catalog and what is built from it: its providers and each model's deployments as
+ * routing candidates. A reload (reload.ts) makes a new one for the requests that start
+ * after it; a request routed before keeps its own (its plan names its catalog).
+ */
+interface Generation {
+  catalog: Catalog;
+  providers: ReadonlyMap<string, Provider>;
+  candidates: Map<string, Candidate[]>;
+  timeouts: CallTimeouts;
+}
+
+function generation(catalog: Catalog, providers: ReadonlyMap<string, Provider>): Generation {
+  const t = catalog.timeouts;
+  const candidates = new Map<string, Candidate[]>();
+  for (const model of catalog.models.values()) {
+    candidates.set(
+      model.id,
+      model.deployments.map((id) => {
+        const deployment = catalog.deployments.get(id)!;
+        return { model, deployment, served: { model, deployment, provider: deployment.provider } };
+      }),
+    );
+  }
+  return { catalog, providers, candidates, timeouts: { connectMs: t.connect_ms, firstTokenMs: t.first_token_ms, idleMs: t.idle_ms } };
+}
+
 export class GatewayService {
-  /** Each model's deployments as routing candidates, built once. */
-  private readonly candidates = new Map<string, Candidate[]>();
-  private readonly timeouts: CallTimeouts;
+  private current: Generation;
+  /** Earlier generations, while requests routed on them may still run. */
+  private readonly generations = new WeakMap<Catalog, Generation>();
 
   constructor(
-    readonly catalog: Catalog,
-    private readonly providers: ReadonlyMap<string, Provider>,
+    catalog: Catalog,
+    providers: ReadonlyMap<string, Provider>,
     readonly health: DeploymentHealth,
     private readonly metrics?: Metrics,
   ) {
-    const t = catalog.timeouts;
-    this.timeouts = { connectMs: t.connect_ms, firstTokenMs: t.first_token_ms, idleMs: t.idle_ms };
-    for (const model of catalog.models.values()) {
-      this.candidates.set(
-        model.id,
-        model.deployments.map((id) => {
-          const deployment = catalog.deployments.get(id)!;
-          return { model, deployment, served: { model, deployment, provider: deployment.provider } };
-        }),
-      );
-    }
+    this.current = generation(catalog, providers);
+    this.generations.set(catalog, this.current);
   }
 
-  private callContext(signal: AbortSignal): CallContext {
-    return { signal, timeouts: this.timeouts };
+  /** The catalog new requests are routed on. */
+  get catalog(): Catalog {
+    return this.current.catalog;
+  }
+
+  /** From now on, new requests are routed on `catalog` (its providers given); those routed before finish on theirs. */
+  swap(catalog: Catalog, providers: ReadonlyMap<string, Provider>): void {
+    this.current = generation(catalog, providers);
+    this.generations.set(catalog, this.current);
+  }
+
+  /** The generation a request was routed on (its plan's catalog). */
+  private of(plan: { catalog: Catalog }): Generation {
+    return this.generations.get(plan.catalog) ?? this.current;
+  }
+
+  private callContext(signal: AbortSignal, gen: Generation = this.current): CallContext {
+    return { signal, timeouts: gen.timeouts };
   }
 
   /** How a model is retried before it is left: the route's settings, else the model's, else the gateway's. */
-  private retryPolicy(operation: string | undefined, model: ModelConfig): RetryPolicy {
-    const { routes, retries, retry_after_cap_ms: cap } = this.catalog.failover;
+  private retryPolicy(catalog: Catalog, operation: string | undefined, model: ModelConfig): RetryPolicy {
+    const { routes, retries, retry_after_cap_ms: cap } = catalog.failover;
     const route = operation !== undefined ? routes[operation] : undefined;
     return {
       retries: route?.retries ?? model.failover.retries ?? retries,
@@ -116,13 +153,14 @@ export class GatewayService {
     run: (candidate: Candidate, signal: AbortSignal) => Promise<T>,
     options?: WalkOptions,
   ): Promise<{ value: T; candidate: Candidate; upstream: UpstreamCall }> {
-    const walk = new RouteWalk(this.catalog, this.candidates, this.health, call.plan, (model) => this.retryPolicy(call.operation, model), options);
-    const { max_attempts: maxAttempts } = this.catalog.failover;
+    const gen = this.of(call.plan);
+    const walk = new RouteWalk(gen.catalog, gen.candidates, this.health, call.plan, (model) => this.retryPolicy(gen.catalog, call.operation, model), options);
+    const { max_attempts: maxAttempts } = gen.catalog.failover;
     while (attempts.length < maxAttempts) {
       if (call.signal.aborted) throw new ApiError('INTERNAL_ERROR', 'The client went away.');
       const candidate = await walk.next(call.signal, maxAttempts - attempts.length);
       if (!candidate) break;
-      const upstream = new UpstreamCall(candidate.deployment.id, candidate.model.id, this.health, this.metrics);
+      const upstream = new UpstreamCall(candidate.deployment.id, candidate.model.id, this.health, this.metrics, attemptSpan(call.trace, 'chat', candidate, gen.catalog));
       attempts.push(upstream.attempt);
       try {
         const value = await run(candidate, call.signal);
@@ -144,7 +182,7 @@ export class GatewayService {
     const metered = trackUsage(call.meter, attempts);
     try {
       const { value, candidate, upstream } = await this.withFailover(call, attempts, (c, signal) =>
-        this.provider(c).chat(forCandidate(call.request, c), this.callContext(signal)),
+        this.provider(c, this.of(call.plan)).chat(forCandidate(call.request, c), this.callContext(signal, this.of(call.plan))),
       );
       // Some compatible upstreams report no usage: count it as a stream's is counted.
       const usage = value.usage ?? estimateUsage(call.request.messages, '', value.content ?? '', value.toolCalls);
@@ -171,7 +209,7 @@ export class GatewayService {
       metered();
       throw error;
     });
-    const resume = this.resumes(call.operation) ? (prefix: string) => this.openStream(call, attempts, prefix, streamed) : undefined;
+    const resume = this.resumes(call.operation, call.plan.catalog) ? (prefix: string) => this.openStream(call, attempts, prefix, streamed) : undefined;
     return new CommittedStream(first, attempts, new CallStreamScope(call, resume, metered));
   }
 
@@ -193,7 +231,8 @@ export class GatewayService {
         const asked = prefix === undefined ? undefined : userTurn.has(c.deployment.id) || c.deployment.prefix === 'none' ? 'user_turn' : 'prefix';
         if (asked === 'prefix') request.assistantPrefix = { text: prefix!, mode: c.deployment.prefix };
         if (asked === 'user_turn') request = continuationRequest(request, prefix!);
-        const iterator = this.provider(c).chatStream(request, this.callContext(controller.signal))[Symbol.asyncIterator]();
+        const gen = this.of(call.plan);
+        const iterator = this.provider(c, gen).chatStream(request, this.callContext(controller.signal, gen))[Symbol.asyncIterator]();
         try {
           const buffered = asked === 'user_turn' ? await joinedContinuation(iterator, prefix!) : await firstEvents(iterator, prefix);
           return { iterator, controller, buffered };
@@ -230,16 +269,16 @@ export class GatewayService {
   }
 
   /** Whether a broken stream of this operation is resumed elsewhere. */
-  resumes(operation: string | undefined): boolean {
-    const { routes, resume_streams: fallback } = this.catalog.failover;
+  resumes(operation: string | undefined, catalog: Catalog = this.catalog): boolean {
+    const { routes, resume_streams: fallback } = catalog.failover;
     return (operation !== undefined ? routes[operation]?.resume_streams : undefined) ?? fallback;
   }
 
-  async embed(modelId: string, input: string[], dimensions: number | undefined, { signal, meter }: CallScope): Promise<{ result: Required<EmbedResult>; served: Served }> {
+  async embed(modelId: string, input: string[], dimensions: number | undefined, { signal, meter, trace }: CallScope): Promise<{ result: Required<EmbedResult>; served: Served }> {
     // Spec 7.1: no failover to another embedding provider; the model's first healthy deployment answers.
-    const candidate = this.candidates.get(modelId)!.find((c) => this.health.available(c.deployment.id));
+    const candidate = this.current.candidates.get(modelId)!.find((c) => this.health.available(c.deployment.id));
     if (!candidate) throw new ApiError('EMBEDDING_PROVIDER_UNAVAILABLE', `The embedding provider of ${modelId} is unavailable.`);
-    const upstream = new UpstreamCall(candidate.deployment.id, modelId, this.health, this.metrics);
+    const upstream = new UpstreamCall(candidate.deployment.id, modelId, this.health, this.metrics, attemptSpan(trace, 'embeddings', candidate, this.catalog));
     try {
       const result = await this.provider(candidate).embed({ model: candidate.deployment.model, input, dimensions }, this.callContext(signal));
       upstream.answered();
@@ -279,12 +318,13 @@ export class GatewayService {
     }
   }
 
-  private provider(c: { deployment: DeploymentConfig }): Provider {
-    return this.providers.get(c.deployment.provider)!;
+  private provider(c: { deployment: DeploymentConfig }, gen: Generation = this.current): Provider {
+    return gen.providers.get(c.deployment.provider)!;
   }
 
+  /** Closes the current generation's providers (a reload closes those it replaced: reload.ts). */
   async close(): Promise<void> {
-    await Promise.all([...this.providers.values()].map((p) => p.close()));
+    await Promise.all([...this.current.providers.values()].map((p) => p.close()));
   }
 }
 
@@ -299,6 +339,25 @@ export function streamUsage(attempts: readonly Attempt[]): Usage {
     ...(reasoningTokens ? { reasoningTokens } : {}),
     ...(cachedTokens || cacheWriteTokens ? { cachedTokens, cacheWriteTokens, cacheWrite1hTokens } : {}),
   };
+}
+
+/**
+ * An upstream attempt's span, named and described as the GenAI semantic conventions say
+ * (`{operation} {model}`; the provider as gen_ai.provider.name and, for older backends,
+ * gen_ai.system); UpstreamCall adds the token counts and ends it.
+ */
+function attemptSpan(trace: RequestTrace | null | undefined, operation: 'chat' | 'embeddings', c: Candidate, catalog: Catalog): TraceSpan | null {
+  if (!trace) return null;
+  const system = catalog.providers.get(c.deployment.provider)?.type ?? 'local';
+  return trace.span(`${operation} ${c.model.id}`, {
+    'gen_ai.operation.name': operation,
+    'gen_ai.provider.name': system,
+    'gen_ai.system': system,
+    'gen_ai.request.model': c.model.id,
+    'gen_ai.response.model': c.deployment.model,
+    'gateway.deployment': c.deployment.id,
+    'gateway.provider': c.deployment.provider,
+  });
 }
 
 /** The request as one deployment gets it: its upstream model name; reasoning options only for reasoning models. */

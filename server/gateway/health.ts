@@ -66,10 +66,21 @@ export class DeploymentHealth {
   private readonly trialListeners: ((deploymentId: string, at: number) => void)[] = [];
 
   constructor(
-    private readonly catalog: Catalog,
+    private catalog: Catalog,
     private readonly now: () => number = Date.now,
   ) {
+    this.reconfigure(catalog);
+  }
+
+  /**
+   * Takes a reloaded catalog's settings (circuit thresholds, deployments' weights and limits);
+   * a deployment it keeps keeps its state (circuit, in flight), a new one starts closed.
+   */
+  reconfigure(catalog: Catalog): void {
+    this.catalog = catalog;
+    const now = this.now;
     for (const id of catalog.deployments.keys()) {
+      if (this.states.has(id)) continue;
       this.states.set(id, {
         circuit: 'closed',
         consecutiveFailures: 0,

@@ -1,5 +1,8 @@
 // Composition of the inference gateway: catalog → providers → health → service, and the
-// OpenAI-shaped surfaces the handlers call. Built once at start.
+// OpenAI-shaped surfaces the handlers call. Built at start; a reload (reload.ts) swaps in a
+// new catalog's providers and routing for the requests that start after it. What a reload
+// does not change (a restart does): the guardrails' moderation endpoint, the response
+// cache's store, and the providers' background probes, trial calls and health entries.
 import type { Logger } from 'pino';
 import type { components } from '../../generated/types/openapi.js';
 import type { HealthService, HealthStatus } from '../health/health-service.js';
@@ -9,7 +12,7 @@ import type { Provider } from '../providers/types.js';
 import type { RedisConnections } from '../storage/redis.js';
 import { MemoryAnswerStore, RedisAnswerStore } from './cache/answer-store.js';
 import { ResponseCache } from './cache/response-cache.js';
-import type { Catalog } from './catalog.js';
+import type { Catalog, ProviderConfig } from './catalog.js';
 import { ChatCompletions } from './chat-completions.js';
 import { kindFacts } from './errors.js';
 import { GatewayService } from './gateway-service.js';
@@ -21,13 +24,18 @@ import { createProvider } from './provider-factory.js';
 import { CircuitTrials, everyInstance } from './circuit-trials.js';
 import { shareHealth, sharedTrialGate } from './shared-health.js';
 
+/** How long a replaced provider stays open after a reload: longer than any request runs (billing's hold TTL). */
+const RETIRE_AFTER_MS = 15 * 60_000;
+
 export interface Inference {
   gateway: GatewayService;
   completions: ChatCompletions;
   /** Input checks and output moderation of guarded routes (chat completions, Responses API). */
   guardrails: Guardrails;
-  /** The `listModels` answer, built once: the catalog does not change while running. */
+  /** The `listModels` answer, built once per catalog. */
   models: ReturnType<typeof modelList>;
+  /** New requests are routed on `catalog` from now on; requests in flight finish on theirs. */
+  reload(catalog: Catalog): void;
   /** Each deployment and its circuit, now (the `listGatewayDeployments` answer). */
   deployments(): DeploymentState[];
   close(): Promise<void>;
@@ -39,7 +47,7 @@ export async function createInference(
   catalog: Catalog,
   options: { logger: Logger; health: HealthService; embedder: Embedder; redis: RedisConnections | null; metrics: Metrics },
 ): Promise<Inference> {
-  const providers = new Map<string, Provider>();
+  let providers = new Map<string, Provider>();
   for (const config of catalog.providers.values()) providers.set(config.id, createProvider(config, { embedder: options.embedder }));
   const deploymentHealth = new DeploymentHealth(catalog);
   deploymentHealth.onChange((event) => options.logger.warn(event, `deployment ${event.deploymentId} circuit ${event.circuit}`));
@@ -70,12 +78,23 @@ export async function createInference(
   const unshare = options.redis ? await shareHealth(deploymentHealth, options.redis, options.logger) : async () => undefined;
   const prober = startProbes(catalog, providers, deploymentHealth, options.logger);
   const trials = new CircuitTrials(catalog, providers, deploymentHealth, options.redis ? sharedTrialGate(options.redis, options.logger) : everyInstance, options.logger);
-  return {
+  const inference: Inference = {
     gateway,
     completions,
     guardrails,
     models: modelList(catalog, Math.floor(Date.now() / 1000)),
     deployments: deploymentStates(catalog, deploymentHealth),
+    reload(next) {
+      const previous = { catalog: gateway.catalog, providers };
+      providers = reuseProviders(previous, next, (config) => createProvider(config, { embedder: options.embedder }));
+      deploymentHealth.reconfigure(next);
+      gateway.swap(next, providers);
+      inference.models = modelList(next, Math.floor(Date.now() / 1000));
+      inference.deployments = deploymentStates(next, deploymentHealth);
+      // Replaced providers serve the requests still running on the old catalog: closed once the longest request is over.
+      const replaced = [...previous.providers.entries()].filter(([id, p]) => providers.get(id) !== p).map(([, p]) => p);
+      if (replaced.length > 0) setTimeout(() => void Promise.all(replaced.map((p) => p.close())), RETIRE_AFTER_MS).unref();
+    },
     close: async () => {
       trials.stop();
       clearInterval(prober);
@@ -83,6 +102,22 @@ export async function createInference(
       await Promise.all([gateway.close(), moderation?.close()]);
     },
   };
+  return inference;
+}
+
+/** The new catalog's providers: one whose settings did not change is kept as it is (its connections, its state). */
+function reuseProviders(
+  previous: { catalog: Catalog; providers: ReadonlyMap<string, Provider> },
+  next: Catalog,
+  create: (config: ProviderConfig) => Provider,
+): Map<string, Provider> {
+  const providers = new Map<string, Provider>();
+  for (const config of next.providers.values()) {
+    const before = previous.catalog.providers.get(config.id);
+    const same = before && JSON.stringify(before) === JSON.stringify(config);
+    providers.set(config.id, same ? previous.providers.get(config.id)! : create(config));
+  }
+  return providers;
 }
 
 /** What `listGatewayDeployments` reads: each deployment (the models it serves, found once) with its circuit now. */

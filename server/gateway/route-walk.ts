@@ -102,7 +102,7 @@ export class RouteWalk {
     }
     if (facts.kind === 'context_length' || facts.kind === 'content_filter') {
       const passed = new Set(this.stages.slice(0, this.stage + 1).flat());
-      const next = refusalFallbacks(this.catalog, candidate.model, facts.kind, this.plan.features).filter((m) => !passed.has(m));
+      const next = refusalFallbacks(this.catalog, candidate.model, facts.kind, this.plan).filter((m) => !passed.has(m));
       if (next.length > 0) {
         // The other deployments of the refused model would refuse it too: straight to the fallbacks.
         this.stages.splice(this.stage + 1, 0, ...next.map((m) => [m]));

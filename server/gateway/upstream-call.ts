@@ -1,7 +1,8 @@
 // The bookkeeping of one upstream call, the same for chat, streams, embeddings and images:
-// the deployment's health (in flight, circuit), the metrics (calls, latency, tokens) and
-// the request's Attempt record that billing reads.
+// the deployment's health (in flight, circuit), the metrics (calls, latency, tokens), its
+// trace span (when traced) and the request's Attempt record that billing reads.
 import type { Metrics } from '../observability/metrics.js';
+import type { TraceSpan } from '../observability/tracing.js';
 import { estimateMessageTokens, estimateTokens } from '../providers/local/tokens.js';
 import { ProviderError, type ChatMessage, type ToolCall, type Usage } from '../providers/types.js';
 import { failureSummary, kindFacts } from './errors.js';
@@ -30,6 +31,7 @@ export class UpstreamCall {
     modelId: string,
     health: DeploymentHealth,
     private readonly metrics: Metrics | undefined,
+    private readonly span: TraceSpan | null = null,
   ) {
     this.attempt = { deploymentId, modelId, outcome: 'ok' };
     this.end = health.begin(deploymentId);
@@ -52,6 +54,10 @@ export class UpstreamCall {
     if (usage.cachedTokens) metrics?.tokens.inc({ model: attempt.modelId, kind: 'cached_prompt' }, usage.cachedTokens);
     if (usage.cacheWriteTokens) metrics?.tokens.inc({ model: attempt.modelId, kind: 'cache_write' }, usage.cacheWriteTokens);
     this.end({ ok: true, latencyMs: this.latencyMs ?? performance.now() - this.started });
+    if (this.span) {
+      this.span.set({ 'gen_ai.usage.input_tokens': usage.promptTokens, 'gen_ai.usage.output_tokens': usage.completionTokens, 'gateway.outcome': 'ok' });
+      this.span.end();
+    }
   }
 
   /** `aborted`: the caller left, which says nothing about the deployment. */
@@ -69,6 +75,10 @@ export class UpstreamCall {
       countsAsFailure: !aborted && facts.unhealthy,
       retryAfterMs: error instanceof ProviderError ? error.details.retryAfterMs : undefined,
     });
+    if (this.span) {
+      this.span.set({ 'gateway.outcome': attempt.outcome, 'gen_ai.usage.input_tokens': usage?.promptTokens, 'gen_ai.usage.output_tokens': usage?.completionTokens });
+      this.span.fail(error);
+    }
   }
 }
 

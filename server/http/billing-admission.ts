@@ -1,7 +1,8 @@
 // The billing admission stage of inference operations (tags completions, embeddings,
 // responses, and the deprecated aliases of those): a prepaid organization's request
 // reserves its estimate (estimate.ts: its worst case at the model's price) before the handler, or
-// is refused (402 INSUFFICIENT_CREDIT, 429 SPENDING_LIMIT_EXCEEDED, 402 NO_PLAN /
+// is refused (402 INSUFFICIENT_CREDIT, 429 SPENDING_LIMIT_EXCEEDED, of the organization or
+// of a key with its own limits, 402 NO_PLAN /
 // GC_ALLOWANCE_EXHAUSTED on the coding route). Every inference request, prepaid or not,
 // gets a usage scope (`res.locals.meter`, the handler's `ctx.meter`) that its gateway calls
 // report into, and is settled when the response closes:
@@ -17,6 +18,7 @@ import type { Principal } from '../identity/principal.js';
 import type { BillingService, Reservation, Settlement } from '../billing/billing-service.js';
 import type { Estimator } from '../billing/estimate.js';
 import { UsageScope } from '../gateway/usage-scope.js';
+import { traced, type RequestTrace } from '../observability/tracing.js';
 
 const INFERENCE_TAGS = new Set(['completions', 'embeddings', 'responses']);
 
@@ -59,11 +61,15 @@ export function billingStage(billing: BillingService, estimator: Estimator, logg
       const charge = gated && prepaid;
       // A weekly cap binds whenever it is set (spec 7.3.1, part 8): an unmetered
       // organization's requests hold against the cap alone (the coding route never counts).
-      const capped = gated && !coding && settings.weeklyCapMicros !== null;
+      // So does a key's own cap (its credit share only binds where the balance pays).
+      const limitedKey = gated && !coding && principal.spendLimited === true;
+      const capped = gated && !coding && (settings.weeklyCapMicros !== null || limitedKey);
       let reservation: Reservation | null = null;
       if (charge || capped) {
         const estimate = await estimator.of(res, route, req.body, organizationId);
-        reservation = await billing.reserve({
+        const trace = res.locals.trace as RequestTrace | undefined;
+        const hold = { 'gen_ai.request.model': estimate.model?.id, 'billing.estimate_micros': Number(estimate.micros), 'billing.limited_key': limitedKey };
+        reservation = await traced(trace, 'billing.reserve', hold, () => billing.reserve({
           organizationId,
           apiKeyId,
           operation: route.operationId,
@@ -72,7 +78,8 @@ export function billingStage(billing: BillingService, estimator: Estimator, logg
           estimateMicros: estimate.micros,
           traceId,
           debit: prepaid,
-        });
+          limitedKey,
+        }));
       }
       const scope = new UsageScope();
       let reportSettlement!: (settlement: Settlement | null) => void;
@@ -82,7 +89,11 @@ export function billingStage(billing: BillingService, estimator: Estimator, logg
         billing.background(
           scope
             .settled(SETTLE_WAIT_MS)
-            .then((calls) => billing.settle({ organizationId, apiKeyId, operation: route.operationId, traceId, product, charge, reservation, calls }))
+            .then((calls) =>
+              traced(res.locals.trace as RequestTrace | undefined, 'billing.settle', {}, () =>
+                billing.settle({ organizationId, apiKeyId, operation: route.operationId, traceId, product, charge, reservation, calls }),
+              ),
+            )
             .then(reportSettlement, (error: unknown) => {
               reportSettlement(null);
               logger.error({ err: error, traceId, reservation: reservation?.id }, 'could not settle the usage of a request');

@@ -4,6 +4,7 @@ import type { RouteDefinition } from '../../generated/contract/routes.js';
 import type { Handler, OperationId } from '../../generated/server/operations.js';
 import type { UsageMeter } from '../gateway/usage-scope.js';
 import type { Principal } from '../identity/principal.js';
+import type { RequestTrace } from '../observability/tracing.js';
 import type { Services } from '../services.js';
 
 export interface RequestContext {
@@ -16,6 +17,8 @@ export interface RequestContext {
   signal: AbortSignal;
   /** The request's usage meter (billing admission opens it on metered operations): pass it with every gateway call. */
   meter: UsageMeter | null;
+  /** The request's trace (tracing.ts); null when tracing is off. */
+  trace: RequestTrace | null;
   services: Services;
 }
 

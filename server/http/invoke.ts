@@ -53,6 +53,7 @@ class HandlerContext extends LogsThrough implements RequestContext {
   readonly traceId: string;
   readonly principal: RequestContext['principal'];
   readonly meter: RequestContext['meter'];
+  readonly trace: RequestContext['trace'];
 
   constructor(
     req: Request,
@@ -65,6 +66,7 @@ class HandlerContext extends LogsThrough implements RequestContext {
     this.traceId = traceIdOf(res);
     this.principal = res.locals.principal ?? null;
     this.meter = res.locals.meter ?? null;
+    this.trace = res.locals.trace ?? null;
   }
 }
 

@@ -1,10 +1,15 @@
-// API keys of an organization: created and revoked only within the caller's scopes, shown
-// in full once, listed obfuscated, revoked everywhere through the revocation bus.
+// API keys of an organization: created, changed and revoked only within the caller's
+// scopes, shown in full once, listed obfuscated, revoked everywhere through the revocation
+// bus. A key's limits (a weekly cap, a share of the organization's credit, the models it may
+// call) are kept on its row; billing enforces the first two (billing/pools.ts), routing the
+// third (identity/model-access.ts). A change evicts the key's cached principal everywhere,
+// through the same bus as a revocation.
 import type { ApiKey, PrismaClient } from '../../generated/prisma/client.js';
 import type { Scope } from '../../generated/contract/routes.js';
 import { ApiError } from '../errors.js';
 import { keysetQuery, toPage, type Page, type PageRequest } from '../storage/pagination.js';
 import { newApiKey } from './credentials.js';
+import { patternProblem } from './model-access.js';
 import type { Principal } from './principal.js';
 import type { RevocationBus } from './revocation.js';
 
@@ -18,12 +23,27 @@ export interface KeyView {
   expiresAt: number | null;
   revokedAt: number | null;
   lastUsedAt: number | null;
+  limits: KeyLimits;
+}
+
+/** A key's own limits; null: none (every model, for `allowedModels`). Micro-dollars as numbers, as the API has them. */
+export interface KeyLimits {
+  weeklyCapMicros: number | null;
+  creditSharePercent: number | null;
+  allowedModels: string[] | null;
 }
 
 export interface NewKey {
   scopes: Scope[];
   label?: string | null;
   expiresAt?: number | null;
+  limits?: Partial<KeyLimits>;
+}
+
+export interface KeyChange {
+  label?: string | null;
+  /** Each limit present is set (null removes it); absent ones are kept. */
+  limits?: Partial<KeyLimits>;
 }
 
 const ms = (date: Date | null) => date?.getTime() ?? null;
@@ -40,6 +60,34 @@ export function viewKey(key: ApiKey, now = Date.now()): KeyView {
     expiresAt: ms(key.expiresAt),
     revokedAt: ms(key.revokedAt),
     lastUsedAt: ms(key.lastUsedAt),
+    limits: {
+      weeklyCapMicros: key.weeklyCapMicros === null ? null : Number(key.weeklyCapMicros),
+      creditSharePercent: key.creditSharePercent,
+      allowedModels: key.allowedModels.length === 0 ? null : key.allowedModels,
+    },
+  };
+}
+
+/** Whether the limits ask billing to keep a pool for the key (a cap or a share). */
+export function spendLimited(limits: KeyLimits): boolean {
+  return limits.weeklyCapMicros !== null || limits.creditSharePercent !== null;
+}
+
+/** The columns a change of limits writes (absent limits untouched); 422 for an allow-list that is not one. */
+function limitColumns(limits: Partial<KeyLimits> | undefined) {
+  if (!limits) return {};
+  const models = limits.allowedModels;
+  const problem = models ? patternProblem(models) : null;
+  if (problem) {
+    throw new ApiError('VALIDATION_ERROR', `allowedModels: ${problem}`, {
+      gatewayCode: 'validation_error',
+      issues: [{ loc: ['body', 'limits', 'allowedModels'], msg: problem, type: 'value_error', input: models }],
+    });
+  }
+  return {
+    ...(limits.weeklyCapMicros !== undefined ? { weeklyCapMicros: limits.weeklyCapMicros === null ? null : BigInt(limits.weeklyCapMicros) } : {}),
+    ...(limits.creditSharePercent !== undefined ? { creditSharePercent: limits.creditSharePercent } : {}),
+    ...(models !== undefined ? { allowedModels: [...new Set(models ?? [])] } : {}),
   };
 }
 
@@ -57,15 +105,16 @@ export function newKeyRecord(organizationId: string, input: NewKey, createdByKey
       scopes: [...new Set(input.scopes)],
       expiresAt: input.expiresAt != null ? new Date(input.expiresAt) : null,
       createdByKeyId,
+      ...limitColumns(input.limits),
     },
   };
 }
 
 /** A key acts only on keys within its own scopes: it may neither grant nor revoke more. */
-function requireScopes(caller: Principal, scopes: readonly Scope[], action: 'grant' | 'revoke'): void {
+function requireScopes(caller: Principal, scopes: readonly Scope[], action: 'grant' | 'revoke' | 'change'): void {
   const beyond = scopes.filter((scope) => !caller.scopes.includes(scope));
   if (beyond.length === 0) return;
-  const what = action === 'grant' ? 'grant scopes' : 'revoke a key with scopes';
+  const what = action === 'grant' ? 'grant scopes' : `${action} a key with scopes`;
   throw new ApiError('FORBIDDEN', `A key cannot ${what} beyond its own: ${[...new Set(beyond)].join(', ')}`, { gatewayCode: 'forbidden' });
 }
 
@@ -109,6 +158,34 @@ export class ApiKeyService {
 
   async get(organizationId: string, id: string): Promise<KeyView> {
     return viewKey(await this.find(organizationId, id));
+  }
+
+  /**
+   * Changes a key's label and limits. A key may not change its own limits (it would lift its
+   * own cap), nor a key with scopes beyond its own. Its cached principal is dropped on every
+   * instance, so the next request runs under the new limits.
+   */
+  async update(caller: Principal, id: string, change: KeyChange): Promise<KeyView> {
+    const key = await this.find(caller.organizationId, id);
+    requireScopes(caller, key.scopes as Scope[], 'change');
+    if (change.limits && caller.kind === 'api_key' && caller.credentialId === id) {
+      throw new ApiError('FORBIDDEN', 'A key cannot change its own limits', { gatewayCode: 'forbidden' });
+    }
+    return this.change(key, change);
+  }
+
+  /** Changes a key without a caller's limits: for the operator CLI. */
+  async amend(organizationId: string, id: string, change: KeyChange): Promise<KeyView> {
+    return this.change(await this.find(organizationId, id), change);
+  }
+
+  private async change(key: ApiKey, change: KeyChange): Promise<KeyView> {
+    const updated = await this.prisma.apiKey.update({
+      where: { id: key.id },
+      data: { ...(change.label !== undefined ? { label: change.label } : {}), ...limitColumns(change.limits) },
+    });
+    await this.bus.publish([key.keyHash]);
+    return viewKey(updated);
   }
 
   /**

@@ -1,11 +1,13 @@
 // Resolves bearer credentials (API keys `sk_…`, deprecated OAuth access tokens `oat_…`) to
-// principals. Resolutions are cached briefly; revocations evict them through the bus, and
-// the cache TTL bounds how long a missed revocation can linger (spec: within 60 s).
+// principals. Resolutions are cached briefly; revocations (and changes of a key's limits)
+// evict them through the bus, and the cache TTL bounds how long a missed one can linger
+// (spec: within 60 s).
 import { LRUCache } from 'lru-cache';
 import type { PrismaClient } from '../../generated/prisma/client.js';
 import type { Scope } from '../../generated/contract/routes.js';
 import { hashSecret, lookupIdOf, sameDigest } from './credentials.js';
 import { OAUTH_TOKEN_PREFIX } from './oauth.js';
+import { ModelAccess } from './model-access.js';
 import type { Principal } from './principal.js';
 import type { RevocationBus } from './revocation.js';
 
@@ -71,6 +73,8 @@ export function createAuthenticator(prisma: PrismaClient, bus: RevocationBus, ca
       organizationId: key.organizationId,
       scopes: key.scopes as Scope[],
       expiresAt: key.expiresAt?.getTime() ?? null,
+      models: ModelAccess.of(key.allowedModels),
+      spendLimited: key.weeklyCapMicros !== null || key.creditSharePercent !== null,
     };
   }
 

@@ -1,4 +1,5 @@
 import type { Scope } from '../../generated/contract/routes.js';
+import type { ModelAccess } from './model-access.js';
 
 /** Who is calling: resolved from an API key or a (deprecated) OAuth access token. */
 export interface Principal {
@@ -9,4 +10,8 @@ export interface Principal {
   scopes: readonly Scope[];
   /** When the credential stops working (ms since the epoch), if it expires. */
   expiresAt: number | null;
+  /** The models the key may call; null or absent: every model. */
+  models?: ModelAccess | null;
+  /** The key has a weekly cap or a credit share: its requests hold on its own pool too (billing). */
+  spendLimited?: boolean;
 }

@@ -10,7 +10,8 @@ import { chatCall, type CompletionContext } from '../gateway/chat-completions.js
 import { routeHeader } from '../gateway/route-header.js';
 import type { Guardrails } from '../gateway/guardrails.js';
 import type { Principal } from '../identity/principal.js';
-import { planRoute, requestFeatures, type RoutePlan } from '../gateway/routing.js';
+import { planRoute, requestFeatures, tracedRoute, type RoutePlan } from '../gateway/routing.js';
+import { traced } from '../observability/tracing.js';
 import { withTradition } from '../gateway/tradition.js';
 import { estimateMessageTokens } from '../providers/local/tokens.js';
 import type { ChatMessage, ToolCall } from '../providers/types.js';
@@ -79,7 +80,7 @@ export class ResponsesService {
       throw new ApiError('NO_USER_MESSAGE', 'input must contain at least one user message.', { param: 'input' });
     }
     const routed = this.route(body, ctx, conversation);
-    if (ctx.mode === 'guarded') await this.guardrails.checkInput(conversation, ctx.signal);
+    if (ctx.mode === 'guarded') await traced(ctx.trace, 'guardrails.input', {}, () => this.guardrails.checkInput(conversation, ctx.signal));
     return { items, conversation, ...routed };
   }
 
@@ -92,7 +93,8 @@ export class ResponsesService {
     ];
     const messages = guarded ? withTradition([...system, ...conversation], body.tradition) : [...system, ...conversation];
     const { request, imageTool } = providerRequest(body, messages);
-    const plan = planRoute(this.gateway.catalog, guarded ? body : { model: body.model }, requestFeatures(request, { imageGeneration: imageTool !== undefined }));
+    const selector = guarded ? body : { model: body.model };
+    const plan = tracedRoute(ctx.trace, selector, () => planRoute(this.gateway.catalog, selector, requestFeatures(request, { imageGeneration: imageTool !== undefined }), ctx.models));
     return { request, imageTool, plan };
   }
 

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describePostgres, useTestDatabase } from '../support/postgres.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
-import { ask, burst, checkCredit, createOrg, creditRun, N, pricedCatalog, settled } from './support.js';
+import { ask, burst, checkCredit, createOrg, creditRun, N, pricedCatalog, settled, twoInstances } from './support.js';
 
 describe('100 concurrent requests, one instance (PGlite)', () => {
   let platform: TestPlatform;
@@ -38,18 +38,10 @@ describe('100 concurrent requests, one instance (PGlite)', () => {
 
 describePostgres('100 concurrent requests, two instances (PostgreSQL)', () => {
   const database = useTestDatabase('billing_burst');
-  let instances: TestPlatform[] = [];
-  beforeAll(async () => {
-    const first = await startTestPlatform({ logLevel: 'silent', databaseUrl: database.url }, { catalog: pricedCatalog() });
-    const second = await startTestPlatform({ logLevel: 'silent', databaseUrl: database.url }, { catalog: pricedCatalog() }, { adminKey: first.adminKey });
-    instances = [first, second];
-  }, 60_000);
-  afterAll(async () => {
-    await Promise.all(instances.map((i) => i.close()));
-  });
+  const instances = twoInstances(() => ({ databaseUrl: database.url }));
 
   it('against a nearly empty balance overshoot by at most one estimate', async () => {
     const start = 700_000n;
-    checkCredit(await creditRun(instances, start), start, 'PostgreSQL ×2');
+    checkCredit(await creditRun(instances(), start), start, 'PostgreSQL ×2');
   }, 60_000);
 });

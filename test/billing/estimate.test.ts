@@ -95,7 +95,7 @@ describe('Estimator', () => {
     response: async (org, id) => (calls.push(`response ${org} ${id}`), 7_000),
     chat: async (org, id) => (calls.push(`chat ${org} ${id}`), 900),
   };
-  const estimator = new Estimator(catalog, history);
+  const estimator = new Estimator({ catalog }, history);
   const res = () => ({ locals: {} }) as never;
 
   it('reads the stored conversation a follow-up names, once per request', async () => {

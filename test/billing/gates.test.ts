@@ -260,7 +260,7 @@ describe('coding-agent plans', () => {
 describe('reserve then settle', () => {
   it('releases holds a crashed instance left open, without charging them', async () => {
     const org = await prepaid('crash', 1_000_000n);
-    const hold = await billing().reserve({ organizationId: org.id, apiKeyId: null, operation: 'createGuardedChatCompletion', model: 'priced', product: null, estimateMicros: 900_000n, traceId: 'trc_crash', debit: true });
+    const hold = await billing().reserve({ organizationId: org.id, apiKeyId: null, operation: 'createGuardedChatCompletion', model: 'priced', product: null, estimateMicros: 900_000n, traceId: 'trc_crash', debit: true, limitedKey: false });
     // The hold blocks what it covers...
     expect((await chat(org, ask())).status).toBe(402);
     expect(await billing().reconcile(0)).toBeGreaterThanOrEqual(1);

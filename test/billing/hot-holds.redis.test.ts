@@ -148,7 +148,7 @@ describePostgres('an instance crashed between reserve and settle (PostgreSQL + R
       const chat = () => survivor.api('/ai/v2/guarded/chat/completions', { method: 'POST', key: org.key, body: JSON.stringify(ask()) });
 
       // A request admitted on the first instance (its hold in Redis), which crashes before it settles.
-      const hold = await crashed.services.billing.reserve({ organizationId: org.id, apiKeyId: org.keyId, operation: 'createGuardedChatCompletion', model: 'priced', product: null, estimateMicros: 900_000n, traceId: 'trc_crashed', debit: true });
+      const hold = await crashed.services.billing.reserve({ organizationId: org.id, apiKeyId: org.keyId, operation: 'createGuardedChatCompletion', model: 'priced', product: null, estimateMicros: 900_000n, traceId: 'trc_crashed', debit: true, limitedKey: false });
       expect(hold.kept).toBe('redis');
       const holds = `billing:{${org.id}}:credit:holds`;
       expect(await redis.hkeys(holds)).toEqual([hold.id]);

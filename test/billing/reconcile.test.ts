@@ -28,7 +28,7 @@ describe('restart after a crash between reserve and settle', () => {
     await billing.setMode(org.id, 'prepaid');
     await billing.credit.add(org.id, 1_000_000n, 'test');
     // A request admitted (its hold written) whose instance dies before it settles.
-    const hold = await billing.reserve({ organizationId: org.id, apiKeyId: org.keyId, operation: 'createGuardedChatCompletion', model: 'priced', product: null, estimateMicros: 900_000n, traceId: 'trc_crashed', debit: true });
+    const hold = await billing.reserve({ organizationId: org.id, apiKeyId: org.keyId, operation: 'createGuardedChatCompletion', model: 'priced', product: null, estimateMicros: 900_000n, traceId: 'trc_crashed', debit: true, limitedKey: false });
     expect((await billing.account(org.id)).reservedMicros).toBe(900_000n);
     expect((await first.api('/ai/v2/guarded/chat/completions', { method: 'POST', key: org.key, body: JSON.stringify(ask()) })).status).toBe(402);
     const adminKey = first.adminKey;

@@ -1,6 +1,7 @@
 // Shared set-up of the billing suites: a platform whose catalog has priced models, and an
 // organization with its own key.
 import { afterAll, beforeAll, expect, vi } from 'vitest';
+import type { Config } from '../../server/config.js';
 import { buildCatalog, type Catalog } from '../../server/gateway/catalog.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
 import { CuttableRelay } from '../support/redis.js';
@@ -136,6 +137,23 @@ export function checkCredit(outcome: Outcome, startMicros: bigint, label: string
   // Overshoot at most one request's estimate (the holds make it none when answers stay within max_tokens).
   expect(outcome.finalBalance).toBeGreaterThanOrEqual(-outcome.estimate);
   expect(outcome.finalBalance).toBe(startMicros - outcome.billed);
+}
+
+/**
+ * Two platforms sharing a database (and Redis, when `config` names one), started before the
+ * suite and closed after it; `config` is read in beforeAll (a test database's url is known then).
+ */
+export function twoInstances(config: () => Partial<Config>): () => TestPlatform[] {
+  let instances: TestPlatform[] = [];
+  beforeAll(async () => {
+    const first = await startTestPlatform({ logLevel: 'silent', ...config() }, { catalog: pricedCatalog() });
+    const second = await startTestPlatform({ logLevel: 'silent', ...config() }, { catalog: pricedCatalog() }, { adminKey: first.adminKey });
+    instances = [first, second];
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all(instances.map((i) => i.close()));
+  });
+  return () => instances;
 }
 
 // ---------------------------------------------------------------- Redis outages

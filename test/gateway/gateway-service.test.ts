@@ -668,7 +668,7 @@ describe('chat completion chunks over a gateway stream', () => {
       },
     };
     const completions = new ChatCompletions(gateway, new Guardrails([], [broken]));
-    const ctx = { mode: 'guarded' as const, operation: 'createGuardedChatCompletion', traceId: 'trc_x', signal: new AbortController().signal, meter: null, log };
+    const ctx = { mode: 'guarded' as const, operation: 'createGuardedChatCompletion', traceId: 'trc_x', signal: new AbortController().signal, meter: null, log, models: null, trace: null };
     const answer = await completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }, ctx);
     if (answer.kind !== 'stream') throw new Error('expected a stream');
     const contents: string[] = [];

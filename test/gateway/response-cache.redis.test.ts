@@ -97,7 +97,7 @@ describeRedis('response cache in Redis', () => {
         return new ResponseCache(new RedisAnswerStore(connection, log, metrics), metrics, 1_000_000);
       };
       const request = { messages: [{ role: 'user' as const, content: `Shared? ${randomUUID()}` }], temperature: 0 };
-      const plan = { mechanism: 'direct_model_selection' as const, tier: null, confidence: null, models: [catalog.models.get('cached')!], fallbacks: [], features: requestFeatures(request) };
+      const plan = { mechanism: 'direct_model_selection' as const, tier: null, confidence: null, models: [catalog.models.get('cached')!], fallbacks: [], features: requestFeatures(request), access: null, catalog };
       const scope = { organizationId: randomUUID(), credentialId: randomUUID(), mode: undefined };
       const shape = { guarded: true, stream: false, includeUsage: false };
       const first = instance(a).slot(scope, plan, request, shape)!;

@@ -69,4 +69,25 @@ describe('npm run admin', () => {
     expect(usage.code).not.toBe(0);
     expect(usage.out).toContain('Usage: npm run admin');
   }, 90_000);
+
+  it("creates a key with limits and changes them; a server enforces the key's models", async () => {
+    expect((await admin('create-org', 'limited')).out).toMatch(/^organization limited \(/);
+    const created = await admin('create-key', 'limited', '--scopes', 'inference,keys:manage', '--weekly-cap', '5', '--models', 'local/*');
+    expect(created.out).toContain('weekly cap $5.00, no credit share, models local/*');
+    const id = /^key (\S+) for/.exec(created.out)?.[1];
+    const plaintext = /(sk_[A-Za-z0-9_-]{59})/.exec(created.out)?.[1];
+    const changed = await admin('set-key-limits', 'limited', id!, '--credit-share', '25', '--weekly-cap', 'none');
+    expect(changed.out).toContain('no weekly cap, 25% of the organization\'s credit per week, models local/*');
+    expect((await admin('set-key-limits', 'limited', id!, '--models', 'a/b/c')).code).not.toBe(0);
+
+    const platform = await startTestPlatform({ dataDir }, {}, { adminKey: 'unused' });
+    try {
+      const key = await platform.mgmt(`/api/v1/keys/${id}`, { key: plaintext! });
+      expect((await key.json()).data.limits).toEqual({ weeklyCapMicros: null, creditSharePercent: 25, allowedModels: ['local/*'] });
+      const body = (model: string) => JSON.stringify({ model, max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] });
+      expect((await platform.api('/ai/v2/guarded/chat/completions', { method: 'POST', key: plaintext!, body: body('local-chat') })).status).toBe(200);
+    } finally {
+      await platform.close();
+    }
+  }, 180_000);
 });

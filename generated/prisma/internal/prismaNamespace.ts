@@ -414,6 +414,7 @@ export const ModelName = {
   UsageRecord: 'UsageRecord',
   CreditLedger: 'CreditLedger',
   BillingAccount: 'BillingAccount',
+  BillingKeyPool: 'BillingKeyPool',
   BillingReservation: 'BillingReservation',
   CodingPlan: 'CodingPlan',
   BillingInstance: 'BillingInstance',
@@ -436,7 +437,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "publisher" | "apiKey" | "oAuthClient" | "oAuthAccessToken" | "collection" | "item" | "chunk" | "itemTerm" | "ingestionJob" | "ingestionJobPart" | "agent" | "chat" | "message" | "usageRecord" | "creditLedger" | "billingAccount" | "billingReservation" | "codingPlan" | "billingInstance" | "rateLimit" | "idempotencyRecord" | "storedResponse" | "requestLogEntry"
+    modelProps: "organization" | "publisher" | "apiKey" | "oAuthClient" | "oAuthAccessToken" | "collection" | "item" | "chunk" | "itemTerm" | "ingestionJob" | "ingestionJobPart" | "agent" | "chat" | "message" | "usageRecord" | "creditLedger" | "billingAccount" | "billingKeyPool" | "billingReservation" | "codingPlan" | "billingInstance" | "rateLimit" | "idempotencyRecord" | "storedResponse" | "requestLogEntry"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -1698,6 +1699,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    BillingKeyPool: {
+      payload: Prisma.$BillingKeyPoolPayload<ExtArgs>
+      fields: Prisma.BillingKeyPoolFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.BillingKeyPoolFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingKeyPoolPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.BillingKeyPoolFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingKeyPoolPayload>
+        }
+        findFirst: {
+          args: Prisma.BillingKeyPoolFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingKeyPoolPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.BillingKeyPoolFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingKeyPoolPayload>
+        }
+        findMany: {
+          args: Prisma.BillingKeyPoolFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingKeyPoolPayload>[]
+        }
+        create: {
+          args: Prisma.BillingKeyPoolCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingKeyPoolPayload>
+        }
+        createMany: {
+          args: Prisma.BillingKeyPoolCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.BillingKeyPoolCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingKeyPoolPayload>[]
+        }
+        delete: {
+          args: Prisma.BillingKeyPoolDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingKeyPoolPayload>
+        }
+        update: {
+          args: Prisma.BillingKeyPoolUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingKeyPoolPayload>
+        }
+        deleteMany: {
+          args: Prisma.BillingKeyPoolDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.BillingKeyPoolUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.BillingKeyPoolUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingKeyPoolPayload>[]
+        }
+        upsert: {
+          args: Prisma.BillingKeyPoolUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BillingKeyPoolPayload>
+        }
+        aggregate: {
+          args: Prisma.BillingKeyPoolAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateBillingKeyPool>
+        }
+        groupBy: {
+          args: Prisma.BillingKeyPoolGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BillingKeyPoolGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.BillingKeyPoolCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BillingKeyPoolCountAggregateOutputType> | number
+        }
+      }
+    }
     BillingReservation: {
       payload: Prisma.$BillingReservationPayload<ExtArgs>
       fields: Prisma.BillingReservationFieldRefs
@@ -2290,7 +2365,10 @@ export const ApiKeyScalarFieldEnum = {
   expiresAt: 'expiresAt',
   revokedAt: 'revokedAt',
   lastUsedAt: 'lastUsedAt',
-  createdByKeyId: 'createdByKeyId'
+  createdByKeyId: 'createdByKeyId',
+  weeklyCapMicros: 'weeklyCapMicros',
+  creditSharePercent: 'creditSharePercent',
+  allowedModels: 'allowedModels'
 } as const
 
 export type ApiKeyScalarFieldEnum = (typeof ApiKeyScalarFieldEnum)[keyof typeof ApiKeyScalarFieldEnum]
@@ -2517,6 +2595,18 @@ export const BillingAccountScalarFieldEnum = {
 export type BillingAccountScalarFieldEnum = (typeof BillingAccountScalarFieldEnum)[keyof typeof BillingAccountScalarFieldEnum]
 
 
+export const BillingKeyPoolScalarFieldEnum = {
+  apiKeyId: 'apiKeyId',
+  organizationId: 'organizationId',
+  reservedMicros: 'reservedMicros',
+  weekStart: 'weekStart',
+  weekSpentMicros: 'weekSpentMicros',
+  version: 'version'
+} as const
+
+export type BillingKeyPoolScalarFieldEnum = (typeof BillingKeyPoolScalarFieldEnum)[keyof typeof BillingKeyPoolScalarFieldEnum]
+
+
 export const BillingReservationScalarFieldEnum = {
   id: 'id',
   organizationId: 'organizationId',
@@ -2529,7 +2619,8 @@ export const BillingReservationScalarFieldEnum = {
   createdAt: 'createdAt',
   settledAt: 'settledAt',
   outcome: 'outcome',
-  incarnation: 'incarnation'
+  incarnation: 'incarnation',
+  keyHeld: 'keyHeld'
 } as const
 
 export type BillingReservationScalarFieldEnum = (typeof BillingReservationScalarFieldEnum)[keyof typeof BillingReservationScalarFieldEnum]
@@ -2724,13 +2815,6 @@ export type ListBigIntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaMod
 
 
 /**
- * Reference to a field of type 'Boolean'
- */
-export type BooleanFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Boolean'>
-    
-
-
-/**
  * Reference to a field of type 'Int'
  */
 export type IntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Int'>
@@ -2741,6 +2825,13 @@ export type IntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'In
  * Reference to a field of type 'Int[]'
  */
 export type ListIntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Int[]'>
+    
+
+
+/**
+ * Reference to a field of type 'Boolean'
+ */
+export type BooleanFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Boolean'>
     
 
 
@@ -2953,6 +3044,7 @@ export type GlobalOmitConfig = {
   usageRecord?: Prisma.UsageRecordOmit
   creditLedger?: Prisma.CreditLedgerOmit
   billingAccount?: Prisma.BillingAccountOmit
+  billingKeyPool?: Prisma.BillingKeyPoolOmit
   billingReservation?: Prisma.BillingReservationOmit
   codingPlan?: Prisma.CodingPlanOmit
   billingInstance?: Prisma.BillingInstanceOmit

@@ -68,6 +68,7 @@ export const ModelName = {
   UsageRecord: 'UsageRecord',
   CreditLedger: 'CreditLedger',
   BillingAccount: 'BillingAccount',
+  BillingKeyPool: 'BillingKeyPool',
   BillingReservation: 'BillingReservation',
   CodingPlan: 'CodingPlan',
   BillingInstance: 'BillingInstance',
@@ -128,7 +129,10 @@ export const ApiKeyScalarFieldEnum = {
   expiresAt: 'expiresAt',
   revokedAt: 'revokedAt',
   lastUsedAt: 'lastUsedAt',
-  createdByKeyId: 'createdByKeyId'
+  createdByKeyId: 'createdByKeyId',
+  weeklyCapMicros: 'weeklyCapMicros',
+  creditSharePercent: 'creditSharePercent',
+  allowedModels: 'allowedModels'
 } as const
 
 export type ApiKeyScalarFieldEnum = (typeof ApiKeyScalarFieldEnum)[keyof typeof ApiKeyScalarFieldEnum]
@@ -355,6 +359,18 @@ export const BillingAccountScalarFieldEnum = {
 export type BillingAccountScalarFieldEnum = (typeof BillingAccountScalarFieldEnum)[keyof typeof BillingAccountScalarFieldEnum]
 
 
+export const BillingKeyPoolScalarFieldEnum = {
+  apiKeyId: 'apiKeyId',
+  organizationId: 'organizationId',
+  reservedMicros: 'reservedMicros',
+  weekStart: 'weekStart',
+  weekSpentMicros: 'weekSpentMicros',
+  version: 'version'
+} as const
+
+export type BillingKeyPoolScalarFieldEnum = (typeof BillingKeyPoolScalarFieldEnum)[keyof typeof BillingKeyPoolScalarFieldEnum]
+
+
 export const BillingReservationScalarFieldEnum = {
   id: 'id',
   organizationId: 'organizationId',
@@ -367,7 +383,8 @@ export const BillingReservationScalarFieldEnum = {
   createdAt: 'createdAt',
   settledAt: 'settledAt',
   outcome: 'outcome',
-  incarnation: 'incarnation'
+  incarnation: 'incarnation',
+  keyHeld: 'keyHeld'
 } as const
 
 export type BillingReservationScalarFieldEnum = (typeof BillingReservationScalarFieldEnum)[keyof typeof BillingReservationScalarFieldEnum]

@@ -20,8 +20,20 @@ export type ApiKeyModel = runtime.Types.Result.DefaultSelection<Prisma.$ApiKeyPa
 
 export type AggregateApiKey = {
   _count: ApiKeyCountAggregateOutputType | null
+  _avg: ApiKeyAvgAggregateOutputType | null
+  _sum: ApiKeySumAggregateOutputType | null
   _min: ApiKeyMinAggregateOutputType | null
   _max: ApiKeyMaxAggregateOutputType | null
+}
+
+export type ApiKeyAvgAggregateOutputType = {
+  weeklyCapMicros: number | null
+  creditSharePercent: number | null
+}
+
+export type ApiKeySumAggregateOutputType = {
+  weeklyCapMicros: bigint | null
+  creditSharePercent: number | null
 }
 
 export type ApiKeyMinAggregateOutputType = {
@@ -37,6 +49,8 @@ export type ApiKeyMinAggregateOutputType = {
   revokedAt: Date | null
   lastUsedAt: Date | null
   createdByKeyId: string | null
+  weeklyCapMicros: bigint | null
+  creditSharePercent: number | null
 }
 
 export type ApiKeyMaxAggregateOutputType = {
@@ -52,6 +66,8 @@ export type ApiKeyMaxAggregateOutputType = {
   revokedAt: Date | null
   lastUsedAt: Date | null
   createdByKeyId: string | null
+  weeklyCapMicros: bigint | null
+  creditSharePercent: number | null
 }
 
 export type ApiKeyCountAggregateOutputType = {
@@ -68,9 +84,22 @@ export type ApiKeyCountAggregateOutputType = {
   revokedAt: number
   lastUsedAt: number
   createdByKeyId: number
+  weeklyCapMicros: number
+  creditSharePercent: number
+  allowedModels: number
   _all: number
 }
 
+
+export type ApiKeyAvgAggregateInputType = {
+  weeklyCapMicros?: true
+  creditSharePercent?: true
+}
+
+export type ApiKeySumAggregateInputType = {
+  weeklyCapMicros?: true
+  creditSharePercent?: true
+}
 
 export type ApiKeyMinAggregateInputType = {
   id?: true
@@ -85,6 +114,8 @@ export type ApiKeyMinAggregateInputType = {
   revokedAt?: true
   lastUsedAt?: true
   createdByKeyId?: true
+  weeklyCapMicros?: true
+  creditSharePercent?: true
 }
 
 export type ApiKeyMaxAggregateInputType = {
@@ -100,6 +131,8 @@ export type ApiKeyMaxAggregateInputType = {
   revokedAt?: true
   lastUsedAt?: true
   createdByKeyId?: true
+  weeklyCapMicros?: true
+  creditSharePercent?: true
 }
 
 export type ApiKeyCountAggregateInputType = {
@@ -116,6 +149,9 @@ export type ApiKeyCountAggregateInputType = {
   revokedAt?: true
   lastUsedAt?: true
   createdByKeyId?: true
+  weeklyCapMicros?: true
+  creditSharePercent?: true
+  allowedModels?: true
   _all?: true
 }
 
@@ -157,6 +193,18 @@ export type ApiKeyAggregateArgs<ExtArgs extends runtime.Types.Extensions.Interna
   /**
    * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
    * 
+   * Select which fields to average
+  **/
+  _avg?: ApiKeyAvgAggregateInputType
+  /**
+   * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
+   * 
+   * Select which fields to sum
+  **/
+  _sum?: ApiKeySumAggregateInputType
+  /**
+   * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
+   * 
    * Select which fields to find the minimum value
   **/
   _min?: ApiKeyMinAggregateInputType
@@ -187,6 +235,8 @@ export type ApiKeyGroupByArgs<ExtArgs extends runtime.Types.Extensions.InternalA
   take?: number
   skip?: number
   _count?: ApiKeyCountAggregateInputType | true
+  _avg?: ApiKeyAvgAggregateInputType
+  _sum?: ApiKeySumAggregateInputType
   _min?: ApiKeyMinAggregateInputType
   _max?: ApiKeyMaxAggregateInputType
 }
@@ -205,7 +255,12 @@ export type ApiKeyGroupByOutputType = {
   revokedAt: Date | null
   lastUsedAt: Date | null
   createdByKeyId: string | null
+  weeklyCapMicros: bigint | null
+  creditSharePercent: number | null
+  allowedModels: string[]
   _count: ApiKeyCountAggregateOutputType | null
+  _avg: ApiKeyAvgAggregateOutputType | null
+  _sum: ApiKeySumAggregateOutputType | null
   _min: ApiKeyMinAggregateOutputType | null
   _max: ApiKeyMaxAggregateOutputType | null
 }
@@ -242,12 +297,16 @@ export type ApiKeyWhereInput = {
   revokedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
   lastUsedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
   createdByKeyId?: Prisma.UuidNullableFilter<"ApiKey"> | string | null
+  weeklyCapMicros?: Prisma.BigIntNullableFilter<"ApiKey"> | bigint | number | null
+  creditSharePercent?: Prisma.IntNullableFilter<"ApiKey"> | number | null
+  allowedModels?: Prisma.StringNullableListFilter<"ApiKey">
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
   createdBy?: Prisma.XOR<Prisma.ApiKeyNullableScalarRelationFilter, Prisma.ApiKeyWhereInput> | null
   createdKeys?: Prisma.ApiKeyListRelationFilter
   chats?: Prisma.ChatListRelationFilter
   usageRecords?: Prisma.UsageRecordListRelationFilter
   rateLimits?: Prisma.RateLimitListRelationFilter
+  billingPool?: Prisma.XOR<Prisma.BillingKeyPoolNullableScalarRelationFilter, Prisma.BillingKeyPoolWhereInput> | null
 }
 
 export type ApiKeyOrderByWithRelationInput = {
@@ -264,12 +323,16 @@ export type ApiKeyOrderByWithRelationInput = {
   revokedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   lastUsedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   createdByKeyId?: Prisma.SortOrderInput | Prisma.SortOrder
+  weeklyCapMicros?: Prisma.SortOrderInput | Prisma.SortOrder
+  creditSharePercent?: Prisma.SortOrderInput | Prisma.SortOrder
+  allowedModels?: Prisma.SortOrder
   organization?: Prisma.OrganizationOrderByWithRelationInput
   createdBy?: Prisma.ApiKeyOrderByWithRelationInput
   createdKeys?: Prisma.ApiKeyOrderByRelationAggregateInput
   chats?: Prisma.ChatOrderByRelationAggregateInput
   usageRecords?: Prisma.UsageRecordOrderByRelationAggregateInput
   rateLimits?: Prisma.RateLimitOrderByRelationAggregateInput
+  billingPool?: Prisma.BillingKeyPoolOrderByWithRelationInput
 }
 
 export type ApiKeyWhereUniqueInput = Prisma.AtLeast<{
@@ -289,12 +352,16 @@ export type ApiKeyWhereUniqueInput = Prisma.AtLeast<{
   revokedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
   lastUsedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
   createdByKeyId?: Prisma.UuidNullableFilter<"ApiKey"> | string | null
+  weeklyCapMicros?: Prisma.BigIntNullableFilter<"ApiKey"> | bigint | number | null
+  creditSharePercent?: Prisma.IntNullableFilter<"ApiKey"> | number | null
+  allowedModels?: Prisma.StringNullableListFilter<"ApiKey">
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
   createdBy?: Prisma.XOR<Prisma.ApiKeyNullableScalarRelationFilter, Prisma.ApiKeyWhereInput> | null
   createdKeys?: Prisma.ApiKeyListRelationFilter
   chats?: Prisma.ChatListRelationFilter
   usageRecords?: Prisma.UsageRecordListRelationFilter
   rateLimits?: Prisma.RateLimitListRelationFilter
+  billingPool?: Prisma.XOR<Prisma.BillingKeyPoolNullableScalarRelationFilter, Prisma.BillingKeyPoolWhereInput> | null
 }, "id" | "lookupId" | "keyHash">
 
 export type ApiKeyOrderByWithAggregationInput = {
@@ -311,9 +378,14 @@ export type ApiKeyOrderByWithAggregationInput = {
   revokedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   lastUsedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   createdByKeyId?: Prisma.SortOrderInput | Prisma.SortOrder
+  weeklyCapMicros?: Prisma.SortOrderInput | Prisma.SortOrder
+  creditSharePercent?: Prisma.SortOrderInput | Prisma.SortOrder
+  allowedModels?: Prisma.SortOrder
   _count?: Prisma.ApiKeyCountOrderByAggregateInput
+  _avg?: Prisma.ApiKeyAvgOrderByAggregateInput
   _max?: Prisma.ApiKeyMaxOrderByAggregateInput
   _min?: Prisma.ApiKeyMinOrderByAggregateInput
+  _sum?: Prisma.ApiKeySumOrderByAggregateInput
 }
 
 export type ApiKeyScalarWhereWithAggregatesInput = {
@@ -333,6 +405,9 @@ export type ApiKeyScalarWhereWithAggregatesInput = {
   revokedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"ApiKey"> | Date | string | null
   lastUsedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"ApiKey"> | Date | string | null
   createdByKeyId?: Prisma.UuidNullableWithAggregatesFilter<"ApiKey"> | string | null
+  weeklyCapMicros?: Prisma.BigIntNullableWithAggregatesFilter<"ApiKey"> | bigint | number | null
+  creditSharePercent?: Prisma.IntNullableWithAggregatesFilter<"ApiKey"> | number | null
+  allowedModels?: Prisma.StringNullableListFilter<"ApiKey">
 }
 
 export type ApiKeyCreateInput = {
@@ -347,12 +422,16 @@ export type ApiKeyCreateInput = {
   expiresAt?: Date | string | null
   revokedAt?: Date | string | null
   lastUsedAt?: Date | string | null
+  weeklyCapMicros?: bigint | number | null
+  creditSharePercent?: number | null
+  allowedModels?: Prisma.ApiKeyCreateallowedModelsInput | string[]
   organization: Prisma.OrganizationCreateNestedOneWithoutApiKeysInput
   createdBy?: Prisma.ApiKeyCreateNestedOneWithoutCreatedKeysInput
   createdKeys?: Prisma.ApiKeyCreateNestedManyWithoutCreatedByInput
   chats?: Prisma.ChatCreateNestedManyWithoutApiKeyInput
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutApiKeyInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutApiKeyInput
+  billingPool?: Prisma.BillingKeyPoolCreateNestedOneWithoutApiKeyInput
 }
 
 export type ApiKeyUncheckedCreateInput = {
@@ -369,10 +448,14 @@ export type ApiKeyUncheckedCreateInput = {
   revokedAt?: Date | string | null
   lastUsedAt?: Date | string | null
   createdByKeyId?: string | null
+  weeklyCapMicros?: bigint | number | null
+  creditSharePercent?: number | null
+  allowedModels?: Prisma.ApiKeyCreateallowedModelsInput | string[]
   createdKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutCreatedByInput
   chats?: Prisma.ChatUncheckedCreateNestedManyWithoutApiKeyInput
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutApiKeyInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutApiKeyInput
+  billingPool?: Prisma.BillingKeyPoolUncheckedCreateNestedOneWithoutApiKeyInput
 }
 
 export type ApiKeyUpdateInput = {
@@ -387,12 +470,16 @@ export type ApiKeyUpdateInput = {
   expiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  creditSharePercent?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  allowedModels?: Prisma.ApiKeyUpdateallowedModelsInput | string[]
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutApiKeysNestedInput
   createdBy?: Prisma.ApiKeyUpdateOneWithoutCreatedKeysNestedInput
   createdKeys?: Prisma.ApiKeyUpdateManyWithoutCreatedByNestedInput
   chats?: Prisma.ChatUpdateManyWithoutApiKeyNestedInput
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutApiKeyNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutApiKeyNestedInput
+  billingPool?: Prisma.BillingKeyPoolUpdateOneWithoutApiKeyNestedInput
 }
 
 export type ApiKeyUncheckedUpdateInput = {
@@ -409,10 +496,14 @@ export type ApiKeyUncheckedUpdateInput = {
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdByKeyId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  creditSharePercent?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  allowedModels?: Prisma.ApiKeyUpdateallowedModelsInput | string[]
   createdKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutCreatedByNestedInput
   chats?: Prisma.ChatUncheckedUpdateManyWithoutApiKeyNestedInput
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutApiKeyNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutApiKeyNestedInput
+  billingPool?: Prisma.BillingKeyPoolUncheckedUpdateOneWithoutApiKeyNestedInput
 }
 
 export type ApiKeyCreateManyInput = {
@@ -429,6 +520,9 @@ export type ApiKeyCreateManyInput = {
   revokedAt?: Date | string | null
   lastUsedAt?: Date | string | null
   createdByKeyId?: string | null
+  weeklyCapMicros?: bigint | number | null
+  creditSharePercent?: number | null
+  allowedModels?: Prisma.ApiKeyCreateallowedModelsInput | string[]
 }
 
 export type ApiKeyUpdateManyMutationInput = {
@@ -443,6 +537,9 @@ export type ApiKeyUpdateManyMutationInput = {
   expiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  creditSharePercent?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  allowedModels?: Prisma.ApiKeyUpdateallowedModelsInput | string[]
 }
 
 export type ApiKeyUncheckedUpdateManyInput = {
@@ -459,6 +556,9 @@ export type ApiKeyUncheckedUpdateManyInput = {
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdByKeyId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  creditSharePercent?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  allowedModels?: Prisma.ApiKeyUpdateallowedModelsInput | string[]
 }
 
 export type ApiKeyListRelationFilter = {
@@ -498,6 +598,14 @@ export type ApiKeyCountOrderByAggregateInput = {
   revokedAt?: Prisma.SortOrder
   lastUsedAt?: Prisma.SortOrder
   createdByKeyId?: Prisma.SortOrder
+  weeklyCapMicros?: Prisma.SortOrder
+  creditSharePercent?: Prisma.SortOrder
+  allowedModels?: Prisma.SortOrder
+}
+
+export type ApiKeyAvgOrderByAggregateInput = {
+  weeklyCapMicros?: Prisma.SortOrder
+  creditSharePercent?: Prisma.SortOrder
 }
 
 export type ApiKeyMaxOrderByAggregateInput = {
@@ -513,6 +621,8 @@ export type ApiKeyMaxOrderByAggregateInput = {
   revokedAt?: Prisma.SortOrder
   lastUsedAt?: Prisma.SortOrder
   createdByKeyId?: Prisma.SortOrder
+  weeklyCapMicros?: Prisma.SortOrder
+  creditSharePercent?: Prisma.SortOrder
 }
 
 export type ApiKeyMinOrderByAggregateInput = {
@@ -528,6 +638,18 @@ export type ApiKeyMinOrderByAggregateInput = {
   revokedAt?: Prisma.SortOrder
   lastUsedAt?: Prisma.SortOrder
   createdByKeyId?: Prisma.SortOrder
+  weeklyCapMicros?: Prisma.SortOrder
+  creditSharePercent?: Prisma.SortOrder
+}
+
+export type ApiKeySumOrderByAggregateInput = {
+  weeklyCapMicros?: Prisma.SortOrder
+  creditSharePercent?: Prisma.SortOrder
+}
+
+export type ApiKeyScalarRelationFilter = {
+  is?: Prisma.ApiKeyWhereInput
+  isNot?: Prisma.ApiKeyWhereInput
 }
 
 export type ApiKeyCreateNestedManyWithoutOrganizationInput = {
@@ -576,6 +698,10 @@ export type ApiKeyCreatescopesInput = {
   set: string[]
 }
 
+export type ApiKeyCreateallowedModelsInput = {
+  set: string[]
+}
+
 export type ApiKeyCreateNestedOneWithoutCreatedKeysInput = {
   create?: Prisma.XOR<Prisma.ApiKeyCreateWithoutCreatedKeysInput, Prisma.ApiKeyUncheckedCreateWithoutCreatedKeysInput>
   connectOrCreate?: Prisma.ApiKeyCreateOrConnectWithoutCreatedKeysInput
@@ -603,6 +729,19 @@ export type ApiKeyUpdatescopesInput = {
 
 export type NullableDateTimeFieldUpdateOperationsInput = {
   set?: Date | string | null
+}
+
+export type NullableIntFieldUpdateOperationsInput = {
+  set?: number | null
+  increment?: number
+  decrement?: number
+  multiply?: number
+  divide?: number
+}
+
+export type ApiKeyUpdateallowedModelsInput = {
+  set?: string[]
+  push?: string | string[]
 }
 
 export type ApiKeyUpdateOneWithoutCreatedKeysNestedInput = {
@@ -675,6 +814,20 @@ export type ApiKeyUpdateOneWithoutUsageRecordsNestedInput = {
   update?: Prisma.XOR<Prisma.XOR<Prisma.ApiKeyUpdateToOneWithWhereWithoutUsageRecordsInput, Prisma.ApiKeyUpdateWithoutUsageRecordsInput>, Prisma.ApiKeyUncheckedUpdateWithoutUsageRecordsInput>
 }
 
+export type ApiKeyCreateNestedOneWithoutBillingPoolInput = {
+  create?: Prisma.XOR<Prisma.ApiKeyCreateWithoutBillingPoolInput, Prisma.ApiKeyUncheckedCreateWithoutBillingPoolInput>
+  connectOrCreate?: Prisma.ApiKeyCreateOrConnectWithoutBillingPoolInput
+  connect?: Prisma.ApiKeyWhereUniqueInput
+}
+
+export type ApiKeyUpdateOneRequiredWithoutBillingPoolNestedInput = {
+  create?: Prisma.XOR<Prisma.ApiKeyCreateWithoutBillingPoolInput, Prisma.ApiKeyUncheckedCreateWithoutBillingPoolInput>
+  connectOrCreate?: Prisma.ApiKeyCreateOrConnectWithoutBillingPoolInput
+  upsert?: Prisma.ApiKeyUpsertWithoutBillingPoolInput
+  connect?: Prisma.ApiKeyWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.ApiKeyUpdateToOneWithWhereWithoutBillingPoolInput, Prisma.ApiKeyUpdateWithoutBillingPoolInput>, Prisma.ApiKeyUncheckedUpdateWithoutBillingPoolInput>
+}
+
 export type ApiKeyCreateNestedOneWithoutRateLimitsInput = {
   create?: Prisma.XOR<Prisma.ApiKeyCreateWithoutRateLimitsInput, Prisma.ApiKeyUncheckedCreateWithoutRateLimitsInput>
   connectOrCreate?: Prisma.ApiKeyCreateOrConnectWithoutRateLimitsInput
@@ -703,11 +856,15 @@ export type ApiKeyCreateWithoutOrganizationInput = {
   expiresAt?: Date | string | null
   revokedAt?: Date | string | null
   lastUsedAt?: Date | string | null
+  weeklyCapMicros?: bigint | number | null
+  creditSharePercent?: number | null
+  allowedModels?: Prisma.ApiKeyCreateallowedModelsInput | string[]
   createdBy?: Prisma.ApiKeyCreateNestedOneWithoutCreatedKeysInput
   createdKeys?: Prisma.ApiKeyCreateNestedManyWithoutCreatedByInput
   chats?: Prisma.ChatCreateNestedManyWithoutApiKeyInput
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutApiKeyInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutApiKeyInput
+  billingPool?: Prisma.BillingKeyPoolCreateNestedOneWithoutApiKeyInput
 }
 
 export type ApiKeyUncheckedCreateWithoutOrganizationInput = {
@@ -723,10 +880,14 @@ export type ApiKeyUncheckedCreateWithoutOrganizationInput = {
   revokedAt?: Date | string | null
   lastUsedAt?: Date | string | null
   createdByKeyId?: string | null
+  weeklyCapMicros?: bigint | number | null
+  creditSharePercent?: number | null
+  allowedModels?: Prisma.ApiKeyCreateallowedModelsInput | string[]
   createdKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutCreatedByInput
   chats?: Prisma.ChatUncheckedCreateNestedManyWithoutApiKeyInput
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutApiKeyInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutApiKeyInput
+  billingPool?: Prisma.BillingKeyPoolUncheckedCreateNestedOneWithoutApiKeyInput
 }
 
 export type ApiKeyCreateOrConnectWithoutOrganizationInput = {
@@ -772,6 +933,9 @@ export type ApiKeyScalarWhereInput = {
   revokedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
   lastUsedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
   createdByKeyId?: Prisma.UuidNullableFilter<"ApiKey"> | string | null
+  weeklyCapMicros?: Prisma.BigIntNullableFilter<"ApiKey"> | bigint | number | null
+  creditSharePercent?: Prisma.IntNullableFilter<"ApiKey"> | number | null
+  allowedModels?: Prisma.StringNullableListFilter<"ApiKey">
 }
 
 export type ApiKeyCreateWithoutCreatedKeysInput = {
@@ -786,11 +950,15 @@ export type ApiKeyCreateWithoutCreatedKeysInput = {
   expiresAt?: Date | string | null
   revokedAt?: Date | string | null
   lastUsedAt?: Date | string | null
+  weeklyCapMicros?: bigint | number | null
+  creditSharePercent?: number | null
+  allowedModels?: Prisma.ApiKeyCreateallowedModelsInput | string[]
   organization: Prisma.OrganizationCreateNestedOneWithoutApiKeysInput
   createdBy?: Prisma.ApiKeyCreateNestedOneWithoutCreatedKeysInput
   chats?: Prisma.ChatCreateNestedManyWithoutApiKeyInput
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutApiKeyInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutApiKeyInput
+  billingPool?: Prisma.BillingKeyPoolCreateNestedOneWithoutApiKeyInput
 }
 
 export type ApiKeyUncheckedCreateWithoutCreatedKeysInput = {
@@ -807,9 +975,13 @@ export type ApiKeyUncheckedCreateWithoutCreatedKeysInput = {
   revokedAt?: Date | string | null
   lastUsedAt?: Date | string | null
   createdByKeyId?: string | null
+  weeklyCapMicros?: bigint | number | null
+  creditSharePercent?: number | null
+  allowedModels?: Prisma.ApiKeyCreateallowedModelsInput | string[]
   chats?: Prisma.ChatUncheckedCreateNestedManyWithoutApiKeyInput
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutApiKeyInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutApiKeyInput
+  billingPool?: Prisma.BillingKeyPoolUncheckedCreateNestedOneWithoutApiKeyInput
 }
 
 export type ApiKeyCreateOrConnectWithoutCreatedKeysInput = {
@@ -829,11 +1001,15 @@ export type ApiKeyCreateWithoutCreatedByInput = {
   expiresAt?: Date | string | null
   revokedAt?: Date | string | null
   lastUsedAt?: Date | string | null
+  weeklyCapMicros?: bigint | number | null
+  creditSharePercent?: number | null
+  allowedModels?: Prisma.ApiKeyCreateallowedModelsInput | string[]
   organization: Prisma.OrganizationCreateNestedOneWithoutApiKeysInput
   createdKeys?: Prisma.ApiKeyCreateNestedManyWithoutCreatedByInput
   chats?: Prisma.ChatCreateNestedManyWithoutApiKeyInput
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutApiKeyInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutApiKeyInput
+  billingPool?: Prisma.BillingKeyPoolCreateNestedOneWithoutApiKeyInput
 }
 
 export type ApiKeyUncheckedCreateWithoutCreatedByInput = {
@@ -849,10 +1025,14 @@ export type ApiKeyUncheckedCreateWithoutCreatedByInput = {
   expiresAt?: Date | string | null
   revokedAt?: Date | string | null
   lastUsedAt?: Date | string | null
+  weeklyCapMicros?: bigint | number | null
+  creditSharePercent?: number | null
+  allowedModels?: Prisma.ApiKeyCreateallowedModelsInput | string[]
   createdKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutCreatedByInput
   chats?: Prisma.ChatUncheckedCreateNestedManyWithoutApiKeyInput
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutApiKeyInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutApiKeyInput
+  billingPool?: Prisma.BillingKeyPoolUncheckedCreateNestedOneWithoutApiKeyInput
 }
 
 export type ApiKeyCreateOrConnectWithoutCreatedByInput = {
@@ -888,11 +1068,15 @@ export type ApiKeyUpdateWithoutCreatedKeysInput = {
   expiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  creditSharePercent?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  allowedModels?: Prisma.ApiKeyUpdateallowedModelsInput | string[]
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutApiKeysNestedInput
   createdBy?: Prisma.ApiKeyUpdateOneWithoutCreatedKeysNestedInput
   chats?: Prisma.ChatUpdateManyWithoutApiKeyNestedInput
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutApiKeyNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutApiKeyNestedInput
+  billingPool?: Prisma.BillingKeyPoolUpdateOneWithoutApiKeyNestedInput
 }
 
 export type ApiKeyUncheckedUpdateWithoutCreatedKeysInput = {
@@ -909,9 +1093,13 @@ export type ApiKeyUncheckedUpdateWithoutCreatedKeysInput = {
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdByKeyId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  creditSharePercent?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  allowedModels?: Prisma.ApiKeyUpdateallowedModelsInput | string[]
   chats?: Prisma.ChatUncheckedUpdateManyWithoutApiKeyNestedInput
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutApiKeyNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutApiKeyNestedInput
+  billingPool?: Prisma.BillingKeyPoolUncheckedUpdateOneWithoutApiKeyNestedInput
 }
 
 export type ApiKeyUpsertWithWhereUniqueWithoutCreatedByInput = {
@@ -942,11 +1130,15 @@ export type ApiKeyCreateWithoutChatsInput = {
   expiresAt?: Date | string | null
   revokedAt?: Date | string | null
   lastUsedAt?: Date | string | null
+  weeklyCapMicros?: bigint | number | null
+  creditSharePercent?: number | null
+  allowedModels?: Prisma.ApiKeyCreateallowedModelsInput | string[]
   organization: Prisma.OrganizationCreateNestedOneWithoutApiKeysInput
   createdBy?: Prisma.ApiKeyCreateNestedOneWithoutCreatedKeysInput
   createdKeys?: Prisma.ApiKeyCreateNestedManyWithoutCreatedByInput
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutApiKeyInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutApiKeyInput
+  billingPool?: Prisma.BillingKeyPoolCreateNestedOneWithoutApiKeyInput
 }
 
 export type ApiKeyUncheckedCreateWithoutChatsInput = {
@@ -963,9 +1155,13 @@ export type ApiKeyUncheckedCreateWithoutChatsInput = {
   revokedAt?: Date | string | null
   lastUsedAt?: Date | string | null
   createdByKeyId?: string | null
+  weeklyCapMicros?: bigint | number | null
+  creditSharePercent?: number | null
+  allowedModels?: Prisma.ApiKeyCreateallowedModelsInput | string[]
   createdKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutCreatedByInput
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutApiKeyInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutApiKeyInput
+  billingPool?: Prisma.BillingKeyPoolUncheckedCreateNestedOneWithoutApiKeyInput
 }
 
 export type ApiKeyCreateOrConnectWithoutChatsInput = {
@@ -996,11 +1192,15 @@ export type ApiKeyUpdateWithoutChatsInput = {
   expiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  creditSharePercent?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  allowedModels?: Prisma.ApiKeyUpdateallowedModelsInput | string[]
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutApiKeysNestedInput
   createdBy?: Prisma.ApiKeyUpdateOneWithoutCreatedKeysNestedInput
   createdKeys?: Prisma.ApiKeyUpdateManyWithoutCreatedByNestedInput
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutApiKeyNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutApiKeyNestedInput
+  billingPool?: Prisma.BillingKeyPoolUpdateOneWithoutApiKeyNestedInput
 }
 
 export type ApiKeyUncheckedUpdateWithoutChatsInput = {
@@ -1017,9 +1217,13 @@ export type ApiKeyUncheckedUpdateWithoutChatsInput = {
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdByKeyId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  creditSharePercent?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  allowedModels?: Prisma.ApiKeyUpdateallowedModelsInput | string[]
   createdKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutCreatedByNestedInput
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutApiKeyNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutApiKeyNestedInput
+  billingPool?: Prisma.BillingKeyPoolUncheckedUpdateOneWithoutApiKeyNestedInput
 }
 
 export type ApiKeyCreateWithoutUsageRecordsInput = {
@@ -1034,11 +1238,15 @@ export type ApiKeyCreateWithoutUsageRecordsInput = {
   expiresAt?: Date | string | null
   revokedAt?: Date | string | null
   lastUsedAt?: Date | string | null
+  weeklyCapMicros?: bigint | number | null
+  creditSharePercent?: number | null
+  allowedModels?: Prisma.ApiKeyCreateallowedModelsInput | string[]
   organization: Prisma.OrganizationCreateNestedOneWithoutApiKeysInput
   createdBy?: Prisma.ApiKeyCreateNestedOneWithoutCreatedKeysInput
   createdKeys?: Prisma.ApiKeyCreateNestedManyWithoutCreatedByInput
   chats?: Prisma.ChatCreateNestedManyWithoutApiKeyInput
   rateLimits?: Prisma.RateLimitCreateNestedManyWithoutApiKeyInput
+  billingPool?: Prisma.BillingKeyPoolCreateNestedOneWithoutApiKeyInput
 }
 
 export type ApiKeyUncheckedCreateWithoutUsageRecordsInput = {
@@ -1055,9 +1263,13 @@ export type ApiKeyUncheckedCreateWithoutUsageRecordsInput = {
   revokedAt?: Date | string | null
   lastUsedAt?: Date | string | null
   createdByKeyId?: string | null
+  weeklyCapMicros?: bigint | number | null
+  creditSharePercent?: number | null
+  allowedModels?: Prisma.ApiKeyCreateallowedModelsInput | string[]
   createdKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutCreatedByInput
   chats?: Prisma.ChatUncheckedCreateNestedManyWithoutApiKeyInput
   rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutApiKeyInput
+  billingPool?: Prisma.BillingKeyPoolUncheckedCreateNestedOneWithoutApiKeyInput
 }
 
 export type ApiKeyCreateOrConnectWithoutUsageRecordsInput = {
@@ -1088,11 +1300,15 @@ export type ApiKeyUpdateWithoutUsageRecordsInput = {
   expiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  creditSharePercent?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  allowedModels?: Prisma.ApiKeyUpdateallowedModelsInput | string[]
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutApiKeysNestedInput
   createdBy?: Prisma.ApiKeyUpdateOneWithoutCreatedKeysNestedInput
   createdKeys?: Prisma.ApiKeyUpdateManyWithoutCreatedByNestedInput
   chats?: Prisma.ChatUpdateManyWithoutApiKeyNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutApiKeyNestedInput
+  billingPool?: Prisma.BillingKeyPoolUpdateOneWithoutApiKeyNestedInput
 }
 
 export type ApiKeyUncheckedUpdateWithoutUsageRecordsInput = {
@@ -1109,8 +1325,120 @@ export type ApiKeyUncheckedUpdateWithoutUsageRecordsInput = {
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdByKeyId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  creditSharePercent?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  allowedModels?: Prisma.ApiKeyUpdateallowedModelsInput | string[]
   createdKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutCreatedByNestedInput
   chats?: Prisma.ChatUncheckedUpdateManyWithoutApiKeyNestedInput
+  rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutApiKeyNestedInput
+  billingPool?: Prisma.BillingKeyPoolUncheckedUpdateOneWithoutApiKeyNestedInput
+}
+
+export type ApiKeyCreateWithoutBillingPoolInput = {
+  id?: string
+  label?: string | null
+  lookupId: string
+  keyHash: string
+  keyPrefix: string
+  scopes?: Prisma.ApiKeyCreatescopesInput | string[]
+  status?: string
+  createdAt?: Date | string
+  expiresAt?: Date | string | null
+  revokedAt?: Date | string | null
+  lastUsedAt?: Date | string | null
+  weeklyCapMicros?: bigint | number | null
+  creditSharePercent?: number | null
+  allowedModels?: Prisma.ApiKeyCreateallowedModelsInput | string[]
+  organization: Prisma.OrganizationCreateNestedOneWithoutApiKeysInput
+  createdBy?: Prisma.ApiKeyCreateNestedOneWithoutCreatedKeysInput
+  createdKeys?: Prisma.ApiKeyCreateNestedManyWithoutCreatedByInput
+  chats?: Prisma.ChatCreateNestedManyWithoutApiKeyInput
+  usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutApiKeyInput
+  rateLimits?: Prisma.RateLimitCreateNestedManyWithoutApiKeyInput
+}
+
+export type ApiKeyUncheckedCreateWithoutBillingPoolInput = {
+  id?: string
+  organizationId: string
+  label?: string | null
+  lookupId: string
+  keyHash: string
+  keyPrefix: string
+  scopes?: Prisma.ApiKeyCreatescopesInput | string[]
+  status?: string
+  createdAt?: Date | string
+  expiresAt?: Date | string | null
+  revokedAt?: Date | string | null
+  lastUsedAt?: Date | string | null
+  createdByKeyId?: string | null
+  weeklyCapMicros?: bigint | number | null
+  creditSharePercent?: number | null
+  allowedModels?: Prisma.ApiKeyCreateallowedModelsInput | string[]
+  createdKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutCreatedByInput
+  chats?: Prisma.ChatUncheckedCreateNestedManyWithoutApiKeyInput
+  usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutApiKeyInput
+  rateLimits?: Prisma.RateLimitUncheckedCreateNestedManyWithoutApiKeyInput
+}
+
+export type ApiKeyCreateOrConnectWithoutBillingPoolInput = {
+  where: Prisma.ApiKeyWhereUniqueInput
+  create: Prisma.XOR<Prisma.ApiKeyCreateWithoutBillingPoolInput, Prisma.ApiKeyUncheckedCreateWithoutBillingPoolInput>
+}
+
+export type ApiKeyUpsertWithoutBillingPoolInput = {
+  update: Prisma.XOR<Prisma.ApiKeyUpdateWithoutBillingPoolInput, Prisma.ApiKeyUncheckedUpdateWithoutBillingPoolInput>
+  create: Prisma.XOR<Prisma.ApiKeyCreateWithoutBillingPoolInput, Prisma.ApiKeyUncheckedCreateWithoutBillingPoolInput>
+  where?: Prisma.ApiKeyWhereInput
+}
+
+export type ApiKeyUpdateToOneWithWhereWithoutBillingPoolInput = {
+  where?: Prisma.ApiKeyWhereInput
+  data: Prisma.XOR<Prisma.ApiKeyUpdateWithoutBillingPoolInput, Prisma.ApiKeyUncheckedUpdateWithoutBillingPoolInput>
+}
+
+export type ApiKeyUpdateWithoutBillingPoolInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  label?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  lookupId?: Prisma.StringFieldUpdateOperationsInput | string
+  keyHash?: Prisma.StringFieldUpdateOperationsInput | string
+  keyPrefix?: Prisma.StringFieldUpdateOperationsInput | string
+  scopes?: Prisma.ApiKeyUpdatescopesInput | string[]
+  status?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  expiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  creditSharePercent?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  allowedModels?: Prisma.ApiKeyUpdateallowedModelsInput | string[]
+  organization?: Prisma.OrganizationUpdateOneRequiredWithoutApiKeysNestedInput
+  createdBy?: Prisma.ApiKeyUpdateOneWithoutCreatedKeysNestedInput
+  createdKeys?: Prisma.ApiKeyUpdateManyWithoutCreatedByNestedInput
+  chats?: Prisma.ChatUpdateManyWithoutApiKeyNestedInput
+  usageRecords?: Prisma.UsageRecordUpdateManyWithoutApiKeyNestedInput
+  rateLimits?: Prisma.RateLimitUpdateManyWithoutApiKeyNestedInput
+}
+
+export type ApiKeyUncheckedUpdateWithoutBillingPoolInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  organizationId?: Prisma.StringFieldUpdateOperationsInput | string
+  label?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  lookupId?: Prisma.StringFieldUpdateOperationsInput | string
+  keyHash?: Prisma.StringFieldUpdateOperationsInput | string
+  keyPrefix?: Prisma.StringFieldUpdateOperationsInput | string
+  scopes?: Prisma.ApiKeyUpdatescopesInput | string[]
+  status?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  expiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdByKeyId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  creditSharePercent?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  allowedModels?: Prisma.ApiKeyUpdateallowedModelsInput | string[]
+  createdKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutCreatedByNestedInput
+  chats?: Prisma.ChatUncheckedUpdateManyWithoutApiKeyNestedInput
+  usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutApiKeyNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutApiKeyNestedInput
 }
 
@@ -1126,11 +1454,15 @@ export type ApiKeyCreateWithoutRateLimitsInput = {
   expiresAt?: Date | string | null
   revokedAt?: Date | string | null
   lastUsedAt?: Date | string | null
+  weeklyCapMicros?: bigint | number | null
+  creditSharePercent?: number | null
+  allowedModels?: Prisma.ApiKeyCreateallowedModelsInput | string[]
   organization: Prisma.OrganizationCreateNestedOneWithoutApiKeysInput
   createdBy?: Prisma.ApiKeyCreateNestedOneWithoutCreatedKeysInput
   createdKeys?: Prisma.ApiKeyCreateNestedManyWithoutCreatedByInput
   chats?: Prisma.ChatCreateNestedManyWithoutApiKeyInput
   usageRecords?: Prisma.UsageRecordCreateNestedManyWithoutApiKeyInput
+  billingPool?: Prisma.BillingKeyPoolCreateNestedOneWithoutApiKeyInput
 }
 
 export type ApiKeyUncheckedCreateWithoutRateLimitsInput = {
@@ -1147,9 +1479,13 @@ export type ApiKeyUncheckedCreateWithoutRateLimitsInput = {
   revokedAt?: Date | string | null
   lastUsedAt?: Date | string | null
   createdByKeyId?: string | null
+  weeklyCapMicros?: bigint | number | null
+  creditSharePercent?: number | null
+  allowedModels?: Prisma.ApiKeyCreateallowedModelsInput | string[]
   createdKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutCreatedByInput
   chats?: Prisma.ChatUncheckedCreateNestedManyWithoutApiKeyInput
   usageRecords?: Prisma.UsageRecordUncheckedCreateNestedManyWithoutApiKeyInput
+  billingPool?: Prisma.BillingKeyPoolUncheckedCreateNestedOneWithoutApiKeyInput
 }
 
 export type ApiKeyCreateOrConnectWithoutRateLimitsInput = {
@@ -1180,11 +1516,15 @@ export type ApiKeyUpdateWithoutRateLimitsInput = {
   expiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  creditSharePercent?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  allowedModels?: Prisma.ApiKeyUpdateallowedModelsInput | string[]
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutApiKeysNestedInput
   createdBy?: Prisma.ApiKeyUpdateOneWithoutCreatedKeysNestedInput
   createdKeys?: Prisma.ApiKeyUpdateManyWithoutCreatedByNestedInput
   chats?: Prisma.ChatUpdateManyWithoutApiKeyNestedInput
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutApiKeyNestedInput
+  billingPool?: Prisma.BillingKeyPoolUpdateOneWithoutApiKeyNestedInput
 }
 
 export type ApiKeyUncheckedUpdateWithoutRateLimitsInput = {
@@ -1201,9 +1541,13 @@ export type ApiKeyUncheckedUpdateWithoutRateLimitsInput = {
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdByKeyId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  creditSharePercent?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  allowedModels?: Prisma.ApiKeyUpdateallowedModelsInput | string[]
   createdKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutCreatedByNestedInput
   chats?: Prisma.ChatUncheckedUpdateManyWithoutApiKeyNestedInput
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutApiKeyNestedInput
+  billingPool?: Prisma.BillingKeyPoolUncheckedUpdateOneWithoutApiKeyNestedInput
 }
 
 export type ApiKeyCreateManyOrganizationInput = {
@@ -1219,6 +1563,9 @@ export type ApiKeyCreateManyOrganizationInput = {
   revokedAt?: Date | string | null
   lastUsedAt?: Date | string | null
   createdByKeyId?: string | null
+  weeklyCapMicros?: bigint | number | null
+  creditSharePercent?: number | null
+  allowedModels?: Prisma.ApiKeyCreateallowedModelsInput | string[]
 }
 
 export type ApiKeyUpdateWithoutOrganizationInput = {
@@ -1233,11 +1580,15 @@ export type ApiKeyUpdateWithoutOrganizationInput = {
   expiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  creditSharePercent?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  allowedModels?: Prisma.ApiKeyUpdateallowedModelsInput | string[]
   createdBy?: Prisma.ApiKeyUpdateOneWithoutCreatedKeysNestedInput
   createdKeys?: Prisma.ApiKeyUpdateManyWithoutCreatedByNestedInput
   chats?: Prisma.ChatUpdateManyWithoutApiKeyNestedInput
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutApiKeyNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutApiKeyNestedInput
+  billingPool?: Prisma.BillingKeyPoolUpdateOneWithoutApiKeyNestedInput
 }
 
 export type ApiKeyUncheckedUpdateWithoutOrganizationInput = {
@@ -1253,10 +1604,14 @@ export type ApiKeyUncheckedUpdateWithoutOrganizationInput = {
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdByKeyId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  creditSharePercent?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  allowedModels?: Prisma.ApiKeyUpdateallowedModelsInput | string[]
   createdKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutCreatedByNestedInput
   chats?: Prisma.ChatUncheckedUpdateManyWithoutApiKeyNestedInput
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutApiKeyNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutApiKeyNestedInput
+  billingPool?: Prisma.BillingKeyPoolUncheckedUpdateOneWithoutApiKeyNestedInput
 }
 
 export type ApiKeyUncheckedUpdateManyWithoutOrganizationInput = {
@@ -1272,6 +1627,9 @@ export type ApiKeyUncheckedUpdateManyWithoutOrganizationInput = {
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdByKeyId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  creditSharePercent?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  allowedModels?: Prisma.ApiKeyUpdateallowedModelsInput | string[]
 }
 
 export type ApiKeyCreateManyCreatedByInput = {
@@ -1287,6 +1645,9 @@ export type ApiKeyCreateManyCreatedByInput = {
   expiresAt?: Date | string | null
   revokedAt?: Date | string | null
   lastUsedAt?: Date | string | null
+  weeklyCapMicros?: bigint | number | null
+  creditSharePercent?: number | null
+  allowedModels?: Prisma.ApiKeyCreateallowedModelsInput | string[]
 }
 
 export type ApiKeyUpdateWithoutCreatedByInput = {
@@ -1301,11 +1662,15 @@ export type ApiKeyUpdateWithoutCreatedByInput = {
   expiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  creditSharePercent?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  allowedModels?: Prisma.ApiKeyUpdateallowedModelsInput | string[]
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutApiKeysNestedInput
   createdKeys?: Prisma.ApiKeyUpdateManyWithoutCreatedByNestedInput
   chats?: Prisma.ChatUpdateManyWithoutApiKeyNestedInput
   usageRecords?: Prisma.UsageRecordUpdateManyWithoutApiKeyNestedInput
   rateLimits?: Prisma.RateLimitUpdateManyWithoutApiKeyNestedInput
+  billingPool?: Prisma.BillingKeyPoolUpdateOneWithoutApiKeyNestedInput
 }
 
 export type ApiKeyUncheckedUpdateWithoutCreatedByInput = {
@@ -1321,10 +1686,14 @@ export type ApiKeyUncheckedUpdateWithoutCreatedByInput = {
   expiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  creditSharePercent?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  allowedModels?: Prisma.ApiKeyUpdateallowedModelsInput | string[]
   createdKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutCreatedByNestedInput
   chats?: Prisma.ChatUncheckedUpdateManyWithoutApiKeyNestedInput
   usageRecords?: Prisma.UsageRecordUncheckedUpdateManyWithoutApiKeyNestedInput
   rateLimits?: Prisma.RateLimitUncheckedUpdateManyWithoutApiKeyNestedInput
+  billingPool?: Prisma.BillingKeyPoolUncheckedUpdateOneWithoutApiKeyNestedInput
 }
 
 export type ApiKeyUncheckedUpdateManyWithoutCreatedByInput = {
@@ -1340,6 +1709,9 @@ export type ApiKeyUncheckedUpdateManyWithoutCreatedByInput = {
   expiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  weeklyCapMicros?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  creditSharePercent?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  allowedModels?: Prisma.ApiKeyUpdateallowedModelsInput | string[]
 }
 
 
@@ -1414,12 +1786,16 @@ export type ApiKeySelect<ExtArgs extends runtime.Types.Extensions.InternalArgs =
   revokedAt?: boolean
   lastUsedAt?: boolean
   createdByKeyId?: boolean
+  weeklyCapMicros?: boolean
+  creditSharePercent?: boolean
+  allowedModels?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
   createdBy?: boolean | Prisma.ApiKey$createdByArgs<ExtArgs>
   createdKeys?: boolean | Prisma.ApiKey$createdKeysArgs<ExtArgs>
   chats?: boolean | Prisma.ApiKey$chatsArgs<ExtArgs>
   usageRecords?: boolean | Prisma.ApiKey$usageRecordsArgs<ExtArgs>
   rateLimits?: boolean | Prisma.ApiKey$rateLimitsArgs<ExtArgs>
+  billingPool?: boolean | Prisma.ApiKey$billingPoolArgs<ExtArgs>
   _count?: boolean | Prisma.ApiKeyCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["apiKey"]>
 
@@ -1437,6 +1813,9 @@ export type ApiKeySelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extens
   revokedAt?: boolean
   lastUsedAt?: boolean
   createdByKeyId?: boolean
+  weeklyCapMicros?: boolean
+  creditSharePercent?: boolean
+  allowedModels?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
   createdBy?: boolean | Prisma.ApiKey$createdByArgs<ExtArgs>
 }, ExtArgs["result"]["apiKey"]>
@@ -1455,6 +1834,9 @@ export type ApiKeySelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extens
   revokedAt?: boolean
   lastUsedAt?: boolean
   createdByKeyId?: boolean
+  weeklyCapMicros?: boolean
+  creditSharePercent?: boolean
+  allowedModels?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
   createdBy?: boolean | Prisma.ApiKey$createdByArgs<ExtArgs>
 }, ExtArgs["result"]["apiKey"]>
@@ -1473,9 +1855,12 @@ export type ApiKeySelectScalar = {
   revokedAt?: boolean
   lastUsedAt?: boolean
   createdByKeyId?: boolean
+  weeklyCapMicros?: boolean
+  creditSharePercent?: boolean
+  allowedModels?: boolean
 }
 
-export type ApiKeyOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "label" | "lookupId" | "keyHash" | "keyPrefix" | "scopes" | "status" | "createdAt" | "expiresAt" | "revokedAt" | "lastUsedAt" | "createdByKeyId", ExtArgs["result"]["apiKey"]>
+export type ApiKeyOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "label" | "lookupId" | "keyHash" | "keyPrefix" | "scopes" | "status" | "createdAt" | "expiresAt" | "revokedAt" | "lastUsedAt" | "createdByKeyId" | "weeklyCapMicros" | "creditSharePercent" | "allowedModels", ExtArgs["result"]["apiKey"]>
 export type ApiKeyInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
   createdBy?: boolean | Prisma.ApiKey$createdByArgs<ExtArgs>
@@ -1483,6 +1868,7 @@ export type ApiKeyInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   chats?: boolean | Prisma.ApiKey$chatsArgs<ExtArgs>
   usageRecords?: boolean | Prisma.ApiKey$usageRecordsArgs<ExtArgs>
   rateLimits?: boolean | Prisma.ApiKey$rateLimitsArgs<ExtArgs>
+  billingPool?: boolean | Prisma.ApiKey$billingPoolArgs<ExtArgs>
   _count?: boolean | Prisma.ApiKeyCountOutputTypeDefaultArgs<ExtArgs>
 }
 export type ApiKeyIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
@@ -1503,6 +1889,7 @@ export type $ApiKeyPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs
     chats: Prisma.$ChatPayload<ExtArgs>[]
     usageRecords: Prisma.$UsageRecordPayload<ExtArgs>[]
     rateLimits: Prisma.$RateLimitPayload<ExtArgs>[]
+    billingPool: Prisma.$BillingKeyPoolPayload<ExtArgs> | null
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     id: string
@@ -1530,6 +1917,12 @@ export type $ApiKeyPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs
     revokedAt: Date | null
     lastUsedAt: Date | null
     createdByKeyId: string | null
+    /**
+     * per-key limits: weekly spending cap, share of the organization's credit (percent), models allowed (empty: all)
+     */
+    weeklyCapMicros: bigint | null
+    creditSharePercent: number | null
+    allowedModels: string[]
   }, ExtArgs["result"]["apiKey"]>
   composites: {}
 }
@@ -1930,6 +2323,7 @@ export interface Prisma__ApiKeyClient<T, Null = never, ExtArgs extends runtime.T
   chats<T extends Prisma.ApiKey$chatsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.ApiKey$chatsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$ChatPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   usageRecords<T extends Prisma.ApiKey$usageRecordsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.ApiKey$usageRecordsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$UsageRecordPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   rateLimits<T extends Prisma.ApiKey$rateLimitsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.ApiKey$rateLimitsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$RateLimitPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  billingPool<T extends Prisma.ApiKey$billingPoolArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.ApiKey$billingPoolArgs<ExtArgs>>): Prisma.Prisma__BillingKeyPoolClient<runtime.Types.Result.GetResult<Prisma.$BillingKeyPoolPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | null, null, ExtArgs, GlobalOmitOptions>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -1972,6 +2366,9 @@ export interface ApiKeyFieldRefs {
   readonly revokedAt: Prisma.FieldRef<"ApiKey", 'DateTime'>
   readonly lastUsedAt: Prisma.FieldRef<"ApiKey", 'DateTime'>
   readonly createdByKeyId: Prisma.FieldRef<"ApiKey", 'String'>
+  readonly weeklyCapMicros: Prisma.FieldRef<"ApiKey", 'BigInt'>
+  readonly creditSharePercent: Prisma.FieldRef<"ApiKey", 'Int'>
+  readonly allowedModels: Prisma.FieldRef<"ApiKey", 'String[]'>
 }
     
 
@@ -2485,6 +2882,25 @@ export type ApiKey$rateLimitsArgs<ExtArgs extends runtime.Types.Extensions.Inter
   take?: number
   skip?: number
   distinct?: Prisma.RateLimitScalarFieldEnum | Prisma.RateLimitScalarFieldEnum[]
+}
+
+/**
+ * ApiKey.billingPool
+ */
+export type ApiKey$billingPoolArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the BillingKeyPool
+   */
+  select?: Prisma.BillingKeyPoolSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the BillingKeyPool
+   */
+  omit?: Prisma.BillingKeyPoolOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.BillingKeyPoolInclude<ExtArgs> | null
+  where?: Prisma.BillingKeyPoolWhereInput
 }
 
 /**

@@ -49,6 +49,7 @@ export type BillingReservationMinAggregateOutputType = {
   settledAt: Date | null
   outcome: string | null
   incarnation: string | null
+  keyHeld: boolean | null
 }
 
 export type BillingReservationMaxAggregateOutputType = {
@@ -64,6 +65,7 @@ export type BillingReservationMaxAggregateOutputType = {
   settledAt: Date | null
   outcome: string | null
   incarnation: string | null
+  keyHeld: boolean | null
 }
 
 export type BillingReservationCountAggregateOutputType = {
@@ -79,6 +81,7 @@ export type BillingReservationCountAggregateOutputType = {
   settledAt: number
   outcome: number
   incarnation: number
+  keyHeld: number
   _all: number
 }
 
@@ -104,6 +107,7 @@ export type BillingReservationMinAggregateInputType = {
   settledAt?: true
   outcome?: true
   incarnation?: true
+  keyHeld?: true
 }
 
 export type BillingReservationMaxAggregateInputType = {
@@ -119,6 +123,7 @@ export type BillingReservationMaxAggregateInputType = {
   settledAt?: true
   outcome?: true
   incarnation?: true
+  keyHeld?: true
 }
 
 export type BillingReservationCountAggregateInputType = {
@@ -134,6 +139,7 @@ export type BillingReservationCountAggregateInputType = {
   settledAt?: true
   outcome?: true
   incarnation?: true
+  keyHeld?: true
   _all?: true
 }
 
@@ -236,6 +242,7 @@ export type BillingReservationGroupByOutputType = {
   settledAt: Date | null
   outcome: string | null
   incarnation: string | null
+  keyHeld: boolean
   _count: BillingReservationCountAggregateOutputType | null
   _avg: BillingReservationAvgAggregateOutputType | null
   _sum: BillingReservationSumAggregateOutputType | null
@@ -274,6 +281,7 @@ export type BillingReservationWhereInput = {
   settledAt?: Prisma.DateTimeNullableFilter<"BillingReservation"> | Date | string | null
   outcome?: Prisma.StringNullableFilter<"BillingReservation"> | string | null
   incarnation?: Prisma.UuidNullableFilter<"BillingReservation"> | string | null
+  keyHeld?: Prisma.BoolFilter<"BillingReservation"> | boolean
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
 }
 
@@ -290,6 +298,7 @@ export type BillingReservationOrderByWithRelationInput = {
   settledAt?: Prisma.SortOrderInput | Prisma.SortOrder
   outcome?: Prisma.SortOrderInput | Prisma.SortOrder
   incarnation?: Prisma.SortOrderInput | Prisma.SortOrder
+  keyHeld?: Prisma.SortOrder
   organization?: Prisma.OrganizationOrderByWithRelationInput
 }
 
@@ -309,6 +318,7 @@ export type BillingReservationWhereUniqueInput = Prisma.AtLeast<{
   settledAt?: Prisma.DateTimeNullableFilter<"BillingReservation"> | Date | string | null
   outcome?: Prisma.StringNullableFilter<"BillingReservation"> | string | null
   incarnation?: Prisma.UuidNullableFilter<"BillingReservation"> | string | null
+  keyHeld?: Prisma.BoolFilter<"BillingReservation"> | boolean
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
 }, "id">
 
@@ -325,6 +335,7 @@ export type BillingReservationOrderByWithAggregationInput = {
   settledAt?: Prisma.SortOrderInput | Prisma.SortOrder
   outcome?: Prisma.SortOrderInput | Prisma.SortOrder
   incarnation?: Prisma.SortOrderInput | Prisma.SortOrder
+  keyHeld?: Prisma.SortOrder
   _count?: Prisma.BillingReservationCountOrderByAggregateInput
   _avg?: Prisma.BillingReservationAvgOrderByAggregateInput
   _max?: Prisma.BillingReservationMaxOrderByAggregateInput
@@ -348,6 +359,7 @@ export type BillingReservationScalarWhereWithAggregatesInput = {
   settledAt?: Prisma.DateTimeNullableWithAggregatesFilter<"BillingReservation"> | Date | string | null
   outcome?: Prisma.StringNullableWithAggregatesFilter<"BillingReservation"> | string | null
   incarnation?: Prisma.UuidNullableWithAggregatesFilter<"BillingReservation"> | string | null
+  keyHeld?: Prisma.BoolWithAggregatesFilter<"BillingReservation"> | boolean
 }
 
 export type BillingReservationCreateInput = {
@@ -362,6 +374,7 @@ export type BillingReservationCreateInput = {
   settledAt?: Date | string | null
   outcome?: string | null
   incarnation?: string | null
+  keyHeld?: boolean
   organization: Prisma.OrganizationCreateNestedOneWithoutBillingReservationsInput
 }
 
@@ -378,6 +391,7 @@ export type BillingReservationUncheckedCreateInput = {
   settledAt?: Date | string | null
   outcome?: string | null
   incarnation?: string | null
+  keyHeld?: boolean
 }
 
 export type BillingReservationUpdateInput = {
@@ -392,6 +406,7 @@ export type BillingReservationUpdateInput = {
   settledAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   outcome?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   incarnation?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  keyHeld?: Prisma.BoolFieldUpdateOperationsInput | boolean
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutBillingReservationsNestedInput
 }
 
@@ -408,6 +423,7 @@ export type BillingReservationUncheckedUpdateInput = {
   settledAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   outcome?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   incarnation?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  keyHeld?: Prisma.BoolFieldUpdateOperationsInput | boolean
 }
 
 export type BillingReservationCreateManyInput = {
@@ -423,6 +439,7 @@ export type BillingReservationCreateManyInput = {
   settledAt?: Date | string | null
   outcome?: string | null
   incarnation?: string | null
+  keyHeld?: boolean
 }
 
 export type BillingReservationUpdateManyMutationInput = {
@@ -437,6 +454,7 @@ export type BillingReservationUpdateManyMutationInput = {
   settledAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   outcome?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   incarnation?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  keyHeld?: Prisma.BoolFieldUpdateOperationsInput | boolean
 }
 
 export type BillingReservationUncheckedUpdateManyInput = {
@@ -452,6 +470,7 @@ export type BillingReservationUncheckedUpdateManyInput = {
   settledAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   outcome?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   incarnation?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  keyHeld?: Prisma.BoolFieldUpdateOperationsInput | boolean
 }
 
 export type BillingReservationListRelationFilter = {
@@ -477,6 +496,7 @@ export type BillingReservationCountOrderByAggregateInput = {
   settledAt?: Prisma.SortOrder
   outcome?: Prisma.SortOrder
   incarnation?: Prisma.SortOrder
+  keyHeld?: Prisma.SortOrder
 }
 
 export type BillingReservationAvgOrderByAggregateInput = {
@@ -496,6 +516,7 @@ export type BillingReservationMaxOrderByAggregateInput = {
   settledAt?: Prisma.SortOrder
   outcome?: Prisma.SortOrder
   incarnation?: Prisma.SortOrder
+  keyHeld?: Prisma.SortOrder
 }
 
 export type BillingReservationMinOrderByAggregateInput = {
@@ -511,6 +532,7 @@ export type BillingReservationMinOrderByAggregateInput = {
   settledAt?: Prisma.SortOrder
   outcome?: Prisma.SortOrder
   incarnation?: Prisma.SortOrder
+  keyHeld?: Prisma.SortOrder
 }
 
 export type BillingReservationSumOrderByAggregateInput = {
@@ -571,6 +593,7 @@ export type BillingReservationCreateWithoutOrganizationInput = {
   settledAt?: Date | string | null
   outcome?: string | null
   incarnation?: string | null
+  keyHeld?: boolean
 }
 
 export type BillingReservationUncheckedCreateWithoutOrganizationInput = {
@@ -585,6 +608,7 @@ export type BillingReservationUncheckedCreateWithoutOrganizationInput = {
   settledAt?: Date | string | null
   outcome?: string | null
   incarnation?: string | null
+  keyHeld?: boolean
 }
 
 export type BillingReservationCreateOrConnectWithoutOrganizationInput = {
@@ -629,6 +653,7 @@ export type BillingReservationScalarWhereInput = {
   settledAt?: Prisma.DateTimeNullableFilter<"BillingReservation"> | Date | string | null
   outcome?: Prisma.StringNullableFilter<"BillingReservation"> | string | null
   incarnation?: Prisma.UuidNullableFilter<"BillingReservation"> | string | null
+  keyHeld?: Prisma.BoolFilter<"BillingReservation"> | boolean
 }
 
 export type BillingReservationCreateManyOrganizationInput = {
@@ -643,6 +668,7 @@ export type BillingReservationCreateManyOrganizationInput = {
   settledAt?: Date | string | null
   outcome?: string | null
   incarnation?: string | null
+  keyHeld?: boolean
 }
 
 export type BillingReservationUpdateWithoutOrganizationInput = {
@@ -657,6 +683,7 @@ export type BillingReservationUpdateWithoutOrganizationInput = {
   settledAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   outcome?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   incarnation?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  keyHeld?: Prisma.BoolFieldUpdateOperationsInput | boolean
 }
 
 export type BillingReservationUncheckedUpdateWithoutOrganizationInput = {
@@ -671,6 +698,7 @@ export type BillingReservationUncheckedUpdateWithoutOrganizationInput = {
   settledAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   outcome?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   incarnation?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  keyHeld?: Prisma.BoolFieldUpdateOperationsInput | boolean
 }
 
 export type BillingReservationUncheckedUpdateManyWithoutOrganizationInput = {
@@ -685,6 +713,7 @@ export type BillingReservationUncheckedUpdateManyWithoutOrganizationInput = {
   settledAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   outcome?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   incarnation?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  keyHeld?: Prisma.BoolFieldUpdateOperationsInput | boolean
 }
 
 
@@ -702,6 +731,7 @@ export type BillingReservationSelect<ExtArgs extends runtime.Types.Extensions.In
   settledAt?: boolean
   outcome?: boolean
   incarnation?: boolean
+  keyHeld?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["billingReservation"]>
 
@@ -718,6 +748,7 @@ export type BillingReservationSelectCreateManyAndReturn<ExtArgs extends runtime.
   settledAt?: boolean
   outcome?: boolean
   incarnation?: boolean
+  keyHeld?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["billingReservation"]>
 
@@ -734,6 +765,7 @@ export type BillingReservationSelectUpdateManyAndReturn<ExtArgs extends runtime.
   settledAt?: boolean
   outcome?: boolean
   incarnation?: boolean
+  keyHeld?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["billingReservation"]>
 
@@ -750,9 +782,10 @@ export type BillingReservationSelectScalar = {
   settledAt?: boolean
   outcome?: boolean
   incarnation?: boolean
+  keyHeld?: boolean
 }
 
-export type BillingReservationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "apiKeyId" | "operation" | "model" | "product" | "estimateMicros" | "traceId" | "createdAt" | "settledAt" | "outcome" | "incarnation", ExtArgs["result"]["billingReservation"]>
+export type BillingReservationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "apiKeyId" | "operation" | "model" | "product" | "estimateMicros" | "traceId" | "createdAt" | "settledAt" | "outcome" | "incarnation" | "keyHeld", ExtArgs["result"]["billingReservation"]>
 export type BillingReservationInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }
@@ -790,6 +823,10 @@ export type $BillingReservationPayload<ExtArgs extends runtime.Types.Extensions.
      * the process (billing_instances) that took the hold; null: taken before instances were recorded
      */
     incarnation: string | null
+    /**
+     * the hold also counts on its key's pool (billing_key_pools)
+     */
+    keyHeld: boolean
   }, ExtArgs["result"]["billingReservation"]>
   composites: {}
 }
@@ -1226,6 +1263,7 @@ export interface BillingReservationFieldRefs {
   readonly settledAt: Prisma.FieldRef<"BillingReservation", 'DateTime'>
   readonly outcome: Prisma.FieldRef<"BillingReservation", 'String'>
   readonly incarnation: Prisma.FieldRef<"BillingReservation", 'String'>
+  readonly keyHeld: Prisma.FieldRef<"BillingReservation", 'Boolean'>
 }
     
 

@@ -17,6 +17,8 @@ class HandlerCompletionContext extends LogsThrough implements CompletionContext 
   readonly traceId: string;
   readonly signal: AbortSignal;
   readonly meter: CompletionContext['meter'];
+  readonly models: CompletionContext['models'];
+  readonly trace: CompletionContext['trace'];
 
   constructor(
     ctx: RequestContext,
@@ -28,6 +30,8 @@ class HandlerCompletionContext extends LogsThrough implements CompletionContext 
     this.traceId = ctx.traceId;
     this.signal = ctx.signal;
     this.meter = ctx.meter;
+    this.models = ctx.principal?.models ?? null;
+    this.trace = ctx.trace;
   }
 }
 
