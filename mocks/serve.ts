@@ -22,7 +22,7 @@ import type { ErrorName } from '../generated/contract/errors.js';
 import { routes, type RouteDefinition } from '../generated/contract/routes.js';
 import { defaultExample, deref } from '../scripts/codegen/contract.js';
 import { ApiError, type ValidationIssue } from '../server/errors.js';
-import { errorSchemaFor, renderError } from '../server/http/errors.js';
+import { errorSchemaFor, renderError } from '../server/http/errors/render.js';
 import { newTraceId, TRACE_HEADER } from '../server/http/trace.js';
 
 const CONTRACT = fileURLToPath(new URL('../openapi.yaml', import.meta.url));

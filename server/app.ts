@@ -9,7 +9,7 @@ import { handlers } from '../generated/server/bindings.js';
 import type { Authenticator } from './identity/authenticator.js';
 import { appServer, type ServerFactory } from './http/entry.js';
 import { consoleAssets, CONSOLE_PATH } from './console/assets.js';
-import { errorHandler, routeNotFound, type Ports } from './http/error-handler.js';
+import { errorHandler, routeNotFound, type Ports } from './http/errors/middleware.js';
 import type { UntypedHandler } from './http/invoke.js';
 import { buildRouter, type AdmissionStage } from './http/router.js';
 import { requestLogging } from './http/request-log.js';

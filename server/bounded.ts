@@ -1,5 +1,5 @@
 // Bounded copies of values a caller or an upstream chose: what a 422 quotes back
-// (http/errors.ts) and what a log line carries (logging.ts). A copy keeps the value's shape
+// (http/errors/render.ts) and what a log line carries (logging.ts). A copy keeps the value's shape
 // (a string stays a string, an array an array, an object keeps its first members) and stops
 // once its budget is spent, so making it costs no more for a 9 MB value than for a short one.
 

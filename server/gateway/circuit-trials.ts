@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import { ProviderError, type CallContext, type Provider } from '../providers/types.js';
 import type { Catalog } from './catalog.js';
-import { failureSummary, kindFacts } from './errors.js';
+import { failureSummary, kindFacts } from './upstream-failures.js';
 import type { DeploymentHealth, TrialOutcome } from './health.js';
 
 /** Whether this instance makes a deployment's trial call now (shared-health.ts: one instance per slot of `slotMs`). */

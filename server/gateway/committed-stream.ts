@@ -9,7 +9,7 @@
 import type { Logger } from 'pino';
 import { ProviderError, type ChatMessage, type ChatStreamEvent } from '../providers/types.js';
 import type { Served } from './catalog.js';
-import { kindFacts, toCallerError } from './errors.js';
+import { kindFacts, toCallerError } from './upstream-failures.js';
 import { estimateUsage, type Attempt, type UpstreamCall } from './upstream-call.js';
 
 /** One deployment's stream, opened and past its first event. */

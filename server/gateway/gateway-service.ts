@@ -23,7 +23,7 @@ import {
 import { LinkedAbortController } from '../providers/linked-abort.js';
 import { estimateTokens } from '../providers/local/tokens.js';
 import type { Catalog, DeploymentConfig, ModelConfig, Served } from './catalog.js';
-import { kindFacts, toCallerError } from './errors.js';
+import { kindFacts, toCallerError } from './upstream-failures.js';
 import type { DeploymentHealth } from './health.js';
 import type { RoutePlan } from './routing.js';
 import { CommittedStream, type OpenStream, type StreamScope } from './committed-stream.js';

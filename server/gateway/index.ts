@@ -14,7 +14,7 @@ import { MemoryAnswerStore, RedisAnswerStore } from './cache/answer-store.js';
 import { ResponseCache } from './cache/response-cache.js';
 import type { Catalog, ProviderConfig } from './catalog.js';
 import { ChatCompletions } from './chat-completions.js';
-import { kindFacts } from './errors.js';
+import { kindFacts } from './upstream-failures.js';
 import { GatewayService } from './gateway-service.js';
 import { Guardrails, RuleCheck, type GuardrailCheck } from './guardrails.js';
 import { DeploymentHealth } from './health.js';

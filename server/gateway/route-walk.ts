@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError } from '../errors.js';
 import { ProviderError, type ProviderErrorKind } from '../providers/types.js';
 import type { Catalog, ModelConfig, Served } from './catalog.js';
-import { kindFacts, toCallerError } from './errors.js';
+import { kindFacts, toCallerError } from './upstream-failures.js';
 import type { DeploymentHealth } from './health.js';
 import { refusalFallbacks, type RoutePlan } from './routing.js';
 

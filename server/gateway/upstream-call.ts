@@ -5,7 +5,7 @@ import type { Metrics } from '../observability/metrics.js';
 import type { TraceSpan } from '../observability/tracing.js';
 import { estimateMessageTokens, estimateTokens } from '../providers/local/tokens.js';
 import { ProviderError, type ChatMessage, type ToolCall, type Usage } from '../providers/types.js';
-import { failureSummary, kindFacts } from './errors.js';
+import { failureSummary, kindFacts } from './upstream-failures.js';
 import type { DeploymentHealth, HealthOutcome } from './health.js';
 
 /** One upstream call of a request, for logs and billing. */

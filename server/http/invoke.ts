@@ -8,7 +8,7 @@ import { onResponseEnd } from './response-end.js';
 import type { SpooledFile } from './multipart.js';
 import { LogsThrough } from '../logging.js';
 import { writeSse } from './sse.js';
-import { streamErrorEvent } from './stream-errors.js';
+import { streamErrorEvent } from './errors/stream-event.js';
 import { traceIdOf } from './trace.js';
 
 /** The handler as the router sees it: any operation, any declared response. */

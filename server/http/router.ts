@@ -19,7 +19,7 @@ import type { OperationValidator } from './validation.js';
  * A step that runs for every operation after the request is authenticated and valid, and
  * before its handler: where billing admission, spending caps and rate limits plug in. A
  * stage that settles afterwards (usage, idempotency) registers an `onResponseEnd` hook
- * (response-end.ts), as http/idempotency.ts does.
+ * (response-end.ts), as http/admission/idempotency.ts does.
  */
 export type AdmissionStage = (route: RouteDefinition) => RequestHandler;
 

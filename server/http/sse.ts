@@ -1,7 +1,7 @@
 // Writes a handler's event stream as server-sent events. JSON.stringify never emits a raw
 // newline, so each event is exactly one `data:` line (plus `event:` for named framing).
 import type { Response } from 'express';
-import { toApiError } from './errors.js';
+import { toApiError } from './errors/render.js';
 import { noteError } from './request-log.js';
 
 export interface SseOptions {

@@ -243,7 +243,7 @@ export function toValidationIssues(findings: ValidatorFinding[], request: Reques
       .filter(Boolean)
       .map((segment) => (segment === 'params' ? 'path' : segment));
     const type = issueType(finding);
-    // Quoted within bounds where the answer is rendered (http/errors.ts).
+    // Quoted within bounds where the answer is rendered (http/errors/render.ts).
     const input = type === 'missing' ? null : valueAt(request, loc);
     const msg = type === 'missing' ? 'Field required' : finding.message.replace(/^must/, 'Must');
     return {

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routes } from '../../generated/contract/routes.js';
-import { isInferenceOperation } from '../../server/http/billing-admission.js';
+import { isInferenceOperation } from '../../server/http/admission/billing.js';
 import { loadConfig } from '../../server/config.js';
 import { LocalWindows } from '../../server/limits/window.js';
 import { sampleRequest } from '../support/requests.js';

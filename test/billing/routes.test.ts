@@ -5,7 +5,7 @@
 // not retryable (X-Should-Retry: false), no Retry-After, before any model call.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routes, type RouteDefinition } from '../../generated/contract/routes.js';
-import { isInferenceOperation } from '../../server/http/billing-admission.js';
+import { isInferenceOperation } from '../../server/http/admission/billing.js';
 import { sampleRequest } from '../support/requests.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
 import { createOrg, pricedCatalog, type TestOrg } from './support.js';

@@ -88,7 +88,8 @@ function startServer(dataDir: string): Promise<ServerProcess> {
 function firstStartValues(stdout: string[]): { key: string; publisherId: string } {
   const text = stdout.join('\n');
   const key = /Admin API key \(all scopes\)[^\n]*\n\s*\n\s+(sk_\S+)/.exec(text)?.[1];
-  const publisherId = stdout.map((line) => /"publisherId":"([^"]+)"/.exec(line)?.[1]).find(Boolean);
+  // As a reader takes it: the line printed below the key.
+  const publisherId = /Default publisher: "[^"]+", id ([0-9a-f-]{36})/.exec(text)?.[1];
   if (!key || !publisherId) throw new Error(`the first start printed no admin key or publisher id:\n${text}`);
   return { key, publisherId };
 }

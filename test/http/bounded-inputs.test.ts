@@ -8,7 +8,7 @@ import { startFakeOpenAI } from '../../mocks/upstreams/fake-openai.js';
 import type { FakeUpstream } from '../../mocks/upstreams/faults.js';
 import { buildCatalog, defaultConfig } from '../../server/gateway/catalog.js';
 import { MAX_BODY_DEPTH } from '../../server/http/body-depth.js';
-import { QUOTE_BOUNDS } from '../../server/http/errors.js';
+import { QUOTE_BOUNDS } from '../../server/http/errors/render.js';
 import { LOG_BOUNDS } from '../../server/logging.js';
 import { logLinesOf, startTestPlatform, type TestPlatform } from '../support/platform.js';
 

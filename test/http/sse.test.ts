@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { routesById } from '../../generated/contract/routes.js';
 import { ApiError } from '../../server/errors.js';
 import { writeSse } from '../../server/http/sse.js';
-import { streamErrorEvent } from '../../server/http/stream-errors.js';
+import { streamErrorEvent } from '../../server/http/errors/stream-event.js';
 import { eventProblems } from '../support/contract.js';
 
 const servers: { close(): void }[] = [];

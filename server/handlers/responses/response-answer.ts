@@ -1,7 +1,7 @@
 // Shared by every Responses operation (the canonical path, its alias, v1, grounded): the
 // request's context for the Responses service, and its answer as JSON or the event stream.
 import { callerOf, type RequestContext } from '../../http/handler.js';
-import { renderError, toApiError } from '../../http/errors.js';
+import { renderError, toApiError } from '../../http/errors/render.js';
 import { completionContext } from '../completions/chat-answer.js';
 import type { ResponseContext } from '../../responses/responses-service.js';
 import type { AIErrorObject, ResponseBody } from '../../responses/types.js';

@@ -1,9 +1,9 @@
 // Renders an ApiError in whichever body shape the contract declares for the operation and
 // status (AI envelope, gateway body, FastAPI detail, ...).
-import { errorCatalog, type ErrorName } from '../../generated/contract/errors.js';
-import type { RouteDefinition } from '../../generated/contract/routes.js';
-import { bounded, cut, type Bounds } from '../bounded.js';
-import { ApiError, type ValidationIssue } from '../errors.js';
+import { errorCatalog, type ErrorName } from '../../../generated/contract/errors.js';
+import type { RouteDefinition } from '../../../generated/contract/routes.js';
+import { bounded, cut, type Bounds } from '../../bounded.js';
+import { ApiError, type ValidationIssue } from '../../errors.js';
 
 export type ErrorSchemaName =
   | 'AIError'

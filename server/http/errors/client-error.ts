@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { newTraceId, TRACE_HEADER } from './trace.js';
+import { newTraceId, TRACE_HEADER } from '../trace.js';
 
 /**
  * Requests Node rejects before Express sees them (a garbled request line, oversized headers)

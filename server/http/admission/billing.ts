@@ -10,15 +10,15 @@
 // query embeddings are recorded (never gated).
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { routesById, type RouteDefinition } from '../../generated/contract/routes.js';
-import type { AdmissionStage } from './router.js';
-import { onResponseEnd } from './response-end.js';
-import { traceIdOf } from './trace.js';
-import type { Principal } from '../identity/principal.js';
-import type { BillingService, Reservation, Settlement } from '../billing/billing-service.js';
-import type { Estimator } from '../billing/estimate.js';
-import { UsageScope } from '../gateway/usage-scope.js';
-import { traced, type RequestTrace } from '../observability/tracing.js';
+import { routesById, type RouteDefinition } from '../../../generated/contract/routes.js';
+import type { AdmissionStage } from '../router.js';
+import { onResponseEnd } from '../response-end.js';
+import { traceIdOf } from '../trace.js';
+import type { Principal } from '../../identity/principal.js';
+import type { BillingService, Reservation, Settlement } from '../../billing/billing-service.js';
+import type { Estimator } from '../../billing/estimate.js';
+import { UsageScope } from '../../gateway/usage-scope.js';
+import { traced, type RequestTrace } from '../../observability/tracing.js';
 
 const INFERENCE_TAGS = new Set(['completions', 'embeddings', 'responses']);
 

@@ -1,13 +1,13 @@
 // The last middleware of each app: turns anything thrown into the contract's error body.
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
-import { errorCatalog } from '../../generated/contract/errors.js';
-import { routes, type RouteDefinition } from '../../generated/contract/routes.js';
-import { ApiError } from '../errors.js';
-import { deprecationHeaders } from './deprecation.js';
-import { errorSchemaFor, quotable, renderError, toApiError } from './errors.js';
-import { noteError } from './request-log.js';
-import { traceIdOf } from './trace.js';
-import { isValidatorError, toValidationIssues } from './validation.js';
+import { errorCatalog } from '../../../generated/contract/errors.js';
+import { routes, type RouteDefinition } from '../../../generated/contract/routes.js';
+import { ApiError } from '../../errors.js';
+import { deprecationHeaders } from '../deprecation.js';
+import { errorSchemaFor, quotable, renderError, toApiError } from './render.js';
+import { noteError } from '../request-log.js';
+import { traceIdOf } from '../trace.js';
+import { isValidatorError, toValidationIssues } from '../validation.js';
 
 type Api = 'api' | 'management';
 

@@ -3,13 +3,13 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Request, RequestHandler } from 'express';
-import { routesById } from '../../generated/contract/routes.js';
-import { ApiError } from '../errors.js';
-import type { Principal } from '../identity/principal.js';
-import type { IdempotencyRecords } from '../storage/idempotency-store.js';
-import type { SpooledFile } from './multipart.js';
-import { onResponseEnd } from './response-end.js';
-import type { AdmissionStage } from './router.js';
+import { routesById } from '../../../generated/contract/routes.js';
+import { ApiError } from '../../errors.js';
+import type { Principal } from '../../identity/principal.js';
+import type { IdempotencyRecords } from '../../storage/idempotency-store.js';
+import type { SpooledFile } from '../multipart.js';
+import { onResponseEnd } from '../response-end.js';
+import type { AdmissionStage } from '../router.js';
 
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
 

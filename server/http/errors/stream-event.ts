@@ -1,5 +1,5 @@
-import type { RouteDefinition } from '../../generated/contract/routes.js';
-import { renderError, toApiError } from './errors.js';
+import type { RouteDefinition } from '../../../generated/contract/routes.js';
+import { renderError, toApiError } from './render.js';
 
 /**
  * The event a stream ends with when it fails after the 200 was sent (spec 6): a chat chunk

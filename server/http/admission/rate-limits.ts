@@ -6,14 +6,14 @@
 // -Reset. It runs before idempotency and billing: a refused request holds no credit, and
 // its 429 is never stored as the answer of its Idempotency-Key (the retry must run).
 import type { RequestHandler } from 'express';
-import { ApiError } from '../errors.js';
-import type { AdmissionStage } from './router.js';
-import type { Principal } from '../identity/principal.js';
-import { isInferenceOperation } from './billing-admission.js';
-import type { Estimator } from '../billing/estimate.js';
-import type { Quota, QuotaSettings } from '../limits/quotas.js';
-import type { RateLimiter } from '../limits/rate-limiter.js';
-import type { Counter } from '../limits/window.js';
+import { ApiError } from '../../errors.js';
+import type { AdmissionStage } from '../router.js';
+import type { Principal } from '../../identity/principal.js';
+import { isInferenceOperation } from './billing.js';
+import type { Estimator } from '../../billing/estimate.js';
+import type { Quota, QuotaSettings } from '../../limits/quotas.js';
+import type { RateLimiter } from '../../limits/rate-limiter.js';
+import type { Counter } from '../../limits/window.js';
 
 interface Limited extends Counter {
   scope: 'key' | 'organization';

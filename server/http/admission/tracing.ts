@@ -1,10 +1,10 @@
 // The request span (observability/tracing.ts): opened as the request is admitted (after
 // authentication: an unauthenticated request is not traced), ended when its response
 // closes with the status. Installed only when tracing is on.
-import type { Tracing } from '../observability/tracing.js';
-import { onResponseEnd } from './response-end.js';
-import type { AdmissionStage } from './router.js';
-import { traceIdOf } from './trace.js';
+import type { Tracing } from '../../observability/tracing.js';
+import { onResponseEnd } from '../response-end.js';
+import type { AdmissionStage } from '../router.js';
+import { traceIdOf } from '../trace.js';
 
 export function tracingStage(tracing: Tracing): AdmissionStage {
   return (route) => (_req, res, next) => {
