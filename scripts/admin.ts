@@ -3,7 +3,8 @@
 // one owner). Secrets it creates are printed once.
 import { parseArgs } from 'node:util';
 import { scopes as allScopes, type Scope } from '../generated/contract/routes.js';
-import { BILLING_MODES, BillingService, type BillingMode } from '../server/billing/billing-service.js';
+import { BillingService } from '../server/billing/billing-service.js';
+import { BILLING_MODES, type BillingMode } from '../server/billing/accounts.js';
 import { CreditService, formatUsd, usdToMicros } from '../server/billing/credit.js';
 import { localSettingsChanges, redisSettingsChanges } from '../server/billing/settings-cache.js';
 import { weekStart } from '../server/billing/pricing.js';
@@ -193,7 +194,7 @@ async function main(): Promise<void> {
           expiresAt: days ? Date.now() + days * 86_400_000 : null,
           limits,
         });
-        if (spendLimited(key.limits)) await billing().syncKeyPool(org.id, key.id);
+        if (spendLimited(key.limits)) await billing().accounts.syncKeyPool(org.id, key.id);
         console.log(`key ${key.id} for ${org.name}, scopes ${key.scopes.join(', ')}; ${describeLimits(key.limits)}\n\n  ${plaintext}\n\nIt will not be shown again.`);
         break;
       }
@@ -201,7 +202,7 @@ async function main(): Promise<void> {
         const org = await identity.organizations.findOrganization(args[0]);
         if (Object.keys(limits).length === 0) throw new Error('give at least one of --weekly-cap, --credit-share, --models');
         const key = await identity.keys.amend(org.id, args[1], { limits });
-        if (spendLimited(key.limits)) await billing().syncKeyPool(org.id, key.id);
+        if (spendLimited(key.limits)) await billing().accounts.syncKeyPool(org.id, key.id);
         // Running servers drop the key's cached principal at once with REDIS_URL, else within the credential cache TTL.
         console.log(`key ${key.id} of ${org.name}: ${describeLimits(key.limits)}`);
         break;
@@ -219,25 +220,25 @@ async function main(): Promise<void> {
       }
       case 'add-credit': {
         const org = await identity.organizations.findOrganization(args[0]);
-        const entry = await billing().addCredit(org.id, credit!, values.reason ?? 'operator top-up');
+        const entry = await billing().accounts.addCredit(org.id, credit!, values.reason ?? 'operator top-up');
         console.log(`added ${formatUsd(credit!)} to ${org.name}; ledger balance ${formatUsd(entry.balanceMicros)}`);
         break;
       }
       case 'set-billing': {
         const org = await identity.organizations.findOrganization(args[0]);
-        await billing().setMode(org.id, mode!);
+        await billing().accounts.setMode(org.id, mode!);
         console.log(`${org.name} is ${mode}${mode === 'prepaid' ? `: requests need credit (balance ${formatUsd(await new CreditService(prisma).balance(org.id))})` : ': usage is recorded, nothing is gated'}`);
         break;
       }
       case 'set-weekly-cap': {
         const org = await identity.organizations.findOrganization(args[0]);
-        await billing().setWeeklyCap(org.id, cap);
+        await billing().accounts.setWeeklyCap(org.id, cap);
         console.log(cap === null ? `${org.name} has no weekly cap` : `${org.name}: weekly cap ${formatUsd(cap)} (weeks start Monday 00:00 UTC)`);
         break;
       }
       case 'set-coding-plan': {
         const org = await identity.organizations.findOrganization(args[0]);
-        await billing().setCodingPlan(org.id, args[1], { allowanceMicros: allowance!, topupAvailable: values.topup === true, period });
+        await billing().accounts.setCodingPlan(org.id, args[1], { allowanceMicros: allowance!, topupAvailable: values.topup === true, period });
         console.log(`${org.name}: ${args[1]} plan, ${formatUsd(allowance!)} per ${period}${values.topup ? ', top-up available' : ''}`);
         break;
       }
@@ -260,7 +261,7 @@ async function main(): Promise<void> {
       }
       case 'usage': {
         const org = await identity.organizations.findOrganization(args[0]);
-        const lines = await billing().usage(org.id, since);
+        const lines = await billing().accounts.usage(org.id, since);
         console.log(`usage of ${org.name} since ${since.toISOString()}`);
         console.log(['model', 'calls', 'input tokens', 'output tokens', 'cost', 'billed'].join('\t'));
         for (const l of lines) console.log([l.group ?? '-', l.calls, l.inputTokens, l.outputTokens, formatUsd(l.costMicros), formatUsd(l.billedMicros)].join('\t'));

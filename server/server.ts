@@ -121,8 +121,8 @@ export async function startPlatform(config: Config, logger: Logger, options: Pla
       hot: redis ? { redis: redis.hotPath, metrics } : undefined,
       instanceId: config.instanceId ?? (config.port !== 0 ? `${hostname()}:${config.port}` : undefined),
     });
-    await billing.start(database.kind === 'pglite');
-    cleanup.push(() => billing.stop());
+    await billing.reservations.start(database.kind === 'pglite');
+    cleanup.push(() => billing.reservations.stop());
     // Rate limits (server/limits): counted in Redis when configured, else in process.
     const rateLimits = createRateLimiter(redis, logger, metrics);
     cleanup.push(() => rateLimits.close());

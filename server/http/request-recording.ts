@@ -7,7 +7,7 @@
 // read) belong to no organization and are not logged.
 import type { RequestHandler } from 'express';
 import type { RouteDefinition } from '../../generated/contract/routes.js';
-import type { Settlement } from '../billing/billing-service.js';
+import type { Settlement } from '../billing/reservations.js';
 import type { Catalog } from '../gateway/catalog.js';
 import { ROUTE_HEADER } from '../gateway/route-header.js';
 import type { Principal } from '../identity/principal.js';

@@ -21,13 +21,13 @@ describe('100 concurrent requests, one instance (PGlite)', () => {
   it('against a nearly reached weekly cap overshoot it by at most one estimate', async () => {
     const org = await createOrg(platform, 'capburst');
     const { billing, database } = platform.services;
-    await billing.setMode(org.id, 'prepaid');
-    await billing.credit.add(org.id, 100_000_000n, 'plenty');
+    await billing.accounts.setMode(org.id, 'prepaid');
+    await billing.accounts.credit.add(org.id, 100_000_000n, 'plenty');
     const cap = 700_000n;
-    await billing.setWeeklyCap(org.id, cap);
+    await billing.accounts.setWeeklyCap(org.id, cap);
     const counts = await burst([platform], org, ask());
     await settled(platform, org.id);
-    const account = await billing.account(org.id);
+    const account = await billing.accounts.account(org.id);
     const estimate = (await database.prisma.billingReservation.findFirstOrThrow({ where: { organizationId: org.id } })).estimateMicros;
     console.log(`[billing concurrency PGlite cap] ${N} requests, cap ${cap} µ$: ${JSON.stringify(counts)}, spent this week ${account.weekSpentMicros} µ$`);
     expect(counts.ok).toBeGreaterThan(0);

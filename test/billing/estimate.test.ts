@@ -122,9 +122,9 @@ describe('end to end', () => {
 
   it('does not refuse a large base64 image for credit (402) or tokens per minute (429) as if it were text', async () => {
     const org = await createOrg(platform, 'image');
-    await platform.services.billing.setMode(org.id, 'prepaid');
+    await platform.services.billing.accounts.setMode(org.id, 'prepaid');
     // About 2,000 prompt tokens and 20 output tokens at 1,000 / 2,000 µ$ each.
-    await platform.services.billing.addCredit(org.id, 3_000_000n, 'test');
+    await platform.services.billing.accounts.addCredit(org.id, 3_000_000n, 'test');
     await platform.services.limits.quotas.set(org.id, null, { requestsPerMinute: null, tokensPerMinute: 10_000 });
     const res = await post(org, '/ai/v2/responses', imageRequest);
     expect(res.status, await res.clone().text()).toBe(200);
@@ -132,8 +132,8 @@ describe('end to end', () => {
 
   it('holds the conversation a follow-up continues', async () => {
     const org = await createOrg(platform, 'history');
-    await platform.services.billing.setMode(org.id, 'prepaid');
-    await platform.services.billing.addCredit(org.id, 100_000_000n, 'test');
+    await platform.services.billing.accounts.setMode(org.id, 'prepaid');
+    await platform.services.billing.accounts.addCredit(org.id, 100_000_000n, 'test');
     const long = Array.from({ length: 2_000 }, (_, i) => `word${i}`).join(' ');
     const first = await post(org, '/ai/v2/responses', { model: 'priced', max_output_tokens: 10, input: long });
     expect(first.status).toBe(200);

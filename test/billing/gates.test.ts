@@ -20,15 +20,15 @@ const chat = (org: TestOrg, body: unknown, path = '/ai/v2/guarded/chat/completio
 
 async function prepaid(label: string, usd?: bigint): Promise<TestOrg> {
   const org = await createOrg(platform, label);
-  await billing().setMode(org.id, 'prepaid');
-  if (usd) await billing().credit.add(org.id, usd, 'test');
+  await billing().accounts.setMode(org.id, 'prepaid');
+  if (usd) await billing().accounts.credit.add(org.id, usd, 'test');
   return org;
 }
 
 describe('metering', () => {
   it('records every call of an unmetered organization (the default) with tokens and catalog cost, and never gates it', async () => {
     const org = await createOrg(platform, 'unmetered');
-    expect((await billing().settings(org.id)).mode).toBe('unmetered');
+    expect((await billing().accounts.settings(org.id)).mode).toBe('unmetered');
     const res = await chat(org, ask());
     expect(res.status).toBe(200);
     const answer = await res.json();
@@ -91,7 +91,7 @@ describe('refusals and the Idempotency-Key', () => {
     const org = await prepaid('idem402');
     const key = randomUUID();
     expect((await chat(org, ask(), undefined, { 'idempotency-key': key })).status).toBe(402);
-    await billing().credit.add(org.id, 5_000_000n, 'top-up');
+    await billing().accounts.credit.add(org.id, 5_000_000n, 'top-up');
     const retry = await chat(org, ask(), undefined, { 'idempotency-key': key });
     expect(retry.status).toBe(200);
     expect(retry.headers.get('idempotent-replayed')).toBeNull();
@@ -99,10 +99,10 @@ describe('refusals and the Idempotency-Key', () => {
 
   it('does not keep a 429 SPENDING_LIMIT_EXCEEDED for the key: the retry after the cap is raised runs', async () => {
     const org = await prepaid('idem1005', 10_000_000n);
-    await billing().setWeeklyCap(org.id, 1n);
+    await billing().accounts.setWeeklyCap(org.id, 1n);
     const key = randomUUID();
     expect((await chat(org, ask(), undefined, { 'idempotency-key': key })).status).toBe(429);
-    await billing().setWeeklyCap(org.id, null);
+    await billing().accounts.setWeeklyCap(org.id, null);
     const retry = await chat(org, ask(), undefined, { 'idempotency-key': key });
     expect(retry.status).toBe(200);
     expect(retry.headers.get('idempotent-replayed')).toBeNull();
@@ -119,7 +119,7 @@ describe('prepaid credit', () => {
     expect(body.trace_id).toBeTruthy();
     expect(await prisma().usageRecord.count({ where: { organizationId: org.id } })).toBe(0);
 
-    await billing().credit.add(org.id, 5_000_000n, 'top-up');
+    await billing().accounts.credit.add(org.id, 5_000_000n, 'top-up');
     expect((await chat(org, ask())).status).toBe(200);
   });
 
@@ -139,8 +139,8 @@ describe('prepaid credit', () => {
     expect(res.status).toBe(200);
     await settled(platform, org.id);
     const [usage] = await prisma().usageRecord.findMany({ where: { organizationId: org.id } });
-    const account = await billing().account(org.id);
-    expect(await billing().credit.balance(org.id)).toBe(10_000_000n - usage.billedMicros);
+    const account = await billing().accounts.account(org.id);
+    expect(await billing().accounts.credit.balance(org.id)).toBe(10_000_000n - usage.billedMicros);
     expect(account.balanceMicros).toBe(10_000_000n - usage.billedMicros);
     expect(account.reservedMicros).toBe(0n);
     expect(account.weekSpentMicros).toBe(usage.billedMicros);
@@ -162,7 +162,7 @@ describe('prepaid credit', () => {
 describe('weekly spending cap', () => {
   it('answers 429 SPENDING_LIMIT_EXCEEDED (1005, no Retry-After) at the cap even with credit left, and credit does not clear it', async () => {
     const org = await prepaid('cap', 10_000_000n);
-    await billing().setWeeklyCap(org.id, 250_000n);
+    await billing().accounts.setWeeklyCap(org.id, 250_000n);
     expect((await chat(org, ask())).status).toBe(200);
     await settled(platform, org.id);
     const refused = await chat(org, ask());
@@ -172,10 +172,10 @@ describe('weekly spending cap', () => {
     expect(body.error).toMatchObject({ code: 1005, name: 'SPENDING_LIMIT_EXCEEDED', retryable: false });
     expect(body.error.message).toMatch(/resets at \d{4}-\d{2}-\d{2}T00:00:00.000Z/);
 
-    await billing().credit.add(org.id, 50_000_000n, 'more');
+    await billing().accounts.credit.add(org.id, 50_000_000n, 'more');
     expect((await chat(org, ask())).status).toBe(429);
     // Raising the cap (an operator decision) does.
-    await billing().setWeeklyCap(org.id, null);
+    await billing().accounts.setWeeklyCap(org.id, null);
     expect((await chat(org, ask())).status).toBe(200);
   });
 
@@ -185,25 +185,25 @@ describe('weekly spending cap', () => {
     await settled(platform, org.id);
     const [first] = await prisma().usageRecord.findMany({ where: { organizationId: org.id } });
     // Set mid-week: what the organization spent before counts.
-    await billing().setWeeklyCap(org.id, first.billedMicros + 200_000n);
-    expect((await billing().account(org.id)).weekSpentMicros).toBe(first.billedMicros);
+    await billing().accounts.setWeeklyCap(org.id, first.billedMicros + 200_000n);
+    expect((await billing().accounts.account(org.id)).weekSpentMicros).toBe(first.billedMicros);
     expect((await chat(org, ask())).status).toBe(200);
     await settled(platform, org.id);
     const refused = await chat(org, ask());
     expect(refused.status).toBe(429);
     expect((await refused.json()).error.name).toBe('SPENDING_LIMIT_EXCEEDED');
     const usage = await prisma().usageRecord.aggregate({ where: { organizationId: org.id }, _sum: { billedMicros: true } });
-    expect((await billing().account(org.id)).weekSpentMicros).toBe(usage._sum.billedMicros);
+    expect((await billing().accounts.account(org.id)).weekSpentMicros).toBe(usage._sum.billedMicros);
     expect(await prisma().creditLedger.count({ where: { organizationId: org.id } })).toBe(0);
     // The coding route does not count against the cap.
     expect((await chat(org, ask(), '/ai/v2/code-assist/chat/completions')).status).toBe(200);
-    await billing().setWeeklyCap(org.id, null);
+    await billing().accounts.setWeeklyCap(org.id, null);
     expect((await chat(org, ask())).status).toBe(200);
   });
 
   it('counts the week from Monday 00:00 UTC: last week’s spend does not count', async () => {
     const org = await prepaid('week', 10_000_000n);
-    await billing().setWeeklyCap(org.id, 150_000n);
+    await billing().accounts.setWeeklyCap(org.id, 150_000n);
     await prisma().billingAccount.update({ where: { organizationId: org.id }, data: { weekSpentMicros: 150_000n, weekStart: new Date('2020-01-06T00:00:00Z') } });
     expect((await chat(org, ask())).status).toBe(200);
   });
@@ -223,7 +223,7 @@ describe('coding-agent plans', () => {
 
   it('draws on the allowance, never on API credit, and answers GC_ALLOWANCE_EXHAUSTED when spent', async () => {
     const org = await prepaid('plan', 10_000_000n);
-    await billing().setCodingPlan(org.id, 'code-assist', { allowanceMicros: 250_000n, topupAvailable: true });
+    await billing().accounts.setCodingPlan(org.id, 'code-assist', { allowanceMicros: 250_000n, topupAvailable: true });
     expect((await coding(org)).status).toBe(200);
     await settled(platform, org.id);
     const plan = await prisma().codingPlan.findFirstOrThrow({ where: { organizationId: org.id } });
@@ -232,7 +232,7 @@ describe('coding-agent plans', () => {
     expect(plan.usedMicros).toBe(usage.billedMicros);
     expect(plan.reservedMicros).toBe(0n);
     // API credit untouched.
-    expect(await billing().credit.balance(org.id)).toBe(10_000_000n);
+    expect(await billing().accounts.credit.balance(org.id)).toBe(10_000_000n);
 
     const spent = await coding(org);
     expect(spent.status).toBe(402);
@@ -246,7 +246,7 @@ describe('coding-agent plans', () => {
 
   it('does not let a plan pay for API requests: an empty balance is 402 whatever the allowance', async () => {
     const org = await prepaid('planonly');
-    await billing().setCodingPlan(org.id, 'code-assist', { allowanceMicros: 10_000_000n, topupAvailable: false });
+    await billing().accounts.setCodingPlan(org.id, 'code-assist', { allowanceMicros: 10_000_000n, topupAvailable: false });
     expect((await chat(org, ask())).status).toBe(402);
     expect((await coding(org)).status).toBe(200);
   });
@@ -260,17 +260,17 @@ describe('coding-agent plans', () => {
 describe('reserve then settle', () => {
   it('releases holds a crashed instance left open, without charging them', async () => {
     const org = await prepaid('crash', 1_000_000n);
-    const hold = await billing().reserve({ organizationId: org.id, apiKeyId: null, operation: 'createGuardedChatCompletion', model: 'priced', product: null, estimateMicros: 900_000n, traceId: 'trc_crash', debit: true, limitedKey: false });
+    const hold = await billing().reservations.reserve({ organizationId: org.id, apiKeyId: null, operation: 'createGuardedChatCompletion', model: 'priced', product: null, estimateMicros: 900_000n, traceId: 'trc_crash', debit: true, limitedKey: false });
     // The hold blocks what it covers...
     expect((await chat(org, ask())).status).toBe(402);
-    expect(await billing().reconcile(0)).toBeGreaterThanOrEqual(1);
+    expect(await billing().reservations.reconcile(0)).toBeGreaterThanOrEqual(1);
     const row = await prisma().billingReservation.findUniqueOrThrow({ where: { id: hold.id } });
     expect(row.outcome).toBe('released');
-    expect((await billing().account(org.id)).reservedMicros).toBe(0n);
-    expect(await billing().credit.balance(org.id)).toBe(1_000_000n);
+    expect((await billing().accounts.account(org.id)).reservedMicros).toBe(0n);
+    expect(await billing().accounts.credit.balance(org.id)).toBe(1_000_000n);
     // ...and a late settle of a released hold does not release it twice.
-    await billing().settle({ organizationId: org.id, apiKeyId: null, operation: 'x', traceId: 'trc_crash', product: null, charge: true, reservation: hold, calls: [] });
-    expect((await billing().account(org.id)).reservedMicros).toBe(0n);
+    await billing().reservations.settle({ organizationId: org.id, apiKeyId: null, operation: 'x', traceId: 'trc_crash', product: null, charge: true, reservation: hold, calls: [] });
+    expect((await billing().accounts.account(org.id)).reservedMicros).toBe(0n);
     expect((await chat(org, ask())).status).toBe(200);
   });
 });
@@ -287,17 +287,17 @@ describe('the deprecated Chat API (POST /ai/v1/message): each message is a meter
     expect(body.trace_id).toBe(refused.headers.get('x-trace-id'));
     expect(await prisma().usageRecord.count({ where: { organizationId: org.id } })).toBe(0);
 
-    await billing().credit.add(org.id, 10_000_000n, 'top-up');
+    await billing().accounts.credit.add(org.id, 10_000_000n, 'top-up');
     expect((await message(org)).status).toBe(200);
     await settled(platform, org.id);
     const [usage] = await prisma().usageRecord.findMany({ where: { organizationId: org.id } });
     expect(usage.operation).toBe('sendChatMessage');
-    expect(await billing().credit.balance(org.id)).toBe(10_000_000n - usage.billedMicros);
+    expect(await billing().accounts.credit.balance(org.id)).toBe(10_000_000n - usage.billedMicros);
   });
 
   it('counts against the weekly cap (429 SPENDING_LIMIT_EXCEEDED, no Retry-After)', async () => {
     const org = await prepaid('chatcap', 10_000_000n);
-    await billing().setWeeklyCap(org.id, 1n);
+    await billing().accounts.setWeeklyCap(org.id, 1n);
     const refused = await message(org);
     expect(refused.status).toBe(429);
     expect(refused.headers.get('retry-after')).toBeNull();
@@ -327,7 +327,7 @@ describe('image generation', () => {
     );
     try {
       const org = await createOrg(artist, 'artist');
-      await artist.services.billing.setMode(org.id, 'prepaid');
+      await artist.services.billing.accounts.setMode(org.id, 'prepaid');
       const draw = () =>
         artist.api('/ai/v2/responses', {
           method: 'POST',
@@ -335,9 +335,9 @@ describe('image generation', () => {
           body: JSON.stringify({ model: 'artist', max_output_tokens: 50, input: 'Draw a lighthouse.', tools: [{ type: 'image_generation' }], tool_choice: { type: 'image_generation' } }),
         });
       // $0.40 covers the tokens but not the image ($0.50).
-      await artist.services.billing.addCredit(org.id, 400_000n, 'test');
+      await artist.services.billing.accounts.addCredit(org.id, 400_000n, 'test');
       expect((await draw()).status).toBe(402);
-      await artist.services.billing.addCredit(org.id, 1_000_000n, 'test');
+      await artist.services.billing.accounts.addCredit(org.id, 1_000_000n, 'test');
       const res = await draw();
       expect(res.status).toBe(200);
       expect((await res.json()).output.some((item: { type: string }) => item.type === 'image_generation_call')).toBe(true);
@@ -346,7 +346,7 @@ describe('image generation', () => {
       const image = rows.find((r) => r.images === 1)!;
       expect(image).toMatchObject({ inputTokens: 0, outputTokens: 0, costMicros: 500_000n, billedMicros: 500_000n });
       const billed = rows.reduce((sum, r) => sum + r.billedMicros, 0n);
-      expect(await artist.services.billing.credit.balance(org.id)).toBe(1_400_000n - billed);
+      expect(await artist.services.billing.accounts.credit.balance(org.id)).toBe(1_400_000n - billed);
     } finally {
       await artist.close();
     }

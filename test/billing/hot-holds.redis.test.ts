@@ -42,8 +42,8 @@ describeRedis('billing holds in Redis', () => {
   const billing = () => platform.services.billing;
   async function prepaid(label: string, micros: bigint): Promise<TestOrg> {
     const org = await createOrg(platform, label);
-    await billing().setMode(org.id, 'prepaid');
-    await billing().addCredit(org.id, micros, 'test');
+    await billing().accounts.setMode(org.id, 'prepaid');
+    await billing().accounts.addCredit(org.id, micros, 'test');
     return org;
   }
   const chat = (org: TestOrg, body: unknown = ask()) => platform.api('/ai/v2/guarded/chat/completions', { method: 'POST', key: org.key, body: JSON.stringify(body) });
@@ -65,7 +65,7 @@ describeRedis('billing holds in Redis', () => {
     expect(during.reservedMicros).toBe(0n);
     expect(await prisma().billingReservation.count({ where: { organizationId: org.id, settledAt: null } })).toBe(0);
     expect(Object.keys(await redis.hgetall(`billing:{${org.id}}:credit:holds`))).toHaveLength(1);
-    const held = (await billing().account(org.id)).reservedMicros;
+    const held = (await billing().accounts.account(org.id)).reservedMicros;
     expect(held).toBeGreaterThan(0n);
 
     while (!(await reader.read()).done);
@@ -76,10 +76,10 @@ describeRedis('billing holds in Redis', () => {
     expect(holds.map((h) => h.outcome)).toEqual(['settled', 'settled']);
     expect(holds[1].estimateMicros).toBe(held);
     const usage = await prisma().usageRecord.aggregate({ where: { organizationId: org.id }, _sum: { billedMicros: true } });
-    const account = await billing().account(org.id);
+    const account = await billing().accounts.account(org.id);
     expect(account.reservedMicros).toBe(0n);
     expect(account.balanceMicros).toBe(10_000_000n - usage._sum.billedMicros!);
-    expect(await billing().credit.balance(org.id)).toBe(account.balanceMicros);
+    expect(await billing().accounts.credit.balance(org.id)).toBe(account.balanceMicros);
   });
 
   it('serves a request as soon as credit lands, even credit added by a process that never told Redis', async () => {
@@ -92,17 +92,17 @@ describeRedis('billing holds in Redis', () => {
 
   it('keeps the weekly cap and refuses with the same errors as the database path', async () => {
     const org = await prepaid('hotcap', 10_000_000n);
-    await billing().setWeeklyCap(org.id, 1n);
+    await billing().accounts.setWeeklyCap(org.id, 1n);
     const refused = await chat(org);
     expect(refused.status).toBe(429);
     expect((await refused.json()).error.name).toBe('SPENDING_LIMIT_EXCEEDED');
-    await billing().setWeeklyCap(org.id, null);
+    await billing().accounts.setWeeklyCap(org.id, null);
     expect((await chat(org)).status).toBe(200);
   });
 
   it('holds an unmetered organization against its weekly cap alone', async () => {
     const org = await createOrg(platform, 'hotfree');
-    await billing().setWeeklyCap(org.id, 200_000n);
+    await billing().accounts.setWeeklyCap(org.id, 200_000n);
     expect((await chat(org)).status).toBe(200); // no credit at all: the balance does not gate it
     await settled(platform, org.id);
     expect((await chat(org)).status).toBe(429);
@@ -113,13 +113,13 @@ describeRedis('billing holds in Redis', () => {
     const org = await prepaid('hotplan', 10_000_000n);
     const coding = () => platform.api('/ai/v2/code-assist/chat/completions', { method: 'POST', key: org.key, body: JSON.stringify(ask()) });
     expect((await coding()).status).toBe(402);
-    await billing().setCodingPlan(org.id, 'code-assist', { allowanceMicros: 250_000n, topupAvailable: true });
+    await billing().accounts.setCodingPlan(org.id, 'code-assist', { allowanceMicros: 250_000n, topupAvailable: true });
     expect((await coding()).status).toBe(200);
     await settled(platform, org.id);
     const spent = await coding();
     expect(spent.status).toBe(402);
     expect((await spent.json()).error.name).toBe('GC_ALLOWANCE_EXHAUSTED');
-    expect(await billing().credit.balance(org.id)).toBe(10_000_000n);
+    expect(await billing().accounts.credit.balance(org.id)).toBe(10_000_000n);
   });
 });
 
@@ -143,17 +143,17 @@ describePostgres('an instance crashed between reserve and settle (PostgreSQL + R
     it('leaves its hold in Redis only; the other instance drops it once the heartbeat is stale, serves again, and charges nothing for it', async () => {
       const org = await createOrg(survivor, 'crashed');
       const { billing, database: db } = survivor.services;
-      await billing.setMode(org.id, 'prepaid');
-      await billing.addCredit(org.id, 1_000_000n, 'test');
+      await billing.accounts.setMode(org.id, 'prepaid');
+      await billing.accounts.addCredit(org.id, 1_000_000n, 'test');
       const chat = () => survivor.api('/ai/v2/guarded/chat/completions', { method: 'POST', key: org.key, body: JSON.stringify(ask()) });
 
       // A request admitted on the first instance (its hold in Redis), which crashes before it settles.
-      const hold = await crashed.services.billing.reserve({ organizationId: org.id, apiKeyId: org.keyId, operation: 'createGuardedChatCompletion', model: 'priced', product: null, estimateMicros: 900_000n, traceId: 'trc_crashed', debit: true, limitedKey: false });
+      const hold = await crashed.services.billing.reservations.reserve({ organizationId: org.id, apiKeyId: org.keyId, operation: 'createGuardedChatCompletion', model: 'priced', product: null, estimateMicros: 900_000n, traceId: 'trc_crashed', debit: true, limitedKey: false });
       expect(hold.kept).toBe('redis');
       const holds = `billing:{${org.id}}:credit:holds`;
       expect(await redis.hkeys(holds)).toEqual([hold.id]);
       // Held across instances: ~150,000 µ$ do not fit in what is left.
-      expect((await billing.account(org.id)).reservedMicros).toBe(900_000n);
+      expect((await billing.accounts.account(org.id)).reservedMicros).toBe(900_000n);
       const refused = await chat();
       expect(refused.status).toBe(402);
       expect((await refused.json()).error.name).toBe('INSUFFICIENT_CREDIT');
@@ -171,7 +171,7 @@ describePostgres('an instance crashed between reserve and settle (PostgreSQL + R
         UPDATE billing_instances SET heartbeat_at = now() - ${`${DEAD_AFTER_MS + 1_000} milliseconds`}::interval WHERE instance_id = 'node-a'`;
 
       // The survivor's next heartbeat reads the crashed incarnation dead...
-      await vi.waitFor(async () => expect((await billing.account(org.id)).reservedMicros).toBe(0n), { timeout: HEARTBEAT_MS + 5_000, interval: 200 });
+      await vi.waitFor(async () => expect((await billing.accounts.account(org.id)).reservedMicros).toBe(0n), { timeout: HEARTBEAT_MS + 5_000, interval: 200 });
       // ...and its next hold on the pool drops the dead one's: served, and only this request held.
       const served = await chat();
       expect(served.status).toBe(200);
@@ -179,8 +179,8 @@ describePostgres('an instance crashed between reserve and settle (PostgreSQL + R
       expect(await redis.hlen(holds)).toBe(0);
       const usage = await db.prisma.usageRecord.aggregate({ where: { organizationId: org.id }, _sum: { billedMicros: true } });
       expect(usage._sum.billedMicros).toBeGreaterThan(0n);
-      expect(await billing.credit.balance(org.id)).toBe(1_000_000n - usage._sum.billedMicros!);
-      expect((await billing.account(org.id)).balanceMicros).toBe(1_000_000n - usage._sum.billedMicros!);
+      expect(await billing.accounts.credit.balance(org.id)).toBe(1_000_000n - usage._sum.billedMicros!);
+      expect((await billing.accounts.account(org.id)).balanceMicros).toBe(1_000_000n - usage._sum.billedMicros!);
     }, 60_000);
   });
 });
@@ -192,8 +192,8 @@ describeRedis('billing holds while Redis is down', () => {
   beforeAll(async () => {
     platform = running();
     org = caller();
-    await platform.services.billing.setMode(org.id, 'prepaid');
-    await platform.services.billing.addCredit(org.id, 10_000_000n, 'test');
+    await platform.services.billing.accounts.setMode(org.id, 'prepaid');
+    await platform.services.billing.accounts.addCredit(org.id, 10_000_000n, 'test');
   });
   const chat = () => platform.api('/ai/v2/guarded/chat/completions', { method: 'POST', key: org.key, body: JSON.stringify(ask()) });
   const metric = () => localDecisions(platform, 'billing_database_holds_total');
@@ -211,7 +211,7 @@ describeRedis('billing holds while Redis is down', () => {
     const holds = await platform.services.database.prisma.billingReservation.count({ where: { organizationId: org.id, outcome: 'settled' } });
     expect(holds).toBe(3);
     const usage = await platform.services.database.prisma.usageRecord.aggregate({ where: { organizationId: org.id }, _sum: { billedMicros: true } });
-    expect(await platform.services.billing.credit.balance(org.id)).toBe(10_000_000n - usage._sum.billedMicros!);
+    expect(await platform.services.billing.accounts.credit.balance(org.id)).toBe(10_000_000n - usage._sum.billedMicros!);
   }, 30_000);
 
   it('takes them in Redis again once it is back', async () => {
@@ -231,8 +231,8 @@ describe('(the database alone)', () => {
     const platform = await startTestPlatform({ logLevel: 'silent' }, { catalog: pricedCatalog() });
     try {
       const org = await createOrg(platform, 'nored');
-      await platform.services.billing.setMode(org.id, 'prepaid');
-      await platform.services.billing.addCredit(org.id, 10_000_000n, 'test');
+      await platform.services.billing.accounts.setMode(org.id, 'prepaid');
+      await platform.services.billing.accounts.addCredit(org.id, 10_000_000n, 'test');
       expect((await platform.api('/ai/v2/guarded/chat/completions', { method: 'POST', key: org.key, body: JSON.stringify(ask()) })).status).toBe(200);
       await settled(platform, org.id);
       const [hold] = await platform.services.database.prisma.billingReservation.findMany({ where: { organizationId: org.id } });

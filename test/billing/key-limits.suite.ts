@@ -7,7 +7,7 @@ import { ask, burst, N, settled, type TestOrg } from './support.js';
 /** A new inference key of the organization with these limits, its pool set up as the management API does. */
 export async function limitedKey(platform: TestPlatform, organizationId: string, limits: Partial<KeyLimits>): Promise<{ key: string; id: string }> {
   const { key, plaintext } = await platform.services.identity.keys.issue(organizationId, { scopes: ['inference'], limits });
-  if (limits.weeklyCapMicros != null || limits.creditSharePercent != null) await platform.services.billing.syncKeyPool(organizationId, key.id);
+  if (limits.weeklyCapMicros != null || limits.creditSharePercent != null) await platform.services.billing.accounts.syncKeyPool(organizationId, key.id);
   return { key: plaintext, id: key.id };
 }
 
@@ -25,15 +25,15 @@ export async function keyBurst(instances: TestPlatform[], org: TestOrg, limits: 
   const [platform] = instances;
   const { billing, database } = platform.services;
   if (options.prepaidMicros !== undefined) {
-    await billing.setMode(org.id, 'prepaid');
-    await billing.credit.add(org.id, options.prepaidMicros, 'burst');
+    await billing.accounts.setMode(org.id, 'prepaid');
+    await billing.accounts.credit.add(org.id, options.prepaidMicros, 'burst');
   }
   const key = await limitedKey(platform, org.id, limits);
   const counts = await burst(instances, { ...org, key: key.key, keyId: key.id }, ask());
   await settled(platform, org.id);
   const holds = await database.prisma.billingReservation.findMany({ where: { apiKeyId: key.id } });
   const usage = await database.prisma.usageRecord.aggregate({ where: { apiKeyId: key.id }, _sum: { billedMicros: true } });
-  const pool = (await billing.keyAccount(key.id))!;
+  const pool = (await billing.accounts.keyAccount(key.id))!;
   const keySpent = usage._sum.billedMicros ?? 0n;
   const { ok, ...refused } = counts;
   console.log(`[key limits ${JSON.stringify(limits)} ×${instances.length}] ${N} requests: ${ok} served, refused ${JSON.stringify(refused)}, key billed ${keySpent} µ$`);

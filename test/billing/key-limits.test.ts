@@ -33,7 +33,7 @@ describe('key limits through the management API', () => {
     expect(created.status).toBe(201);
     const key = (await created.json()).data;
     expect(key.limits).toEqual({ weeklyCapMicros: 5_000_000, creditSharePercent: null, allowedModels: ['cheap', 'local/*'] });
-    expect(await platform.services.billing.keyAccount(key.id)).toEqual({ weekSpentMicros: 0n, reservedMicros: 0n });
+    expect(await platform.services.billing.accounts.keyAccount(key.id)).toEqual({ weekSpentMicros: 0n, reservedMicros: 0n });
 
     const changed = await mgmt(`/api/v1/keys/${key.id}`, 'PATCH', { limits: { creditSharePercent: 25, allowedModels: null } });
     expect(changed.status).toBe(200);

@@ -29,10 +29,10 @@ describe('GET /api/v1/billing', () => {
     const fresh = await (await platform.mgmt('/api/v1/billing', { key: reader })).json();
     expect(fresh.data).toMatchObject({ mode: 'unmetered', balanceMicros: 0, reservedMicros: 0, availableMicros: 0, weeklyCapMicros: null, weekSpentMicros: 0, codingPlans: [] });
 
-    await billing().setMode(org.id, 'prepaid');
-    await billing().credit.add(org.id, 10_000_000n, 'test');
-    await billing().setWeeklyCap(org.id, 50_000_000n);
-    await billing().setCodingPlan(org.id, 'code-assist', { allowanceMicros: 20_000_000n, topupAvailable: true, period: 'week' });
+    await billing().accounts.setMode(org.id, 'prepaid');
+    await billing().accounts.credit.add(org.id, 10_000_000n, 'test');
+    await billing().accounts.setWeeklyCap(org.id, 50_000_000n);
+    await billing().accounts.setCodingPlan(org.id, 'code-assist', { allowanceMicros: 20_000_000n, topupAvailable: true, period: 'week' });
     expect((await platform.api('/ai/v2/guarded/chat/completions', { method: 'POST', key: org.key, body: json(ask()) })).status).toBe(200);
     await settled(platform, org.id);
     const [usage] = await platform.services.database.prisma.usageRecord.findMany({ where: { organizationId: org.id } });
@@ -69,7 +69,7 @@ describe('GET /api/v1/billing', () => {
 describe('POST /api/v1/billing/credit', () => {
   it('adds credit: a 402 organization is served from the next request, and a retried top-up is applied once', async () => {
     const org = await createOrg(platform, 'topup');
-    await billing().setMode(org.id, 'prepaid');
+    await billing().accounts.setMode(org.id, 'prepaid');
     const chat = () => platform.api('/ai/v2/guarded/chat/completions', { method: 'POST', key: org.key, body: json(ask()) });
     expect((await chat()).status).toBe(402);
 
@@ -87,15 +87,15 @@ describe('POST /api/v1/billing/credit', () => {
     const again = await add();
     expect(again.status).toBe(201);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
-    expect(await billing().credit.balance(org.id)).toBe(5_000_000n);
+    expect(await billing().accounts.credit.balance(org.id)).toBe(5_000_000n);
 
     expect((await chat()).status).toBe(200);
   });
 
   it('does not clear a reached weekly cap', async () => {
     const org = await createOrg(platform, 'capcredit');
-    await billing().setMode(org.id, 'prepaid');
-    await billing().setWeeklyCap(org.id, 1n);
+    await billing().accounts.setMode(org.id, 'prepaid');
+    await billing().accounts.setWeeklyCap(org.id, 1n);
     const manager = await keyWith(org, ['billing:manage']);
     expect((await platform.mgmt('/api/v1/billing/credit', { method: 'POST', key: manager, body: json({ amountMicros: 50_000_000 }) })).status).toBe(201);
     const res = await platform.api('/ai/v2/guarded/chat/completions', { method: 'POST', key: org.key, body: json(ask()) });
@@ -113,7 +113,7 @@ describe('POST /api/v1/billing/credit', () => {
     }
     const reader = await keyWith(org, ['billing:read']);
     expect((await platform.mgmt('/api/v1/billing/credit', { method: 'POST', key: reader, body: json({ amountMicros: 10 }) })).status).toBe(403);
-    expect(await billing().credit.balance(org.id)).toBe(0n);
+    expect(await billing().accounts.credit.balance(org.id)).toBe(0n);
   });
 });
 

@@ -93,13 +93,13 @@ describePostgres('two instances on PostgreSQL + Redis', () => {
     it('keep the weekly cap bound too', async () => {
       const org = await createOrg(instances[0], 'capburst');
       const { billing, database } = instances[0].services;
-      await billing.setMode(org.id, 'prepaid');
-      await billing.addCredit(org.id, 100_000_000n, 'plenty');
+      await billing.accounts.setMode(org.id, 'prepaid');
+      await billing.accounts.addCredit(org.id, 100_000_000n, 'plenty');
       const cap = 700_000n;
-      await billing.setWeeklyCap(org.id, cap);
+      await billing.accounts.setWeeklyCap(org.id, cap);
       const counts = await burst(instances, org, ask());
       await settled(instances[0], org.id);
-      const account = await billing.account(org.id);
+      const account = await billing.accounts.account(org.id);
       const estimate = (await database.prisma.billingReservation.findFirstOrThrow({ where: { organizationId: org.id } })).estimateMicros;
       console.log(`[billing concurrency PostgreSQL + Redis ×2 cap] ${N} requests, cap ${cap} µ$: ${JSON.stringify(counts)}, spent this week ${account.weekSpentMicros} µ$`);
       expect(counts.ok).toBeGreaterThan(0);

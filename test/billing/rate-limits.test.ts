@@ -197,8 +197,8 @@ describe('429 QUOTA_EXCEEDED', () => {
 
   it('runs before idempotency and billing: a refused request holds no credit, and its retry with the same Idempotency-Key runs', async () => {
     const org = await createOrg(platform, 'order');
-    await platform.services.billing.setMode(org.id, 'prepaid');
-    await platform.services.billing.credit.add(org.id, 10_000_000n, 'test');
+    await platform.services.billing.accounts.setMode(org.id, 'prepaid');
+    await platform.services.billing.accounts.credit.add(org.id, 10_000_000n, 'test');
     await quotas().set(org.id, null, { requestsPerMinute: 1, tokensPerMinute: null });
     expect((await chat(org)).status).toBe(200);
     const idempotencyKey = randomUUID();

@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RESERVATION_TTL_MS } from '../../server/billing/billing-service.js';
+import { RESERVATION_TTL_MS } from '../../server/billing/reservations.js';
 import { DEAD_AFTER_MS } from '../../server/billing/instances.js';
 import { describePostgres, useTestDatabase } from '../support/postgres.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
@@ -25,11 +25,11 @@ describe('restart after a crash between reserve and settle', () => {
     const first = await startTestPlatform({ dataDir, logLevel: 'silent' }, { catalog: pricedCatalog() });
     const org = await createOrg(first, 'crash');
     const { billing } = first.services;
-    await billing.setMode(org.id, 'prepaid');
-    await billing.credit.add(org.id, 1_000_000n, 'test');
+    await billing.accounts.setMode(org.id, 'prepaid');
+    await billing.accounts.credit.add(org.id, 1_000_000n, 'test');
     // A request admitted (its hold written) whose instance dies before it settles.
-    const hold = await billing.reserve({ organizationId: org.id, apiKeyId: org.keyId, operation: 'createGuardedChatCompletion', model: 'priced', product: null, estimateMicros: 900_000n, traceId: 'trc_crashed', debit: true, limitedKey: false });
-    expect((await billing.account(org.id)).reservedMicros).toBe(900_000n);
+    const hold = await billing.reservations.reserve({ organizationId: org.id, apiKeyId: org.keyId, operation: 'createGuardedChatCompletion', model: 'priced', product: null, estimateMicros: 900_000n, traceId: 'trc_crashed', debit: true, limitedKey: false });
+    expect((await billing.accounts.account(org.id)).reservedMicros).toBe(900_000n);
     expect((await first.api('/ai/v2/guarded/chat/completions', { method: 'POST', key: org.key, body: JSON.stringify(ask()) })).status).toBe(402);
     const adminKey = first.adminKey;
     await first.close();
@@ -39,10 +39,10 @@ describe('restart after a crash between reserve and settle', () => {
       const row = await second.services.database.prisma.billingReservation.findUniqueOrThrow({ where: { id: hold.id } });
       expect(row.outcome).toBe('released');
       expect(row.settledAt).not.toBeNull();
-      const account = await second.services.billing.account(org.id);
+      const account = await second.services.billing.accounts.account(org.id);
       expect(account.reservedMicros).toBe(0n);
       expect(account.balanceMicros).toBe(1_000_000n);
-      expect(await second.services.billing.credit.balance(org.id)).toBe(1_000_000n);
+      expect(await second.services.billing.accounts.credit.balance(org.id)).toBe(1_000_000n);
       // The credit it held serves requests again.
       expect((await second.api('/ai/v2/guarded/chat/completions', { method: 'POST', key: org.key, body: JSON.stringify(ask()) })).status).toBe(200);
     } finally {
@@ -75,8 +75,8 @@ describePostgres('holds of dead processes (PostgreSQL, several instances)', () =
 
   async function prepaidOrg(label: string): Promise<TestOrg> {
     const org = await createOrg(platform, label);
-    await platform.services.billing.setMode(org.id, 'prepaid');
-    await platform.services.billing.addCredit(org.id, 1_000_000n, 'test');
+    await platform.services.billing.accounts.setMode(org.id, 'prepaid');
+    await platform.services.billing.accounts.addCredit(org.id, 1_000_000n, 'test');
     return org;
   }
 
@@ -90,8 +90,8 @@ describePostgres('holds of dead processes (PostgreSQL, several instances)', () =
     const restarted = await startTestPlatform({ logLevel: 'silent', databaseUrl: database.url, instanceId: 'node-a' }, { catalog: pricedCatalog() }, { adminKey: platform.adminKey });
     try {
       expect(await outcome(hold)).toBe('released');
-      expect((await platform.services.billing.account(org.id)).reservedMicros).toBe(0n);
-      expect(await platform.services.billing.credit.balance(org.id)).toBe(1_000_000n);
+      expect((await platform.services.billing.accounts.account(org.id)).reservedMicros).toBe(0n);
+      expect(await platform.services.billing.accounts.credit.balance(org.id)).toBe(1_000_000n);
       expect((await chat(restarted, org)).status).toBe(200);
     } finally {
       await restarted.close();
@@ -104,16 +104,16 @@ describePostgres('holds of dead processes (PostgreSQL, several instances)', () =
     const live = await crashedHold(org.id, 'node-y', 1_000, 100_000n);
     // What the next heartbeat of any instance does.
     await (platform.services.billing as unknown as { incarnations: { beat(): Promise<void> } }).incarnations.beat();
-    expect(await platform.services.billing.reconcile(RESERVATION_TTL_MS)).toBe(1);
+    expect(await platform.services.billing.reservations.reconcile(RESERVATION_TTL_MS)).toBe(1);
     expect(await outcome(dead)).toBe('released');
     expect(await outcome(live)).toBeNull();
-    expect((await platform.services.billing.account(org.id)).reservedMicros).toBe(100_000n);
+    expect((await platform.services.billing.accounts.account(org.id)).reservedMicros).toBe(100_000n);
   });
 
   it('releases rows and counters in one statement (every later statement fails here): the holds released, the counter back, nothing charged', async () => {
     const org = await prepaidOrg('atomic');
     const holds = [await crashedHold(org.id, 'node-z', 0, 300_000n), await crashedHold(org.id, 'node-z', 0, 200_000n)];
-    expect((await platform.services.billing.account(org.id)).reservedMicros).toBe(500_000n);
+    expect((await platform.services.billing.accounts.account(org.id)).reservedMicros).toBe(500_000n);
     const client = prisma();
     // Every statement after the first fails, as a connection lost midway would.
     let statements = 0;
@@ -123,7 +123,7 @@ describePostgres('holds of dead processes (PostgreSQL, several instances)', () =
     Object.assign(client, { $queryRaw: failAfterFirst(originals.query), $executeRaw: failAfterFirst(originals.execute) });
     let released: number;
     try {
-      released = await platform.services.billing.reconcile(0);
+      released = await platform.services.billing.reservations.reconcile(0);
     } finally {
       Object.assign(client, { $queryRaw: originals.query, $executeRaw: originals.execute });
     }
@@ -135,7 +135,7 @@ describePostgres('holds of dead processes (PostgreSQL, several instances)', () =
     const account = await client.billingAccount.findUniqueOrThrow({ where: { organizationId: org.id } });
     expect(account.reservedMicros).toBe(0n);
     expect(account.balanceMicros).toBe(1_000_000n);
-    expect(await platform.services.billing.credit.balance(org.id)).toBe(1_000_000n);
+    expect(await platform.services.billing.accounts.credit.balance(org.id)).toBe(1_000_000n);
   });
 });
 

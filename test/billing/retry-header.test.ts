@@ -14,9 +14,9 @@ afterAll(() => platform?.close());
 
 async function capped(): Promise<TestOrg> {
   const org = await createOrg(platform, 'retry');
-  await platform.services.billing.setMode(org.id, 'prepaid');
-  await platform.services.billing.addCredit(org.id, 10_000_000n, 'test');
-  await platform.services.billing.setWeeklyCap(org.id, 1n);
+  await platform.services.billing.accounts.setMode(org.id, 'prepaid');
+  await platform.services.billing.accounts.addCredit(org.id, 10_000_000n, 'test');
+  await platform.services.billing.accounts.setWeeklyCap(org.id, 1n);
   return org;
 }
 

@@ -28,7 +28,7 @@ async function send(route: RouteDefinition, org: TestOrg) {
 }
 
 async function nothingRecorded(org: TestOrg) {
-  await platform.services.billing.drain();
+  await platform.services.billing.reservations.drain();
   expect(await platform.services.database.prisma.usageRecord.count({ where: { organizationId: org.id } })).toBe(0);
 }
 
@@ -52,7 +52,7 @@ describe('every gated route', () => {
 
   it.each(onCredit.map((r) => [r.operationId, r] as const))('%s: 402 INSUFFICIENT_CREDIT on an empty prepaid balance', async (_, route) => {
     const org = await createOrg(platform, 'empty');
-    await platform.services.billing.setMode(org.id, 'prepaid');
+    await platform.services.billing.accounts.setMode(org.id, 'prepaid');
     const { res, body, name } = await send(route, org);
     expect(res.status, JSON.stringify(body)).toBe(402);
     expect(name).toMatch(route.errorBodies[402] === 'DetailError' ? /prepaid balance is empty/ : /^INSUFFICIENT_CREDIT$/);
@@ -65,9 +65,9 @@ describe('every gated route', () => {
 
   it.each(onCredit.map((r) => [r.operationId, r] as const))('%s: 429 SPENDING_LIMIT_EXCEEDED (1005) at the weekly cap, with credit left', async (_, route) => {
     const org = await createOrg(platform, 'capped');
-    await platform.services.billing.setMode(org.id, 'prepaid');
-    await platform.services.billing.addCredit(org.id, 100_000_000n, 'plenty');
-    await platform.services.billing.setWeeklyCap(org.id, 1n);
+    await platform.services.billing.accounts.setMode(org.id, 'prepaid');
+    await platform.services.billing.accounts.addCredit(org.id, 100_000_000n, 'plenty');
+    await platform.services.billing.accounts.setWeeklyCap(org.id, 1n);
     const { res, body, name } = await send(route, org);
     expect(res.status, JSON.stringify(body)).toBe(429);
     if (route.errorBodies[429] === 'DetailError') expect(name).toMatch(/weekly spending cap/);

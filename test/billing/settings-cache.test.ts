@@ -89,12 +89,12 @@ describe('billing mode changes on a running platform', () => {
     const org = await createOrg(platform, 'cached');
     const chat = async () => (await platform.api('/ai/v2/guarded/chat/completions', { method: 'POST', key: org.key, body: JSON.stringify(ask()) })).status;
     expect(await chat()).toBe(200);
-    await platform.services.billing.setMode(org.id, 'prepaid');
+    await platform.services.billing.accounts.setMode(org.id, 'prepaid');
     expect(await chat()).toBe(402);
-    await platform.services.billing.setMode(org.id, 'unmetered');
+    await platform.services.billing.accounts.setMode(org.id, 'unmetered');
     expect(await chat()).toBe(200);
-    await platform.services.billing.setWeeklyCap(org.id, 5n);
-    expect(await platform.services.billing.settings(org.id)).toEqual({ mode: 'unmetered', weeklyCapMicros: 5n });
+    await platform.services.billing.accounts.setWeeklyCap(org.id, 5n);
+    expect(await platform.services.billing.accounts.settings(org.id)).toEqual({ mode: 'unmetered', weeklyCapMicros: 5n });
   });
 });
 
@@ -117,7 +117,7 @@ describePostgres('two instances on PostgreSQL + Redis', () => {
       const org = await createOrg(first, 'shared');
       const chat = async () => (await second.api('/ai/v2/guarded/chat/completions', { method: 'POST', key: org.key, body: JSON.stringify(ask()) })).status;
       expect(await chat()).toBe(200);
-      await first.services.billing.setMode(org.id, 'prepaid');
+      await first.services.billing.accounts.setMode(org.id, 'prepaid');
       await vi.waitFor(async () => expect(await chat()).toBe(402), { timeout: 10_000, interval: 50 });
     });
   });

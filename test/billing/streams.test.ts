@@ -52,8 +52,8 @@ const stream = (org: TestOrg, signal?: AbortSignal, headers: Record<string, stri
 
 async function prepaid(label: string): Promise<TestOrg> {
   const org = await createOrg(platform, label);
-  await platform.services.billing.setMode(org.id, 'prepaid');
-  await platform.services.billing.credit.add(org.id, 10_000_000n, 'test');
+  await platform.services.billing.accounts.setMode(org.id, 'prepaid');
+  await platform.services.billing.accounts.credit.add(org.id, 10_000_000n, 'test');
   return org;
 }
 
@@ -67,7 +67,7 @@ describe('stream billing', () => {
     const records = await prisma().usageRecord.findMany({ where: { organizationId: org.id } });
     expect(records).toHaveLength(1);
     expect(records[0].outputTokens).toBeGreaterThanOrEqual(60);
-    expect(await platform.services.billing.credit.balance(org.id)).toBe(10_000_000n - records[0].billedMicros);
+    expect(await platform.services.billing.accounts.credit.balance(org.id)).toBe(10_000_000n - records[0].billedMicros);
   });
 
   it('bills a stream its client left for what was produced, and releases the hold', async () => {
@@ -85,7 +85,7 @@ describe('stream billing', () => {
     expect(record.outputTokens).toBeGreaterThan(0);
     expect(record.outputTokens).toBeLessThan(60);
     expect(record.billedMicros).toBeGreaterThan(0n);
-    const account = await platform.services.billing.account(org.id);
+    const account = await platform.services.billing.accounts.account(org.id);
     expect(account.reservedMicros).toBe(0n);
     expect(account.balanceMicros).toBe(10_000_000n - record.billedMicros);
   });
@@ -105,7 +105,7 @@ describe('stream billing', () => {
     expect(record.outputTokens).toBeGreaterThan(0);
     expect(record.outputTokens).toBeLessThan(60);
     expect(record.billedMicros).toBe(BigInt(record.inputTokens) * 1_000n + BigInt(record.outputTokens) * 2_000n);
-    const account = await platform.services.billing.account(org.id);
+    const account = await platform.services.billing.accounts.account(org.id);
     expect(account.reservedMicros).toBe(0n);
     expect(account.balanceMicros).toBe(10_000_000n - record.billedMicros);
   });
@@ -127,7 +127,7 @@ describe('stream billing', () => {
     expect(second.billedMicros).toBe(BigInt(second.outputTokens) * 2_000n);
     expect(first.billedMicros).toBe(first.costMicros);
     const billed = first.billedMicros + second.billedMicros;
-    expect(await platform.services.billing.credit.balance(org.id)).toBe(10_000_000n - billed);
+    expect(await platform.services.billing.accounts.credit.balance(org.id)).toBe(10_000_000n - billed);
     // One answer: the prompt once plus the whole answer's tokens, give or take the estimate of the cut part.
     expect(first.outputTokens + second.outputTokens).toBeGreaterThanOrEqual(55);
     expect(first.outputTokens + second.outputTokens).toBeLessThanOrEqual(70);

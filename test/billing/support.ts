@@ -66,17 +66,17 @@ export async function settled(platform: TestPlatform, organizationId: string): P
   const { prisma } = platform.services.database;
   await vi.waitFor(
     async () => {
-      await platform.services.billing.drain();
+      await platform.services.billing.reservations.drain();
       expect(await prisma.billingReservation.count({ where: { organizationId, settledAt: null } })).toBe(0);
     },
     { timeout: 10_000, interval: 20 },
   );
-  await platform.services.billing.drain();
+  await platform.services.billing.reservations.drain();
 }
 
 /** The ledger's sum and the account's counters agree, and nothing is held. */
 export async function ledgerBalance(platform: TestPlatform, organizationId: string): Promise<bigint> {
-  return platform.services.billing.credit.balance(organizationId);
+  return platform.services.billing.accounts.credit.balance(organizationId);
 }
 
 // ---------------------------------------------------------------- concurrency bursts
@@ -108,8 +108,8 @@ export async function burst(instances: TestPlatform[], org: TestOrg, body: unkno
 export async function creditRun(instances: TestPlatform[], startMicros: bigint): Promise<Outcome> {
   const [platform] = instances;
   const org = await createOrg(platform, 'burst');
-  await platform.services.billing.setMode(org.id, 'prepaid');
-  await platform.services.billing.credit.add(org.id, startMicros, 'burst');
+  await platform.services.billing.accounts.setMode(org.id, 'prepaid');
+  await platform.services.billing.accounts.credit.add(org.id, startMicros, 'burst');
   const counts = await burst(instances, org, ask());
   await settled(platform, org.id);
   const { prisma } = platform.services.database;
@@ -120,7 +120,7 @@ export async function creditRun(instances: TestPlatform[], startMicros: bigint):
     ok,
     refused,
     estimate: holds.reduce((max, h) => (h.estimateMicros > max ? h.estimateMicros : max), 0n),
-    finalBalance: await platform.services.billing.credit.balance(org.id),
+    finalBalance: await platform.services.billing.accounts.credit.balance(org.id),
     billed: usage._sum.billedMicros ?? 0n,
   };
 }

@@ -159,8 +159,8 @@ describe('buffered usage on a platform', () => {
     const { plaintext: reader } = await platform.services.identity.keys.issue(org.id, { scopes: ['billing:read'], label: 'reader', expiresAt: null });
     const calls = [[{ deploymentId: 'local-chat', modelId: 'priced', outcome: 'ok', usage: { promptTokens: 3, completionTokens: 4 } }]];
     const settle = { organizationId: org.id, apiKeyId: org.keyId, operation: 'createGuardedChatCompletion', product: null, charge: false, reservation: null, calls };
-    await platform.services.billing.settle({ ...settle, traceId: 'trc_buffered_1' });
-    await platform.services.billing.settle({ ...settle, traceId: 'trc_buffered_2' });
+    await platform.services.billing.reservations.settle({ ...settle, traceId: 'trc_buffered_1' });
+    await platform.services.billing.reservations.settle({ ...settle, traceId: 'trc_buffered_2' });
     const res = await platform.mgmt('/api/v1/usage', { key: reader });
     expect(res.status).toBe(200);
     const { data } = await res.json();

@@ -44,15 +44,15 @@ describe('the weekly cap across the boundary (controlled clock)', () => {
   it('counts a charge settled on Sunday 23:59:59Z in that week, and serves Monday 00:00Z from zero', async () => {
     const org = await createOrg(platform, 'boundary');
     const { billing } = platform.services;
-    await billing.setMode(org.id, 'prepaid');
-    await billing.addCredit(org.id, 10_000_000n, 'test');
-    await billing.setWeeklyCap(org.id, 250_000n);
+    await billing.accounts.setMode(org.id, 'prepaid');
+    await billing.accounts.addCredit(org.id, 10_000_000n, 'test');
+    await billing.accounts.setWeeklyCap(org.id, 250_000n);
     const chat = () => platform.api('/ai/v2/guarded/chat/completions', { method: 'POST', key: org.key, body: JSON.stringify(ask()) });
 
     vi.useFakeTimers({ toFake: ['Date'], now: SUNDAY_NIGHT });
     expect((await chat()).status).toBe(200);
     await settled(platform, org.id);
-    const sunday = await billing.account(org.id);
+    const sunday = await billing.accounts.account(org.id);
     expect(sunday.weekStart.toISOString()).toBe('2026-11-23T00:00:00.000Z');
     expect(sunday.weekSpentMicros).toBeGreaterThan(100_000n);
     // Still Sunday: a second request would pass the cap.
@@ -62,10 +62,10 @@ describe('the weekly cap across the boundary (controlled clock)', () => {
     expect((await refused.json()).error.message).toContain('resets at 2026-11-30T00:00:00.000Z');
 
     vi.setSystemTime(MONDAY);
-    expect((await billing.account(org.id)).weekSpentMicros).toBe(0n);
+    expect((await billing.accounts.account(org.id)).weekSpentMicros).toBe(0n);
     expect((await chat()).status).toBe(200);
     await settled(platform, org.id);
-    const monday = await billing.account(org.id);
+    const monday = await billing.accounts.account(org.id);
     expect(monday.weekStart.toISOString()).toBe('2026-11-30T00:00:00.000Z');
     expect(monday.weekSpentMicros).toBeGreaterThan(0n);
     expect(monday.weekSpentMicros).toBeLessThan(sunday.weekSpentMicros * 2n);

@@ -20,6 +20,7 @@ import { buildCatalog, defaultConfig } from '../../server/gateway/catalog.js';
 import { uploadForm } from '../data/ingestion.suite.js';
 import { describeWithService } from '../support/services.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+import { failedItemWithFile } from '../support/content.js';
 
 const CHROMIUM = process.env.TEST_CHROMIUM_PATH || '/usr/bin/chromium';
 const SHOTS = process.env.CONSOLE_SCREENSHOTS ? resolve(process.env.CONSOLE_SCREENSHOTS) : mkdtempSync(join(tmpdir(), 'console-shots-'));
@@ -58,8 +59,8 @@ async function until<T>(what: string, probe: () => Promise<T | undefined | null 
 async function seedData(): Promise<void> {
   // Prepaid, with credit and a weekly cap: the usage page shows the balance and the cap's meter.
   const org = await platform.services.identity.organizations.findOrganization('default');
-  await platform.services.billing.setMode(org.id, 'prepaid');
-  await platform.services.billing.setWeeklyCap(org.id, 5_000_000n);
+  await platform.services.billing.accounts.setMode(org.id, 'prepaid');
+  await platform.services.billing.accounts.setWeeklyCap(org.id, 5_000_000n);
   const credit = await platform.mgmt('/api/v1/billing/credit', { method: 'POST', body: JSON.stringify({ amountMicros: 20_000_000, reason: 'console e2e' }) });
   expect(credit.status).toBe(201);
   for (let i = 0; i < 6; i++) traces.ok = await chat(i % 3 === 0 ? 'gloo-openai-gpt-5' : 'gloo-openai-gpt-5-mini');
@@ -77,9 +78,7 @@ async function seedData(): Promise<void> {
   });
   expect(upload.status).toBeLessThan(300);
   await until('the upload to be ingested', async () => (await prisma.item.count({ where: { publisherId, status: 'COMPLETED' } })) > 0);
-  const failed = await prisma.item.create({ data: { publisherId, fileName: 'scanned-letter.pdf', status: 'FAILED', failureReason: 'parse: the PDF has no text layer (a scan?)', etag: randomUUID() } });
-  const job = await prisma.ingestionJob.create({ data: { itemId: failed.id, status: 'FAILED', error: 'parse: the PDF has no text layer (a scan?)', attempts: 1, fileName: 'scanned-letter.pdf', mediaType: 'text/plain' } });
-  await prisma.ingestionJobPart.create({ data: { jobId: job.id, ordinal: 0, data: Buffer.from('A letter, typed again by hand: the mill opens at dawn.') } });
+  await failedItemWithFile(platform, publisherId, 'scanned-letter.pdf', 'parse: the PDF has no text layer (a scan?)', 'A letter, typed again by hand: the mill opens at dawn.');
 }
 
 async function screenshot(page: Page, name: string): Promise<void> {

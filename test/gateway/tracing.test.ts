@@ -92,7 +92,7 @@ describe('OpenTelemetry over OTLP/HTTP', () => {
 
   it('exports the request with billing, routing, guardrails and each upstream attempt, the attempts with GenAI attributes', async () => {
     const org = await createOrg(platform, 'traced');
-    await platform.services.billing.setWeeklyCap(org.id, 1_000_000_000n); // so the request is held (a billing span)
+    await platform.services.billing.accounts.setWeeklyCap(org.id, 1_000_000_000n); // so the request is held (a billing span)
     const res = await platform.api('/ai/v2/guarded/chat/completions', {
       method: 'POST',
       key: org.key,
@@ -101,7 +101,7 @@ describe('OpenTelemetry over OTLP/HTTP', () => {
     expect(res.status).toBe(200);
     const answer = await res.json();
     const traceId = res.headers.get('x-trace-id');
-    await platform.services.billing.drain();
+    await platform.services.billing.reservations.drain();
     await platform.close(); // exports what is batched
 
     expect(receiver.paths.every((p) => p.startsWith('/v1/traces application/json'))).toBe(true);

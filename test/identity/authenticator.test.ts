@@ -19,6 +19,9 @@ function fakeDatabase(key: ReturnType<typeof newApiKey>) {
     status: 'active',
     expiresAt: null,
     lastUsedAt: new Date(),
+    allowedModels: [],
+    weeklyCapMicros: null,
+    creditSharePercent: null,
   };
   const prisma = {
     apiKey: {

@@ -59,6 +59,7 @@ const CASES: Partial<Record<OperationId, Attempt>> = {
   deleteAgent: (p, w) => p.mgmt(`/api/v1/agents/${w.a.agentId}`, { key: w.bKey, method: 'DELETE' }),
   getKey: (p, w) => p.mgmt(`/api/v1/keys/${w.a.keyId}`, { key: w.bKey }),
   revokeKey: (p, w) => p.mgmt(`/api/v1/keys/${w.a.keyId}`, { key: w.bKey, method: 'DELETE' }),
+  updateKey: (p, w) => p.mgmt(`/api/v1/keys/${w.a.keyId}`, { key: w.bKey, ...json('PATCH', { label: 'stolen', limits: { weeklyCapMicros: 1 } }) }),
   listIngestionFailures: (p, w) => p.mgmt(`/api/v1/ingestion/failures?publisher_id=${w.a.publisherId}`, { key: w.bKey }),
   retryIngestion: (p, w) => p.mgmt(`/api/v1/ingestion/items/${w.a.itemId}/retry`, { key: w.bKey, method: 'POST' }),
   getFile: (p, w) => p.api(`/engine/v1/files/${w.a.itemId}`, { key: w.bKey }),

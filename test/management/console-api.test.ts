@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Scope } from '../../generated/contract/routes.js';
 import { contractProblems } from '../support/contract.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+import { failedItemWithFile } from '../support/content.js';
 
 let platform: TestPlatform;
 let otherOrgKey: string;
@@ -233,15 +234,13 @@ describe('ingestion failures', () => {
   it('lists a failed item with its reason, and a retry ingests its held file again', async () => {
     const { prisma } = platform.services.database;
     const publisherId = platform.bootstrap!.publisherId;
-    const item = await prisma.item.create({ data: { publisherId, fileName: 'notes.txt', status: 'FAILED', failureReason: 'embedding: upstream unavailable', etag: randomUUID() } });
-    const job = await prisma.ingestionJob.create({ data: { itemId: item.id, status: 'FAILED', error: 'embedding: upstream unavailable', attempts: 3, fileName: 'notes.txt', mediaType: 'text/plain' } });
-    await prisma.ingestionJobPart.create({ data: { jobId: job.id, ordinal: 0, data: Buffer.from('The retried notes are about gardens and rivers.') } });
+    const item = await failedItemWithFile(platform, publisherId, 'notes.txt', 'embedding: upstream unavailable', 'The retried notes are about gardens and rivers.');
 
     const listed = await json(await platform.mgmt(`/api/v1/ingestion/failures?publisher_id=${publisherId}`));
     expect(listed.status).toBe(200);
     expect(contractProblems('listIngestionFailures', 200, listed.body)).toEqual([]);
     expect(listed.body.data.find((f: { itemId: string }) => f.itemId === item.id)).toMatchObject({
-      reason: 'embedding: upstream unavailable', attempts: 3, retryable: true, publisherName: 'default', fileName: 'notes.txt',
+      reason: 'embedding: upstream unavailable', attempts: 1, retryable: true, publisherName: 'default', fileName: 'notes.txt',
     });
     expect((await json(await platform.mgmt('/api/v1/ingestion/failures', { key: otherOrgKey }))).body.data).toEqual([]);
 

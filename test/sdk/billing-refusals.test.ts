@@ -51,8 +51,8 @@ async function rejection(call: () => Promise<unknown>): Promise<APIError> {
 
 async function prepaid(label: string, credit = 0n): Promise<TestOrg> {
   const org = await createOrg(platform, label);
-  await platform.services.billing.setMode(org.id, 'prepaid');
-  if (credit > 0n) await platform.services.billing.credit.add(org.id, credit, 'test');
+  await platform.services.billing.accounts.setMode(org.id, 'prepaid');
+  if (credit > 0n) await platform.services.billing.accounts.credit.add(org.id, credit, 'test');
   return org;
 }
 
@@ -71,7 +71,7 @@ describe('billing refusals through the SDK', () => {
 
   it('429 SPENDING_LIMIT_EXCEEDED: SpendingLimitExceededError without Retry-After, not retried', async () => {
     const org = await prepaid('sdk-cap', 10_000_000n);
-    await platform.services.billing.setWeeklyCap(org.id, 1n);
+    await platform.services.billing.accounts.setWeeklyCap(org.id, 1n);
     const before = retries.length;
     const error = await rejection(() => sdkFor(org).chat.completions.create(body));
     expect(error).toBeInstanceOf(SpendingLimitExceededError);
@@ -109,7 +109,7 @@ describe('billing refusals through the SDK', () => {
 
   it('402 GC_ALLOWANCE_EXHAUSTED on the coding route: GcAllowanceExhaustedError with topupAvailable as the plan says', async () => {
     const org = await prepaid('sdk-allowance', 10_000_000n);
-    await platform.services.billing.setCodingPlan(org.id, 'code-assist', { allowanceMicros: 1n, topupAvailable: true });
+    await platform.services.billing.accounts.setCodingPlan(org.id, 'code-assist', { allowanceMicros: 1n, topupAvailable: true });
     const error = await rejection(() => sdkFor(org).coding.chat.completions.create('code-assist', body));
     expect(error).toBeInstanceOf(GcAllowanceExhaustedError);
     expect(error).toMatchObject({ status: 402, name: 'GC_ALLOWANCE_EXHAUSTED', code: 1007, retryable: false, topupAvailable: true });

@@ -355,7 +355,7 @@ describe('raw responses and pages', () => {
     mgmt.script('GET /api/v1/agents', { status: 200, body: { data: [], meta: { requestId: 'r', hasMore: false, nextCursor: null } } });
     api.script('GET /ai/v2/models', { status: 200, body: { object: 'list', data: [] } });
     const platform = client();
-    expect(paginatedOperations).toEqual(['listAgents', 'listKeys']);
+    expect(paginatedOperations).toEqual(['listAgents', 'listIngestionFailures', 'listKeys', 'listPublishers', 'listRequests']);
     const listing = platform.management.agents.list({ limit: 5 });
     expect(listing).toBeInstanceOf(PagePromise);
     const healthCall = platform.management.health();

@@ -39,7 +39,7 @@ describe('applyMigrations on PGlite', { timeout: 20_000 }, () => {
       `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`,
     );
     expect(tables.map((t) => t.table_name)).toEqual([
-      '_prisma_migrations', 'agents', 'api_keys', 'billing_accounts', 'billing_instances', 'billing_reservations', 'chats', 'chunks', 'coding_plans', 'collections', 'credit_ledger',
+      '_prisma_migrations', 'agents', 'api_keys', 'billing_accounts', 'billing_instances', 'billing_key_pools', 'billing_reservations', 'chats', 'chunks', 'coding_plans', 'collections', 'credit_ledger',
       'idempotency_records', 'ingestion_job_parts', 'ingestion_jobs', 'item_terms', 'items', 'messages', 'oauth_access_tokens', 'oauth_clients', 'organizations', 'publishers', 'rate_limits', 'request_log', 'responses', 'usage_records',
     ]);
     await expectPrismaBookkeeping(db, DEFAULT_MIGRATIONS_DIR);

@@ -18,3 +18,15 @@ export async function indexItem(platform: TestPlatform, publisherId: string, pas
   );
   return item;
 }
+
+/**
+ * An item whose ingestion failed while its file is still held (a failure a retry may clear,
+ * such as an upstream outage): what retryIngestion queues again without a new upload.
+ */
+export async function failedItemWithFile(platform: TestPlatform, publisherId: string, fileName: string, reason: string, text: string): Promise<Item> {
+  const { prisma } = platform.services.database;
+  const item = await prisma.item.create({ data: { publisherId, fileName, status: 'FAILED', failureReason: reason, etag: randomUUID() } });
+  const job = await prisma.ingestionJob.create({ data: { itemId: item.id, status: 'FAILED', error: reason, attempts: 1, fileName, mediaType: 'text/plain' } });
+  await prisma.ingestionJobPart.create({ data: { jobId: job.id, ordinal: 0, data: Buffer.from(text) } });
+  return item;
+}

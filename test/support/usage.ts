@@ -18,7 +18,7 @@ export async function meter(platform: Pick<RunningPlatform, 'services'>, where: 
   const { billing, database } = platform.services;
   const total = async (): Promise<UsageAdded> => {
     // Settlements run once a response has closed; drain waits for them and writes the buffered rows.
-    await billing.drain();
+    await billing.reservations.drain();
     const { _sum: sum } = await database.prisma.usageRecord.aggregate({ where, _sum: { calls: true, inputTokens: true, outputTokens: true, costMicros: true, billedMicros: true } });
     return { calls: sum.calls ?? 0, inputTokens: sum.inputTokens ?? 0, outputTokens: sum.outputTokens ?? 0, costMicros: sum.costMicros ?? 0n, billedMicros: sum.billedMicros ?? 0n };
   };

@@ -10,7 +10,11 @@
 // process, one connection) the same statements are trivially serialized, so equally correct.
 import { Prisma, type PrismaClient } from '../../../generated/prisma/client.js';
 import type { WriteGuard } from '../search/chunk-index.js';
+import { LIMIT_EXCEEDED } from './limits.js';
 import { ItemStatus, JobStatus } from './statuses.js';
+
+/** How long a failed job keeps its file for a retry without a new upload (failures.ts). */
+export const FAILED_FILE_DAYS = 7;
 
 type Transaction = Prisma.TransactionClient;
 
@@ -151,13 +155,19 @@ export class JobQueue {
   }
 
   /**
-   * Removes the stored files of jobs that will not run again (failed, superseded, done): run
-   * as jobs end and at start, so that the file of a job whose worker died goes too.
+   * Removes the stored files of jobs that will not run again: done and superseded ones, and
+   * failed ones past a limit (a retry would fail the same way) or failed FAILED_FILE_DAYS ago;
+   * a failed job keeps its file until then so that an operator can retry it without a new
+   * upload (failures.ts). Run as jobs end and at start, so that the file of a job whose worker
+   * died goes too.
    */
   async removeFinishedFiles(): Promise<number> {
     return this.prisma.$executeRaw`
       DELETE FROM ingestion_job_parts p USING ingestion_jobs j
-       WHERE p.job_id = j.id AND j.status IN (${JobStatus.DONE}, ${JobStatus.FAILED}, ${JobStatus.SUPERSEDED})`;
+       WHERE p.job_id = j.id
+         AND (j.status IN (${JobStatus.DONE}, ${JobStatus.SUPERSEDED})
+              OR (j.status = ${JobStatus.FAILED}
+                  AND (j.error LIKE ${`${LIMIT_EXCEEDED}%`} OR j.updated_at < now() - ${FAILED_FILE_DAYS}::int * interval '1 day')))`;
   }
 
   /** Extends the lease; false when the job is no longer this owner's. */

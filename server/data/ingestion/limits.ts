@@ -34,10 +34,16 @@ const MEASURE: Record<keyof ContentLimits, string> = {
   maxPassages: 'passages',
 };
 
+/** How every reason of a file over a limit begins. */
+export const LIMIT_EXCEEDED = 'limit_exceeded:';
+
+/** The reason of a file over a limit, naming the limit's setting. */
+export const limitReason = (measure: string, limit: number | string, setting: string) => `${LIMIT_EXCEEDED} ${measure} > ${limit} (${setting})`;
+
 /** A file over a limit: never retried (UnreadableDocumentError), its reason names the limit. */
 export class LimitExceededError extends UnreadableDocumentError {
   constructor(measure: string, limit: number | string, setting: string) {
-    super(`limit_exceeded: ${measure} > ${limit} (${setting})`);
+    super(limitReason(measure, limit, setting));
   }
 }
 

@@ -11,6 +11,7 @@ import type { Config } from '../../config.js';
 import { workerScript } from '../../workers/worker-script.js';
 import type { ChunkOptions } from './chunker.js';
 import { UnreadableDocumentError, type DocumentFormat } from './formats.js';
+import { limitReason } from './limits.js';
 import type { ParsedPassage, ParseResult, ParseTask } from './parse-worker.js';
 
 /**
@@ -84,9 +85,9 @@ export class ParsePool {
       result = await this.pool.run(task, { signal: AbortSignal.any([signal, budget.signal]), transferList: [own.buffer as ArrayBuffer] });
     } catch (error) {
       if (signal.aborted) throw signal.reason;
-      if (budget.signal.aborted) throw new ParserDiedError(`limit_exceeded: parse time > ${budgetMs} ms (INGEST_JOB_BUDGET_MS)`);
+      if (budget.signal.aborted) throw new ParserDiedError(limitReason('parse time', `${budgetMs} ms`, 'INGEST_JOB_BUDGET_MS'));
       if ((error as { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY') {
-        throw new ParserDiedError(`limit_exceeded: parser memory > ${memoryMb} MB (INGEST_WORKER_MEMORY_MB)`);
+        throw new ParserDiedError(limitReason('parser memory', `${memoryMb} MB`, 'INGEST_WORKER_MEMORY_MB'));
       }
       throw new ParserDiedError(`the parse thread failed on ${fileName}: ${(error as Error).message}`);
     } finally {

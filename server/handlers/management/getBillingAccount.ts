@@ -2,7 +2,7 @@ import { callerOf, type AppHandler } from '../../http/handler.js';
 import { meta } from '../../http/envelope.js';
 
 export const getBillingAccount = (async (_request, ctx) => {
-  const a = await ctx.services.billing.overview(callerOf(ctx).organizationId);
+  const a = await ctx.services.billing.accounts.overview(callerOf(ctx).organizationId);
   const data = {
     mode: a.mode,
     balanceMicros: Number(a.balanceMicros),

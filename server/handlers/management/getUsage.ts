@@ -7,7 +7,7 @@ import { usageTotals } from './usage-totals.js';
 export const getUsage = (async ({ query }, ctx) => {
   const { since, until } = reportPeriod(query, (end) => weekStart(new Date(end)).getTime());
   const groupBy = query.groupBy ?? 'model';
-  const lines = (await ctx.services.billing.usage(callerOf(ctx).organizationId, new Date(since), new Date(until), groupBy)).map((l) => ({
+  const lines = (await ctx.services.billing.accounts.usage(callerOf(ctx).organizationId, new Date(since), new Date(until), groupBy)).map((l) => ({
     group: l.group,
     ...usageTotals(l),
   }));

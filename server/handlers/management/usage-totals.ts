@@ -1,4 +1,4 @@
-import type { UsageLine } from '../../billing/billing-service.js';
+import type { UsageLine } from '../../billing/accounts.js';
 
 /** A usage line's figures as the contract's `UsageTotals` (micros as numbers). */
 export const usageTotals = (l: UsageLine) => ({

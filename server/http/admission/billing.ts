@@ -15,7 +15,8 @@ import type { AdmissionStage } from '../router.js';
 import { onResponseEnd } from '../response-end.js';
 import { traceIdOf } from '../trace.js';
 import type { Principal } from '../../identity/principal.js';
-import type { BillingService, Reservation, Settlement } from '../../billing/billing-service.js';
+import type { BillingService } from '../../billing/billing-service.js';
+import type { Reservation, Settlement } from '../../billing/reservations.js';
 import type { Estimator } from '../../billing/estimate.js';
 import { UsageScope } from '../../gateway/usage-scope.js';
 import { traced, type RequestTrace } from '../../observability/tracing.js';
@@ -56,7 +57,7 @@ export function billingStage(billing: BillingService, estimator: Estimator, logg
       const apiKeyId = principal.kind === 'api_key' ? principal.credentialId : null;
       const traceId = traceIdOf(res);
       const product = coding ? String(req.params.coding_product) : null;
-      const settings = await billing.settings(organizationId);
+      const settings = await billing.accounts.settings(organizationId);
       const prepaid = settings.mode === 'prepaid';
       const charge = gated && prepaid;
       // A weekly cap binds whenever it is set (spec 7.3.1, part 8): an unmetered
@@ -69,7 +70,7 @@ export function billingStage(billing: BillingService, estimator: Estimator, logg
         const estimate = await estimator.of(res, route, req.body, organizationId);
         const trace = res.locals.trace as RequestTrace | undefined;
         const hold = { 'gen_ai.request.model': estimate.model?.id, 'billing.estimate_micros': Number(estimate.micros), 'billing.limited_key': limitedKey };
-        reservation = await traced(trace, 'billing.reserve', hold, () => billing.reserve({
+        reservation = await traced(trace, 'billing.reserve', hold, () => billing.reservations.reserve({
           organizationId,
           apiKeyId,
           operation: route.operationId,
@@ -86,12 +87,12 @@ export function billingStage(billing: BillingService, estimator: Estimator, logg
       // What the request's model calls came to, for whoever reports on it (the request log).
       res.locals.settlement = new Promise<Settlement | null>((resolve) => (reportSettlement = resolve));
       onResponseEnd(res, () => {
-        billing.background(
+        billing.reservations.background(
           scope
             .settled(SETTLE_WAIT_MS)
             .then((calls) =>
               traced(res.locals.trace as RequestTrace | undefined, 'billing.settle', {}, () =>
-                billing.settle({ organizationId, apiKeyId, operation: route.operationId, traceId, product, charge, reservation, calls }),
+                billing.reservations.settle({ organizationId, apiKeyId, operation: route.operationId, traceId, product, charge, reservation, calls }),
               ),
             )
             .then(reportSettlement, (error: unknown) => {

@@ -4,6 +4,7 @@
 // the handlers' happy paths.
 import type { Config } from '../../../server/config.js';
 import { startTestPlatform, type TestPlatform } from '../platform.js';
+import { failedItemWithFile } from '../content.js';
 import type { FuzzContext } from './plan.js';
 import { OVER_PARAMETER_LIMIT } from './values.js';
 
@@ -59,11 +60,13 @@ async function fixtures(platform: TestPlatform, publisherId: string, vector: boo
     // Loads the local embedding model now: its first load can outlast a request's timeout on a busy machine.
     created('embedding', platform.api('/ai/v2/direct/embeddings', post({ model: 'local-embedding', input: 'warm up' }))),
   ]);
+  // A failed item still holding its file: what retryIngestion can queue again.
+  const failed = await failedItemWithFile(platform, publisherId, 'outage.txt', 'embedding: upstream unavailable', 'Grace and peace, once more.');
   return {
     agents: agents.map((a) => a.data.id),
     keys: keys.map((k) => k.data.id),
-    // The file's item first: getFile needs it, the others are documents.
-    items: [file.ingesting[0], ...items.map((i) => i.item_id)],
+    // The file's item first (getFile needs it), then the failed one, the others are documents.
+    items: [file.ingesting[0], failed.id, ...items.map((i) => i.item_id)],
     producers: items.map((_, i) => `fuzz-${i + 1}`),
     chats,
     client,
@@ -104,8 +107,8 @@ export async function startFuzzTarget(overrides: Partial<Config> = {}): Promise<
         publisherId: [publisherId],
         agent_id: made.agents.slice(0, 1),
         key_id: made.keys.slice(0, 1),
-        item_id: made.items.slice(0, 2),
-        item_ids: made.items.slice(0, 2),
+        item_id: made.items.slice(0, 3),
+        item_ids: made.items.slice(0, 3),
         producer_id: made.producers.slice(0, 1),
         producer_ids: made.producers.slice(0, 1),
         chat_id: made.chats.map((c) => c.chat_id),
