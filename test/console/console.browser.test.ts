@@ -63,6 +63,11 @@ async function seedData(): Promise<void> {
   await platform.services.billing.accounts.setWeeklyCap(org.id, 5_000_000n);
   const credit = await platform.mgmt('/api/v1/billing/credit', { method: 'POST', body: JSON.stringify({ amountMicros: 20_000_000, reason: 'console e2e' }) });
   expect(credit.status).toBe(201);
+  const capped = await platform.mgmt('/api/v1/keys', {
+    method: 'POST',
+    body: JSON.stringify({ scopes: ['inference'], label: 'capped agent', limits: { weeklyCapMicros: 2_000_000, allowedModels: ['openai/*'] } }),
+  });
+  expect(capped.status).toBe(201);
   for (let i = 0; i < 6; i++) traces.ok = await chat(i % 3 === 0 ? 'gloo-openai-gpt-5' : 'gloo-openai-gpt-5-mini');
   await chat('local-chat');
   // The Anthropic upstream is down: these fail, and open its circuit.
@@ -168,6 +173,9 @@ describeWithService(
       const row = page.locator('tr', { hasText: 'limited viewer' });
       await row.waitFor();
       expect(await row.innerText()).toContain('billing:read');
+      const cappedRow = await page.locator('tr', { hasText: 'capped agent' }).innerText();
+      expect(cappedRow).toContain('cap $2.00/week');
+      expect(cappedRow).toContain('model openai/*');
       await screenshot(page, 'keys');
       await page.click('button:has-text("I have stored it")');
       expect(await page.getByTestId('new-key-secret').count()).toBe(0);

@@ -1,13 +1,23 @@
-// Keys: the organization's API keys (prefix, label, scopes, status, expiry, last use), a
+// Keys: the organization's API keys (prefix, label, scopes, limits, status, expiry, last use), a
 // form that creates one and shows its secret once, and revoking with a second click.
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
-import type { ApiKey, CreatedApiKey, Scope } from '../../../generated/client/types.gen.js';
+import type { ApiKey, CreatedApiKey, KeyLimits, Scope } from '../../../generated/client/types.gen.js';
 import { call, callAll } from '../api.js';
 import { Failure, Loading, Section, Table, useLoad } from '../components/common.js';
-import { ago, time } from '../format.js';
+import { ago, dollars, time } from '../format.js';
 
 const DAY = 24 * 3_600_000;
+
+/** A key's own limits as chips (updateKey sets them; the CLI too), or a dash when it has none. */
+function limitsOf(limits: KeyLimits) {
+  const chips = [
+    limits.weeklyCapMicros !== null ? `cap ${dollars(limits.weeklyCapMicros)}/week` : null,
+    limits.creditSharePercent !== null ? `${limits.creditSharePercent}% of credit/week` : null,
+    ...(limits.allowedModels ?? []).map((pattern) => `model ${pattern}`),
+  ].filter((chip): chip is string => chip !== null);
+  return chips.length ? html`<span class="scopes">${chips.map((c) => html`<span class="chip">${c}</span>`)}</span>` : html`<span class="muted">—</span>`;
+}
 
 export function Keys({ scopes }: { scopes: readonly Scope[] }) {
   const keys = useLoad(() => callAll<ApiKey>('/api/v1/keys'), []);
@@ -41,11 +51,12 @@ export function Keys({ scopes }: { scopes: readonly Scope[] }) {
     <${CreateKey} scopes=${scopes} onCreated=${(key: CreatedApiKey) => (setCreated(key), keys.reload())} />
     <${Section} title="API keys">
       <${Table}
-        head=${['Key', 'Label', 'Scopes', 'Status', 'Created', 'Expires', 'Last used', '']}
+        head=${['Key', 'Label', 'Scopes', 'Limits', 'Status', 'Created', 'Expires', 'Last used', '']}
         rows=${keys.data.map((k) => [
           html`<code>${k.keyPrefix}</code>`,
           k.label ?? html`<span class="muted">—</span>`,
           html`<span class="scopes">${k.scopes.map((s) => html`<span class="chip">${s}</span>`)}</span>`,
+          limitsOf(k.limits),
           html`<span class="badge status-${k.status}">${k.status}</span>`,
           time(k.createdAt),
           k.expiresAt ? time(k.expiresAt) : 'never',
