@@ -103,7 +103,7 @@ describePostgres('holds of dead processes (PostgreSQL, several instances)', () =
     const dead = await crashedHold(org.id, 'node-x', DEAD_AFTER_MS + 5_000, 400_000n);
     const live = await crashedHold(org.id, 'node-y', 1_000, 100_000n);
     // What the next heartbeat of any instance does.
-    await (platform.services.billing as unknown as { incarnations: { beat(): Promise<void> } }).incarnations.beat();
+    await (platform.services.billing.reservations as unknown as { incarnations: { beat(): Promise<void> } }).incarnations.beat();
     expect(await platform.services.billing.reservations.reconcile(RESERVATION_TTL_MS)).toBe(1);
     expect(await outcome(dead)).toBe('released');
     expect(await outcome(live)).toBeNull();
