@@ -5,7 +5,7 @@ import { keysetQuery, toPage, type Page, type PageRequest } from '../storage/pag
 import type { Principal } from './principal.js';
 
 /** Where a caller finds its publishers: said by every error about a publisher it named. */
-export const PUBLISHERS_HINT = 'list publishers: GET :8081/api/v1/publishers, or the console at :8081/console';
+export const PUBLISHERS_HINT = 'list publishers: GET /api/v1/publishers on the management port (MGMT_PORT, 8081 by default), or the console at /console there';
 
 /** A publisher with how many of its (live) items are in each ingestion state. */
 export type PublisherView = Publisher & { itemsByStatus: Record<string, number> };

@@ -350,5 +350,5 @@ describe('image generation', () => {
     } finally {
       await artist.close();
     }
-  });
+  }, 120_000); // starts a platform of its own
 });

@@ -241,5 +241,5 @@ describe('(the database alone)', () => {
     } finally {
       await platform.close();
     }
-  });
+  }, 120_000); // starts a platform of its own
 });

@@ -80,19 +80,19 @@ describe('publishers', () => {
   it('an unknown publisher\'s error says how to find one', async () => {
     const res = await platform.api('/ingestion/v1/real_time_upload', { method: 'POST', body: JSON.stringify({ publisher_id: randomUUID(), content: 'x' }) });
     expect(res.status).toBe(400);
-    expect((await res.json()).detail).toContain('GET :8081/api/v1/publishers');
+    expect((await res.json()).detail).toContain('GET /api/v1/publishers on the management port');
     // Missing or malformed, in any operation's error shape.
     const missing = await platform.api('/ingestion/v1/real_time_upload', { method: 'POST', body: JSON.stringify({ content: 'x' }) });
-    expect(JSON.stringify(await missing.json())).toContain('GET :8081/api/v1/publishers');
+    expect(JSON.stringify(await missing.json())).toContain('GET /api/v1/publishers on the management port');
     const malformed = await platform.api('/engine/v2/publisher/not-a-uuid/items');
-    expect(JSON.stringify(await malformed.json())).toContain('GET :8081/api/v1/publishers');
+    expect(JSON.stringify(await malformed.json())).toContain('GET /api/v1/publishers on the management port');
     const grounded = await platform.api('/ai/v2/grounded/chat/completions', {
       method: 'POST',
       body: JSON.stringify({ model: 'local-chat', messages: [{ role: 'user', content: 'hi' }], rag_publisher: `nobody-${randomUUID()}` }),
     });
-    expect(JSON.stringify(await grounded.json())).toContain('GET :8081/api/v1/publishers');
+    expect(JSON.stringify(await grounded.json())).toContain('GET /api/v1/publishers on the management port');
     const failures = await platform.mgmt('/api/v1/ingestion/failures?publisher_id=nope');
-    expect(JSON.stringify(await failures.json())).toContain('GET :8081/api/v1/publishers');
+    expect(JSON.stringify(await failures.json())).toContain('GET /api/v1/publishers on the management port');
   });
 });
 
@@ -204,7 +204,7 @@ describe('the request log', () => {
     } finally {
       await withBodies.close();
     }
-  });
+  }, 120_000); // starts a platform of its own
 });
 
 describe('getUsageSeries', () => {
