@@ -121,7 +121,10 @@ describe('hostile files', () => {
   }
 
   function expectContained(outcome: Outcome, reason: RegExp): void {
-    expect(outcome.uploadMs).toBeLessThanOrEqual(1_000);
+    // The answer must not wait for the file's parsing or inflating (a zip bomb's upload took
+    // 21 s when it did): a bound well above the ~0.1-0.7 s printed here, which a busy 2-core
+    // CI machine stretched past 1 s once, and far below what parsing at upload costs.
+    expect(outcome.uploadMs).toBeLessThanOrEqual(5_000);
     expect(outcome.status).toBe('FAILED');
     expect(outcome.reason).toMatch(reason);
     expect(outcome.cheapCalls).toBeGreaterThan(0);
